@@ -1,0 +1,5 @@
+import sys
+
+from claude_mem.entry import main
+
+sys.exit(main())

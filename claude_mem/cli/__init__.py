@@ -1,0 +1,88 @@
+"""The `claude-mem` command line (click). Commands parse, call one core function, format."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from claude_mem import __version__
+from claude_mem import settings as settings_mod
+
+
+class AppContext:
+    """Lazily loaded configuration and database, shared by the commands of one run."""
+
+    def __init__(self) -> None:
+        self._config: settings_mod.Config | None = None
+        self._conn = None
+
+    @property
+    def config(self) -> settings_mod.Config:
+        if self._config is None:
+            try:
+                self._config = settings_mod.load(strict=True)
+            except settings_mod.SettingsError as exc:
+                raise click.ClickException(f"bad setting: {exc}") from None
+        return self._config
+
+    def db(self, create: bool = False):
+        """The migrated database; without `create`, a missing one is an error (exit 1)."""
+        if self._conn is None:
+            import os
+
+            from claude_mem.store.db import SchemaTooNewError, connect
+
+            config = self.config
+            if not create and not os.path.exists(config.db_path):
+                raise NotFound(f"no database at {config.db_path} yet (nothing captured; run `claude-mem install`)")
+            config.ensure_dirs()
+            try:
+                self._conn = connect(config.db_path)
+            except SchemaTooNewError as exc:
+                raise click.ClickException(str(exc)) from None
+        return self._conn
+
+
+class NotFound(click.ClickException):
+    exit_code = 1
+
+
+pass_app = click.make_pass_decorator(AppContext, ensure=True)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="claude-mem")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Persistent memory for Claude Code."""
+    ctx.ensure_object(AppContext)
+
+
+def _hook_command(name: str, event: str) -> None:
+    @cli.command(name, help=f"Hook for Claude Code's {event} event (reads its JSON on stdin).")
+    def command() -> None:
+        from claude_mem.hooks import main as run_hook
+
+        sys.exit(run_hook(name))
+
+
+for _name, _event in (("context", "SessionStart"), ("new", "UserPromptSubmit"),
+                      ("save", "PostToolUse / PostToolUseFailure"), ("summary", "Stop")):
+    _hook_command(_name, _event)
+
+
+def main(args: list[str]) -> int:
+    from claude_mem.cli import commands  # noqa: F401  (registers the commands)
+
+    try:
+        cli.main(args=args, prog_name="claude-mem", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

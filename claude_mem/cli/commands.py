@@ -1,0 +1,3 @@
+"""Registers every command module with the group."""
+
+from claude_mem.cli import inspect  # noqa: F401

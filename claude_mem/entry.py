@@ -1,0 +1,19 @@
+"""Console entry point. The four hook commands are dispatched here before click (~30 ms to
+import) or anything else heavy is loaded; every other command goes to the click CLI."""
+
+from __future__ import annotations
+
+import sys
+
+HOOK_COMMANDS = ("context", "new", "save", "summary")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 1 and args[0] in HOOK_COMMANDS:
+        from claude_mem.hooks import main as run_hook
+
+        return run_hook(args[0])
+    from claude_mem.cli import main as run_cli
+
+    return run_cli(args)

@@ -1,0 +1,290 @@
+"""The four hook commands: Claude Code's hook JSON in, durable rows out.
+
+  context  SessionStart        print the project's digest
+  new      UserPromptSubmit    record the prompt, make sure a worker runs
+  save     PostToolUse(+Failure)  queue the tool event
+  summary  Stop                queue the end-of-turn marker
+
+Contract: a hook never blocks or breaks Claude Code. Whatever happens it exits 0, and on
+failure writes one line to stderr and one to the log. Events are made safe (redacted, capped)
+first; if the database cannot take them (locked past the busy timeout, read-only, full), the
+safe event is written to `<data dir>/spool/` and replayed later, so nothing is lost that
+could have been kept.
+
+Only the standard library and the hook-safe modules are imported here: the hook's wall time
+is dominated by interpreter start-up, and chromadb/claude_agent_sdk/lxml/mcp/click would
+multiply it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Any, BinaryIO, TextIO
+
+from claude_mem import settings as settings_mod
+from claude_mem.logs import log_line
+from claude_mem.payload import (
+    PayloadError,
+    clean_text,
+    matches_skip_list,
+    optional_str,
+    parse_payload,
+    require_str,
+    to_json_capped,
+)
+from claude_mem.project import project_for
+from claude_mem.settings import Config
+from claude_mem.store import queue, records
+from claude_mem.store.db import connect, transaction
+from claude_mem.worker import spawn
+
+QUIET = '{"continue": true, "suppressOutput": true}'
+
+HOOK_EVENTS: dict[str, tuple[str, ...]] = {
+    "context": ("SessionStart",),
+    "new": ("UserPromptSubmit",),
+    "save": ("PostToolUse", "PostToolUseFailure"),
+    "summary": ("Stop", "SubagentStop"),
+}
+
+
+def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
+    """Run one hook command. Always returns 0."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout
+    output = "" if command == "context" else QUIET
+    config: Config | None = None
+    try:
+        raw = stdin.read()
+        config = settings_mod.load(strict=False)
+        for warning in config.warnings:
+            log_line(config.logs_dir, command, f"warning: {warning}", stderr=True)
+        payload = parse_payload(raw)
+        event = payload.get("hook_event_name")
+        if isinstance(event, str) and event and event not in HOOK_EVENTS[command]:
+            raise PayloadError(f"{command} does not handle {event} events")
+        if command == "context":
+            output = run_context(config, payload) or ""
+        elif command == "new":
+            run_event(config, command, sanitize_prompt(config, payload))
+        elif command == "save":
+            record = sanitize_tool(config, payload)
+            if record is not None:
+                run_event(config, command, record)
+        elif command == "summary":
+            record = sanitize_finalize(config, payload)
+            if record is not None:
+                run_event(config, command, record)
+        else:
+            raise PayloadError(f"unknown hook command {command!r}")
+    except Exception as exc:  # the contract: never let anything reach Claude Code
+        logs_dir = config.logs_dir if config else _fallback_logs_dir()
+        log_line(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
+    try:
+        if output:
+            stdout.write(output + "\n")
+            stdout.flush()
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _fallback_logs_dir() -> str | None:
+    try:
+        return os.path.join(settings_mod.data_dir_from_env(), "logs")
+    except Exception:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, (PayloadError, settings_mod.SettingsError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --- making events safe -------------------------------------------------------------------
+
+def _common(payload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "session_id": require_str(payload, "session_id"),
+        "cwd": optional_str(payload, "cwd"),
+        "transcript_path": optional_str(payload, "transcript_path"),
+    }
+
+
+def sanitize_prompt(config: Config, payload: dict[str, Any]) -> dict[str, Any]:
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str):
+        raise PayloadError("payload has no prompt")
+    return {
+        "type": "prompt",
+        **_common(payload),
+        "prompt": clean_text(prompt, config.max_field_chars),
+        "prompt_id": optional_str(payload, "prompt_id"),
+    }
+
+
+def sanitize_tool(config: Config, payload: dict[str, Any]) -> dict[str, Any] | None:
+    common = _common(payload)
+    tool_name = require_str(payload, "tool_name")
+    if matches_skip_list(tool_name, config.skip_tools):
+        return None
+    failed = payload.get("hook_event_name") == "PostToolUseFailure"
+    if failed:
+        response: Any = {"error": payload.get("error")}
+        if payload.get("is_interrupt"):
+            response["is_interrupt"] = True
+    else:
+        response = payload.get("tool_response")
+    duration = payload.get("duration_ms")
+    limit = config.max_field_chars
+    return {
+        "type": "tool",
+        **common,
+        "tool_name": tool_name[:200],
+        "tool_input": to_json_capped(payload.get("tool_input"), limit),
+        "tool_response": to_json_capped(response, limit),
+        "tool_use_id": optional_str(payload, "tool_use_id"),
+        "is_error": failed,
+        "duration_ms": int(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
+        "agent_id": optional_str(payload, "agent_id"),
+    }
+
+
+def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any] | None:
+    common = _common(payload)
+    if payload.get("stop_hook_active") is True:
+        return None  # Claude is continuing because of a Stop hook: the turn is not over
+    message = payload.get("last_assistant_message")
+    return {
+        "type": "finalize",
+        **common,
+        "last_assistant_message": clean_text(message, 4000) if isinstance(message, str) else None,
+    }
+
+
+# --- writing them ---------------------------------------------------------------------------
+
+def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
+    """Store one safe event in one transaction. Replaying the same event is harmless: tool
+    calls dedupe on tool_use_id, prompts on prompt_id, finalize markers on the prompt."""
+    session_id = record["session_id"]
+    with transaction(conn):
+        if not records.session_exists(conn, session_id):
+            records.ensure_session(conn, session_id, project=project_for(record.get("cwd")),
+                                   cwd=record.get("cwd"), transcript_path=record.get("transcript_path"))
+        kind = record["type"]
+        if kind == "prompt":
+            records.record_prompt(conn, session_id, record["prompt"], record.get("prompt_id"))
+        elif kind == "tool":
+            queue.enqueue_tool(
+                conn, session_id, tool_name=record["tool_name"], tool_input=record["tool_input"],
+                tool_response=record["tool_response"], tool_use_id=record.get("tool_use_id"),
+                is_error=bool(record.get("is_error")), duration_ms=record.get("duration_ms"),
+                agent_id=record.get("agent_id"), cwd=record.get("cwd"),
+            )
+        elif kind == "finalize":
+            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"),
+                                   last_assistant_message=record.get("last_assistant_message"))
+        else:
+            raise ValueError(f"unknown event type {kind!r}")
+
+
+def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
+    config.ensure_dirs()
+    try:
+        conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
+        try:
+            apply_event(conn, record)
+            if command == "new" and _spool_waiting(config):
+                drain_spool(config, conn)
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError) as exc:
+        path = spool_event(config, record)
+        log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}); event kept in {path}", stderr=True)
+        return
+    if config.worker_autostart and command in ("new", "save", "summary"):
+        try:
+            spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"])
+        except OSError as exc:
+            log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
+
+
+# --- the spool: events the database could not take -----------------------------------------
+
+def spool_event(config: Config, record: dict[str, Any]) -> str:
+    os.makedirs(config.spool_dir, mode=0o700, exist_ok=True)
+    name = f"{time.time_ns()}-{os.getpid()}.json"
+    tmp = os.path.join(config.spool_dir, "." + name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, ensure_ascii=False)
+    final = os.path.join(config.spool_dir, name)
+    os.replace(tmp, final)
+    return final
+
+
+def _spool_waiting(config: Config) -> bool:
+    try:
+        return any(not n.startswith(".") for n in os.listdir(config.spool_dir))
+    except OSError:
+        return False
+
+
+def drain_spool(config: Config, conn: sqlite3.Connection) -> int:
+    """Replay spooled events into the database, oldest first; returns how many were stored.
+    A file that cannot be read is moved aside to spool/bad/, not deleted."""
+    try:
+        names = sorted(n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return 0
+    stored = 0
+    for name in names:
+        path = os.path.join(config.spool_dir, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                record = json.load(fh)
+            if not isinstance(record, dict) or "session_id" not in record or "type" not in record:
+                raise ValueError("not a spooled event")
+        except FileNotFoundError:
+            continue  # another process drained it
+        except (OSError, ValueError) as exc:
+            bad = os.path.join(config.spool_dir, "bad")
+            os.makedirs(bad, mode=0o700, exist_ok=True)
+            try:
+                os.replace(path, os.path.join(bad, name))
+            except OSError:
+                pass
+            log_line(config.logs_dir, "spool", f"error: {name} set aside ({exc})")
+            continue
+        apply_event(conn, record)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        stored += 1
+    return stored
+
+
+# --- SessionStart -----------------------------------------------------------------------------
+
+def run_context(config: Config, payload: dict[str, Any]) -> str | None:
+    cwd = optional_str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    if not os.path.exists(config.db_path):
+        return None  # nothing remembered yet; don't create anything on a read
+    from claude_mem.recall.digest import build_digest
+
+    conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
+    try:
+        text = build_digest(conn, project_for(cwd), max_chars=config.context_chars)
+    finally:
+        conn.close()
+    if not text:
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
+                      ensure_ascii=False)

@@ -1,0 +1,210 @@
+"""Hook payloads: reading them, and making them safe and small before anything is written.
+
+Order matters: redaction runs before the final head+tail cut, so a secret or a `<private>`
+span straddling the cut can never leave a readable fragment behind. Very large texts are first
+clipped to a generous window (4x the cap) so redaction stays linear and fast on a 10 MB
+response; the window's edges are then cut away by the final, smaller cut.
+
+On the hook path: standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+# Token shapes of common providers. Each is linear (no nested quantifiers) so fuzzed input
+# cannot make a hook hang.
+_TOKENS = re.compile(
+    r"""
+      sk-ant-[A-Za-z0-9_\-]{16,}                # Anthropic
+    | sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}   # OpenAI
+    | (?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}  # AWS access key ids
+    | gh[pousr]_[A-Za-z0-9]{30,}                # GitHub
+    | github_pat_[A-Za-z0-9_]{30,}
+    | glpat-[A-Za-z0-9_\-]{20,}                 # GitLab
+    | xox[abposr]-[A-Za-z0-9\-]{10,}            # Slack
+    | AIza[0-9A-Za-z_\-]{35}                    # Google
+    | (?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}   # Stripe
+    | SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}  # SendGrid
+    | hf_[A-Za-z0-9]{30,}                       # Hugging Face
+    | npm_[A-Za-z0-9]{36}                       # npm
+    | eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}   # JWTs
+    """,
+    re.VERBOSE,
+)
+# Authorization headers of any scheme, and bearer tokens wherever they appear.
+_AUTH_HEADER = re.compile(
+    r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+# user:password@host in any URL.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]{0,20}://[^/\s:@'\"]{1,256}:)[^@\s/'\"]{1,256}(@)")
+# NAME=value / NAME: value / "name": "value" where the name says it holds a secret. Names are
+# bounded ({0,40}) so a long run of identifier characters cannot backtrack quadratically.
+_NAME = r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{0,40}"
+_NAME_TAIL = r"[A-Za-z0-9_.\-]{0,40}"
+# The value group keeps its quotes so JSON inside a string stays JSON; an already redacted
+# value is left alone.
+_VALUE = r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|[^\s,;'"&}\])]{%(n)s,512})"""
+# Passwords: any value. Tokens and keys: values long enough to be one (not "max_tokens=100").
+_PASSWORD_ASSIGNMENT = re.compile(
+    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})""" + _VALUE % {"n": 1}
+)
+_KEY_ASSIGNMENT = re.compile(
+    rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})"""
+    + _VALUE % {"n": 8}
+)
+_ANY_PRIVATE_TAG = re.compile(r"(?i)</?private>")
+
+
+def redact(text: str) -> str:
+    """Remove `<private>` spans and replace secrets with [REDACTED]. Fails closed: an unclosed
+    `<private>` hides everything after it, an unterminated key block everything after BEGIN."""
+    if not text:
+        return text
+    if _ANY_PRIVATE_TAG.search(text):
+        text = _strip_private(text)
+    if "PRIVATE KEY" in text:
+        text = _PRIVATE_KEY.sub(REDACTED, text)
+    text = _TOKENS.sub(REDACTED, text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
+    text = _PASSWORD_ASSIGNMENT.sub(_assignment_repl, text)
+    text = _KEY_ASSIGNMENT.sub(_assignment_repl, text)
+    return text
+
+
+def _assignment_repl(match: re.Match[str]) -> str:
+    quote, name, sep = match.group(1), match.group(2), match.group(3)
+    value_quote = match.group(4) or match.group(5) or ""
+    return f"{quote}{name}{quote}{sep}{value_quote}{REDACTED}{value_quote}"
+
+
+def _strip_private(text: str) -> str:
+    """Remove <private> spans in one pass over the tags (a regex with a lazy .*? is quadratic
+    on many unclosed openers). Fails closed: an unclosed opener hides the rest, and a stray
+    closer hides everything before it (its opener was cut away)."""
+    kept: list[str] = []
+    pos = 0
+    inside = False
+    for tag in _ANY_PRIVATE_TAG.finditer(text):
+        closing = tag.group().startswith("</")
+        if inside:
+            if closing:
+                inside = False
+                pos = tag.end()
+            continue
+        if closing:
+            kept.clear()
+            pos = tag.end()
+        else:
+            kept.append(text[pos : tag.start()])
+            inside = True
+    if not inside:
+        kept.append(text[pos:])
+    return "".join(kept)
+
+
+def head_tail(text: str, limit: int, dropped_extra: int = 0) -> str:
+    """Cut text to about `limit` chars, keeping 2/3 head and 1/3 tail, with a marker saying how
+    much was dropped (errors and results tend to sit at the end)."""
+    if len(text) <= limit and not dropped_extra:
+        return text
+    if len(text) <= limit:
+        return text + f"\n[... {dropped_extra} chars dropped ...]"
+    head = (limit * 2) // 3
+    tail = limit - head
+    dropped = len(text) - head - tail + dropped_extra
+    return f"{text[:head]}\n[... {dropped} chars dropped ...]\n{text[len(text) - tail:]}"
+
+
+def clean_text(text: str, limit: int) -> str:
+    """Redact, then cut to head and tail. Safe and linear on any size."""
+    window = 4 * limit
+    if len(text) > 2 * window:
+        # Redact the two ends separately; their outer edges are dropped by the final cut.
+        head = redact(text[:window])
+        tail = _redact_tail(text[-window:])
+        dropped = len(text) - 2 * window
+        return head_tail(head[: 2 * limit] + tail[-limit:], limit, dropped + max(0, len(head) - 2 * limit) + max(0, len(tail) - limit))
+    return head_tail(redact(text), limit)
+
+
+def _redact_tail(text: str) -> str:
+    # The tail window may begin inside a <private> span whose opener was cut off.
+    first = _ANY_PRIVATE_TAG.search(text)
+    if first and first.group().startswith("</"):
+        text = text[first.end() :]
+    return redact(text)
+
+
+def clean_value(value: Any, limit: int) -> Any:
+    """Redact every string in a JSON-like value and cap each one at `limit` chars."""
+    if isinstance(value, str):
+        return clean_text(value, limit)
+    if isinstance(value, dict):
+        return {str(k): clean_value(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v, limit) for v in value]
+    return value
+
+
+def to_json_capped(value: Any, limit: int) -> str:
+    """JSON text of a cleaned value, at most about 1.25x `limit` chars: when many fields add up
+    past that, the whole is kept as one JSON string cut to head and tail, still valid JSON."""
+    text = json.dumps(clean_value(value, limit), ensure_ascii=False, separators=(",", ":"))
+    if len(text) > limit + limit // 4:
+        text = json.dumps(head_tail(text, limit), ensure_ascii=False)
+    return text
+
+
+class PayloadError(ValueError):
+    """The hook payload cannot be used; the message says why in one line."""
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        raise PayloadError("empty payload on stdin")
+    # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise PayloadError(f"payload is not JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise PayloadError(f"payload is a JSON {type(data).__name__}, expected an object")
+    return data
+
+
+def require_str(payload: dict[str, Any], key: str) -> str:
+    value = payload.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise PayloadError(f"payload has no {key}")
+    return value
+
+
+def optional_str(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def matches_skip_list(tool_name: str, patterns: list[str]) -> bool:
+    """Exact names, or prefixes with a trailing `*` (fnmatch costs ~7 ms to import)."""
+    for pattern in patterns:
+        if pattern.endswith("*"):
+            if tool_name.startswith(pattern[:-1]):
+                return True
+        elif tool_name == pattern:
+            return True
+    return False

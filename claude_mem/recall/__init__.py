@@ -1,0 +1,1 @@
+"""Recall: reading memory back (digest, search, MCP). Never writes memories."""

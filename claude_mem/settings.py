@@ -1,0 +1,264 @@
+"""Where claude-mem keeps its data, and how it is configured.
+
+Settings come from `<data dir>/settings.json`, overridden by `CLAUDE_MEM_<KEY>` environment
+variables. Only entry points (the hook dispatcher, the CLI, the worker, the MCP server) call
+`load()`; everything else receives the resulting `Config`.
+
+This module is on the hook path: standard library only, nothing slow at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+APP = "claude-mem"
+ENV_PREFIX = "CLAUDE_MEM_"
+DATA_DIR_ENV = "CLAUDE_MEM_DATA_DIR"
+
+
+class SettingsError(ValueError):
+    """A setting is unknown or has a value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    kind: str  # str | int | float | bool | list | choice
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.key.upper()
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a value from JSON or the environment into this setting's type, or raise."""
+        kind = self.kind
+        if kind in ("str", "choice"):
+            if not isinstance(raw, str):
+                raise SettingsError(f"{self.key}: expected a string, got {raw!r}")
+            if kind == "choice" and raw not in self.choices:
+                raise SettingsError(f"{self.key}: {raw!r} is not one of {', '.join(self.choices)}")
+            return raw
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise SettingsError(f"{self.key}: expected true or false, got {raw!r}")
+        if kind == "list":
+            if isinstance(raw, str):
+                return [item.strip() for item in raw.split(",") if item.strip()]
+            if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+                return list(raw)
+            raise SettingsError(f"{self.key}: expected a list of strings, got {raw!r}")
+        if kind in ("int", "float"):
+            if isinstance(raw, bool):
+                raise SettingsError(f"{self.key}: expected a number, got {raw!r}")
+            try:
+                value: float = int(raw) if kind == "int" else float(raw)
+            except (TypeError, ValueError):
+                raise SettingsError(f"{self.key}: expected {'an integer' if kind == 'int' else 'a number'}, got {raw!r}") from None
+            if self.minimum is not None and value < self.minimum:
+                raise SettingsError(f"{self.key}: must be at least {self.minimum:g}, got {value!r}")
+            return value
+        raise AssertionError(kind)
+
+
+# Our own MCP tools are skipped so that recalling memory is not itself remembered.
+DEFAULT_SKIP_TOOLS = [
+    "TodoWrite",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+    "mcp__claude-mem__*",
+    "mcp__plugin_claude-mem_*",
+]
+
+SETTINGS: dict[str, Setting] = {
+    s.key: s
+    for s in [
+        Setting("model", "str", "claude-haiku-4-5", "Model the observer uses."),
+        Setting(
+            "synthesizer", "choice", "auto",
+            "auto: the model, falling back to heuristics when no model can be used; "
+            "model: the model only; heuristic: never call a model.",
+            choices=("auto", "model", "heuristic"),
+        ),
+        Setting("cli_path", "str", "", "Claude Code CLI for the observer (default: the one bundled with claude-agent-sdk)."),
+        Setting("worker_autostart", "bool", True, "Start a background worker from the hooks."),
+        Setting("worker_idle_s", "float", 300.0, "Seconds a worker waits for new events before it exits.", minimum=0),
+        Setting("max_attempts", "int", 3, "Model failures before an event is skipped.", minimum=1),
+        Setting("batch_chars", "int", 12000, "Most characters of events sent to the model in one message.", minimum=500),
+        Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),
+        Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
+        Setting("context_chars", "int", 8000, "Most characters the SessionStart digest injects.", minimum=200),
+        Setting("chroma_url", "str", "", "Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded index."),
+        Setting("retention_days", "int", 0, "prune removes memories older than this (0 keeps everything).", minimum=0),
+        Setting("hook_busy_ms", "int", 3000, "How long a hook waits for a locked database before spooling.", minimum=0),
+    ]
+}
+
+
+def default_data_dir() -> str:
+    """platformdirs' user data dir for claude-mem, without paying ~19 ms to import it.
+
+    Linux and macOS follow platformdirs' own rules (a test pins the equality); other systems
+    ask platformdirs itself.
+    """
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        base = os.environ.get("XDG_DATA_HOME", "")
+        if not base.strip():
+            base = os.path.expanduser("~/.local/share")
+        return os.path.join(base, APP)
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Application Support/" + APP)
+    import platformdirs
+
+    return platformdirs.user_data_dir(APP, appauthor=False)
+
+
+@dataclass
+class Config:
+    data_dir: str
+    values: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)  # key -> default | file | env
+    warnings: list[str] = field(default_factory=list)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self.__dict__["values"][key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    @property
+    def db_path(self) -> str:
+        return os.path.join(self.data_dir, "claude-mem.db")
+
+    @property
+    def settings_path(self) -> str:
+        return os.path.join(self.data_dir, "settings.json")
+
+    @property
+    def logs_dir(self) -> str:
+        return os.path.join(self.data_dir, "logs")
+
+    @property
+    def workers_dir(self) -> str:
+        return os.path.join(self.data_dir, "workers")
+
+    @property
+    def spool_dir(self) -> str:
+        return os.path.join(self.data_dir, "spool")
+
+    def ensure_dirs(self) -> None:
+        """Create the data dir (0700) and its sub-folders; memory is private to its owner."""
+        for path in (self.data_dir, self.logs_dir):
+            if not os.path.isdir(path):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                os.chmod(path, 0o700)
+
+
+def data_dir_from_env() -> str:
+    explicit = os.environ.get(DATA_DIR_ENV, "").strip()
+    return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir()
+
+
+def read_settings_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc.strerror}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} must hold a JSON object")
+    return data
+
+
+def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:
+    """Read settings. strict (the CLI) raises on any problem; hooks pass strict=False and get
+    defaults for what is wrong, with a warning each, because a hook must never fail."""
+    env = os.environ if environ is None else environ
+    data_dir = data_dir_from_env()
+    config = Config(data_dir=data_dir, values={k: s.default for k, s in SETTINGS.items()})
+    config.sources = {k: "default" for k in SETTINGS}
+
+    def problem(message: str) -> None:
+        if strict:
+            raise SettingsError(message)
+        config.warnings.append(message)
+
+    try:
+        from_file = read_settings_file(config.settings_path)
+    except SettingsError as exc:
+        problem(str(exc))
+        from_file = {}
+    for key, raw in from_file.items():
+        setting = SETTINGS.get(key)
+        if setting is None:
+            problem(f"unknown setting {key!r} in {config.settings_path} (known: {', '.join(SETTINGS)})")
+            continue
+        try:
+            config.values[key] = setting.parse(raw)
+            config.sources[key] = "file"
+        except SettingsError as exc:
+            problem(f"{exc} (in {config.settings_path})")
+
+    known_env = {s.env: s for s in SETTINGS.values()}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or name == DATA_DIR_ENV:
+            continue
+        setting = known_env.get(name)
+        if setting is None:
+            problem(f"unknown environment variable {name}")
+            continue
+        try:
+            config.values[setting.key] = setting.parse(raw)
+            config.sources[setting.key] = "env"
+        except SettingsError as exc:
+            problem(f"{exc} (from {name})")
+    return config
+
+
+def write_setting(config: Config, key: str, raw: str) -> Any:
+    """Validate and store one setting in settings.json; returns the parsed value."""
+    setting = SETTINGS.get(key)
+    if setting is None:
+        raise SettingsError(f"unknown setting {key!r} (known: {', '.join(SETTINGS)})")
+    value = setting.parse(_coerce_cli_value(setting, raw))
+    current = read_settings_file(config.settings_path)
+    current[key] = value
+    config.ensure_dirs()
+    tmp = config.settings_path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(current, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, config.settings_path)
+    return value
+
+
+def _coerce_cli_value(setting: Setting, raw: str) -> Any:
+    # A value typed on the command line is text; lists may be given as JSON or comma-separated.
+    if setting.kind == "list" and raw.strip().startswith("["):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise SettingsError(f"{setting.key}: {raw!r} is not a JSON list") from None
+    return raw

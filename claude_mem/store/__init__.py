@@ -1,0 +1,1 @@
+"""SQLite store: connection and migrations (db), the event queue (queue), and records."""

@@ -1,0 +1,167 @@
+"""Open the database, set its pragmas, and migrate it.
+
+Migrations are numbered SQL files (`migrations/NNNN_name.sql`), applied in order, each in its
+own transaction together with its record in `schema_migrations`; `PRAGMA user_version` mirrors
+the newest applied number, so an up-to-date database is recognised without reading any file.
+
+On the hook path: standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from claude_mem.resources import resource_dir
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+class SchemaTooNewError(RuntimeError):
+    """The database was written by a newer claude-mem."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: str
+
+    def statements(self) -> list[str]:
+        with open(self.path, encoding="utf-8") as fh:
+            text = fh.read()
+        return split_statements(text)
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into statements; sqlite3.complete_statement knows about trigger bodies."""
+    statements: list[str] = []
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            if _has_code(statement):
+                statements.append(statement)
+            buffer = ""
+    if _has_code(buffer):
+        raise ValueError(f"incomplete SQL statement at end of migration: {buffer.strip()[:80]!r}")
+    return statements
+
+
+def _has_code(text: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("--") for line in text.splitlines())
+
+
+def migrations(directory: str | None = None) -> list[Migration]:
+    directory = directory or resource_dir("migrations")
+    found = []
+    for entry in sorted(os.listdir(directory)):
+        match = _MIGRATION_NAME.match(entry)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), os.path.join(directory, entry)))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"migrations in {directory} are not numbered 1..N: {versions}")
+    return found
+
+
+def latest_version(directory: str | None = None) -> int:
+    return len(migrations(directory))
+
+
+def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
+            migrations_dir: str | None = None) -> sqlite3.Connection:
+    """Open (creating 0600 if needed) and migrate the database. Autocommit mode: callers open
+    transactions themselves with `BEGIN IMMEDIATE` (see `transaction`)."""
+    if not os.path.exists(path):
+        # Created by us with 0600 so SQLite (which copies the mode to -wal/-shm) keeps it private.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+    conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                           check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if migrate:
+        apply_migrations(conn, migrations_dir)
+    return conn
+
+
+def apply_migrations(conn: sqlite3.Connection, directory: str | None = None) -> list[str]:
+    """Bring the schema up to date; returns the names applied. Safe against racing processes:
+    each step re-reads the version after taking the write lock."""
+    known = migrations(directory)
+    latest = len(known)
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > latest:
+        raise SchemaTooNewError(
+            f"the database is at schema version {current}, newer than this claude-mem knows "
+            f"({latest}); upgrade claude-mem (pip install -U claude-mem)"
+        )
+    applied: list[str] = []
+    while current < latest:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = conn.execute("PRAGMA user_version").fetchone()[0]
+            if current >= latest:
+                conn.execute("COMMIT")
+                break
+            migration = known[current]
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            for statement in migration.statements():
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, now_iso()),
+            )
+            conn.execute(f"PRAGMA user_version = {migration.version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(f"{migration.version:04d}_{migration.name}")
+        current = migration.version
+    return applied
+
+
+class transaction:
+    """`with transaction(conn):` runs a BEGIN IMMEDIATE ... COMMIT block (ROLLBACK on error).
+
+    IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes
+    can fail with SQLITE_BUSY at once in WAL mode, without waiting for busy_timeout.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def now_iso(epoch_ms: int | None = None) -> str:
+    seconds = (epoch_ms if epoch_ms is not None else now_ms()) / 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}Z"

@@ -1,0 +1,102 @@
+"""The event queue: what hooks put in, and what workers take out.
+
+A row moves pending -> processing (claimed by one worker) -> done, or back to pending with a
+backoff after a model failure, or to skipped after too many. A worker that dies leaves its
+rows in processing; the next worker for the session takes them back (`release_stale`).
+
+On the hook path: standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from claude_mem.store.db import now_iso, now_ms
+
+QUEUE_COLUMNS = (
+    "id, session_id, kind, tool_name, tool_input, tool_response, tool_use_id, is_error, "
+    "duration_ms, agent_id, cwd, prompt_number, status, attempts, last_error, "
+    "next_attempt_epoch, claimed_by, created_at, created_at_epoch, updated_at_epoch"
+)
+
+
+def enqueue_tool(conn: sqlite3.Connection, session_id: str, *, tool_name: str, tool_input: str,
+                 tool_response: str, tool_use_id: str | None, is_error: bool,
+                 duration_ms: int | None, agent_id: str | None, cwd: str | None) -> int | None:
+    """Queue one tool event under the session's current prompt; None if this tool_use_id is
+    already queued. Call inside a transaction, after `ensure_session`."""
+    now = now_ms()
+    cur = conn.execute(
+        "INSERT INTO observation_queue (session_id, kind, tool_name, tool_input, tool_response,"
+        " tool_use_id, is_error, duration_ms, agent_id, cwd, prompt_number, created_at,"
+        " created_at_epoch, updated_at_epoch)"
+        " VALUES (?, 'tool', ?, ?, ?, ?, ?, ?, ?, ?,"
+        " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?), ?, ?, ?)"
+        # Only uniqueness conflicts are ignored: OR IGNORE would also swallow NOT NULL/CHECK.
+        " ON CONFLICT DO NOTHING",
+        (session_id, tool_name, tool_input, tool_response, tool_use_id, int(is_error),
+         duration_ms, agent_id, cwd, session_id, now_iso(now), now, now),
+    )
+    return cur.lastrowid if cur.rowcount else None
+
+
+def enqueue_finalize(conn: sqlite3.Connection, session_id: str, *,
+                     last_assistant_message: str | None, cwd: str | None) -> int | None:
+    """Queue the end-of-turn marker for the session's current prompt (once per prompt)."""
+    now = now_ms()
+    body = json.dumps({"last_assistant_message": last_assistant_message or ""}, ensure_ascii=False)
+    cur = conn.execute(
+        "INSERT INTO observation_queue (session_id, kind, tool_response, cwd, prompt_number,"
+        " created_at, created_at_epoch, updated_at_epoch)"
+        " VALUES (?, 'finalize', ?, ?,"
+        " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?), ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        (session_id, body, cwd, session_id, now_iso(now), now, now),
+    )
+    return cur.lastrowid if cur.rowcount else None
+
+
+def decode_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A queue row as a dict with its JSON columns decoded."""
+    item = dict(row)
+    for key in ("tool_input", "tool_response"):
+        value = item.get(key)
+        if isinstance(value, str):
+            try:
+                item[key] = json.loads(value)
+            except ValueError:
+                pass
+    item["is_error"] = bool(item.get("is_error"))
+    return item
+
+
+def list_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
+              status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    clauses, params = [], []
+    if session_id:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if status:
+        clauses.append("status = ?")
+        params.append(status)
+    sql = f"SELECT {QUEUE_COLUMNS} FROM observation_queue"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += " ORDER BY id"
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [decode_row(r) for r in conn.execute(sql, params)]
+
+
+def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) -> dict[str, int]:
+    sql = "SELECT status, COUNT(*) FROM observation_queue"
+    params: tuple = ()
+    if session_id:
+        sql += " WHERE session_id = ?"
+        params = (session_id,)
+    counts = {"pending": 0, "processing": 0, "done": 0, "skipped": 0}
+    for status, n in conn.execute(sql + " GROUP BY status", params):
+        counts[status] = n
+    return counts

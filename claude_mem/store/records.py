@@ -1,0 +1,85 @@
+"""Sessions and prompts: the rows hooks create. (Observations and summaries: see memories.py.)
+
+On the hook path: standard library only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from claude_mem.store.db import now_iso, now_ms
+
+
+def ensure_session(conn: sqlite3.Connection, session_id: str, *, project: str | None,
+                   cwd: str | None, transcript_path: str | None) -> bool:
+    """Create the session row if it is new; returns True when it was created. `project` may be
+    None when the caller wants to compute it only for new sessions (see `session_exists`)."""
+    now = now_ms()
+    cur = conn.execute(
+        "INSERT INTO sdk_sessions (claude_session_id, project, cwd, transcript_path, started_at,"
+        " started_at_epoch, updated_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (claude_session_id) DO NOTHING",
+        (session_id, project or "unknown", cwd, transcript_path, now_iso(now), now, now),
+    )
+    return bool(cur.rowcount)
+
+
+def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)
+    ).fetchone() is not None
+
+
+def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
+                  prompt_id: str | None) -> int:
+    """Number and store a user prompt; a prompt_id seen before returns its existing number.
+    Call inside a transaction, after `ensure_session`."""
+    if prompt_id:
+        row = conn.execute(
+            "SELECT prompt_number FROM user_prompts WHERE session_id = ? AND prompt_id = ?",
+            (session_id, prompt_id),
+        ).fetchone()
+        if row:
+            return int(row[0])
+    now = now_ms()
+    number = conn.execute(
+        "UPDATE sdk_sessions SET prompt_counter = prompt_counter + 1, status = 'active',"
+        " updated_at_epoch = ?, user_prompt = COALESCE(user_prompt, ?)"
+        " WHERE claude_session_id = ? RETURNING prompt_counter",
+        (now, text, session_id),
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO user_prompts (session_id, prompt_number, prompt_text, prompt_id, created_at,"
+        " created_at_epoch) VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, number, text, prompt_id, now_iso(now), now),
+    )
+    return int(number)
+
+
+def touch_session(conn: sqlite3.Connection, session_id: str) -> None:
+    conn.execute("UPDATE sdk_sessions SET updated_at_epoch = ? WHERE claude_session_id = ?",
+                 (now_ms(), session_id))
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT * FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return dict(row) if row else None
+
+
+def list_sessions(conn: sqlite3.Connection, *, project: str | None = None,
+                  limit: int | None = None) -> list[dict[str, Any]]:
+    sql = "SELECT * FROM sdk_sessions"
+    params: list[Any] = []
+    if project:
+        sql += " WHERE project = ?"
+        params.append(project)
+    sql += " ORDER BY started_at_epoch DESC, id DESC"
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [dict(r) for r in conn.execute(sql, params)]
+
+
+def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    return [dict(r) for r in conn.execute(
+        "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]

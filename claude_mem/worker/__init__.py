@@ -1,0 +1,1 @@
+"""The per-session worker: queue -> observer model -> observations and summaries."""

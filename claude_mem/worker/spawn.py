@@ -1,0 +1,110 @@
+"""Starting one detached worker per session, and knowing whether one is alive.
+
+A live worker holds an exclusive flock on `<data dir>/workers/<session>.lock` for its whole
+life; the kernel drops it when the process dies, even on kill -9, so a lock can never go
+stale. Hooks probe it without psutil (~25 ms to import). The worker itself is the
+single-instance guard: it exits at once if it cannot take the lock, so two racing hooks that
+both spawn still leave exactly one worker. `<session>.json` beside the lock records pid and
+process create time for `claude-mem workers` (psutil checks them there, off the hook path).
+
+On the hook path: standard library only (subprocess is imported only when spawning).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+if sys.platform != "win32":
+    import fcntl
+else:  # pragma: no cover - claude-mem targets POSIX; Windows falls back to pid files
+    fcntl = None
+
+
+def session_key(session_id: str) -> str:
+    """A file-name-safe key for a session id (ids come from outside)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:64]
+    if safe == session_id:
+        return safe
+    return f"{safe}-{hashlib.sha1(session_id.encode('utf-8', 'replace')).hexdigest()[:10]}"
+
+
+def lock_path(workers_dir: str, session_id: str) -> str:
+    return os.path.join(workers_dir, session_key(session_id) + ".lock")
+
+
+def info_path(workers_dir: str, session_id: str) -> str:
+    return os.path.join(workers_dir, session_key(session_id) + ".json")
+
+
+def worker_alive(workers_dir: str, session_id: str) -> bool:
+    """True while some process holds the session's worker lock."""
+    try:
+        fd = os.open(lock_path(workers_dir, session_id), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int | None:
+    """Take the session's worker lock; returns the fd to keep open, or None if another worker
+    holds it. Retries briefly because a hook's liveness probe holds it shared for microseconds."""
+    import time
+
+    os.makedirs(workers_dir, mode=0o700, exist_ok=True)
+    fd = os.open(lock_path(workers_dir, session_id), os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def spawn_worker(data_dir: str, logs_dir: str, session_id: str,
+                 env: dict[str, str] | None = None) -> int:
+    """Start `python -m claude_mem worker --session ID` detached: its own process session,
+    no stdin, output to the session's log file. Returns the child's pid."""
+    import subprocess
+
+    os.makedirs(logs_dir, mode=0o700, exist_ok=True)
+    log_file = os.path.join(logs_dir, f"worker-{session_key(session_id)}.log")
+    log_fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    kwargs: dict = {}
+    if sys.platform == "win32":  # pragma: no cover
+        kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NO_WINDOW
+    else:
+        kwargs["start_new_session"] = True
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "claude_mem", "worker", "--session", session_id],
+            stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True,
+            cwd=data_dir, env=env, **kwargs,
+        )
+    finally:
+        os.close(log_fd)
+    return child.pid
+
+
+def ensure_worker(data_dir: str, workers_dir: str, logs_dir: str, session_id: str) -> int | None:
+    """Spawn a worker for the session unless one is alive; returns the new pid, if any."""
+    if worker_alive(workers_dir, session_id):
+        return None
+    return spawn_worker(data_dir, logs_dir, session_id)
