@@ -57,7 +57,8 @@ _NAME_TAIL = r"[A-Za-z0-9_.\-]{0,40}"
 _VALUE = r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|[^\s,;'"&}\])]{%(n)s,512})"""
 # Passwords: any value. Tokens and keys: values long enough to be one (not "max_tokens=100").
 _PASSWORD_ASSIGNMENT = re.compile(
-    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})""" + _VALUE % {"n": 1}
+    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})"""
+    + _VALUE % {"n": 1}
 )
 _KEY_ASSIGNMENT = re.compile(
     rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})"""
