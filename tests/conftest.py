@@ -1,0 +1,49 @@
+"""Shared fixtures. Tests never touch the real home directory: every test gets its own data
+dir through CLAUDE_MEM_DATA_DIR, and workers are not auto-started unless a test asks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+TRANSCRIPTS = SHARED_DATA / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "data"
+    for name in list(os.environ):
+        if name.startswith("CLAUDE_MEM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(directory))
+    monkeypatch.setenv("CLAUDE_MEM_WORKER_AUTOSTART", "0")
+    return directory
+
+
+def run_hook(command: str, payload: dict | str | bytes, *, env: dict[str, str] | None = None,
+             timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Run one hook command as Claude Code does: a fresh process, JSON on stdin."""
+    if isinstance(payload, dict):
+        data = json.dumps(payload).encode()
+    elif isinstance(payload, str):
+        data = payload.encode()
+    else:
+        data = payload
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", command], input=data, capture_output=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode("replace"))
+
+
+def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
+    """Run `claude-mem ARGS --json` in a subprocess and decode its output."""
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", *args, "--json"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
