@@ -1,3 +1,3 @@
 """Registers every command module with the group."""
 
-from claude_mem.cli import inspect  # noqa: F401
+from claude_mem.cli import inspect, worker  # noqa: F401

@@ -100,3 +100,95 @@ def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) ->
     for status, n in conn.execute(sql + " GROUP BY status", params):
         counts[status] = n
     return counts
+
+
+# --- the worker's side -------------------------------------------------------------------------
+
+def release_processing(conn: sqlite3.Connection, session_id: str) -> int:
+    """Give back rows a dead worker left in processing. Only the holder of the session's
+    worker lock calls this, so no live worker can own them."""
+    cur = conn.execute(
+        "UPDATE observation_queue SET status = 'pending', claimed_by = NULL, updated_at_epoch = ?"
+        " WHERE session_id = ? AND status = 'processing'",
+        (now_ms(), session_id),
+    )
+    return cur.rowcount
+
+
+def next_pending(conn: sqlite3.Connection, session_id: str, limit: int = 64) -> list[dict[str, Any]]:
+    """The session's pending rows in order. Rows are taken strictly in order (a row waiting
+    for its backoff holds back later ones) so a turn's summary never overtakes its events."""
+    rows = conn.execute(
+        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = 'pending'"
+        " ORDER BY id LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [decode_row(r) for r in rows]
+
+
+def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
+    marks = ",".join("?" * len(ids))
+    conn.execute(
+        f"UPDATE observation_queue SET status = 'processing', claimed_by = ?, updated_at_epoch = ?"
+        f" WHERE id IN ({marks}) AND status = 'pending'",
+        (worker_id, now_ms(), *ids),
+    )
+
+
+def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str) -> None:
+    marks = ",".join("?" * len(ids))
+    conn.execute(
+        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = NULL,"
+        f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
+        (processed_by, now_ms(), *ids),
+    )
+
+
+def mark_failed(conn: sqlite3.Connection, ids: list[int], error: str, *, max_attempts: int,
+                backoff_s: float) -> int:
+    """Count a failed attempt: back to pending after a backoff, or skipped (with the reason)
+    once max_attempts is reached. Returns how many rows were skipped."""
+    marks = ",".join("?" * len(ids))
+    now = now_ms()
+    conn.execute(
+        f"UPDATE observation_queue SET attempts = attempts + 1, last_error = ?, claimed_by = NULL,"
+        f" status = CASE WHEN attempts + 1 >= ? THEN 'skipped' ELSE 'pending' END,"
+        f" next_attempt_epoch = ?, updated_at_epoch = ? WHERE id IN ({marks})",
+        (error[:500], max_attempts, now + int(backoff_s * 1000), now, *ids),
+    )
+    return conn.execute(f"SELECT COUNT(*) FROM observation_queue WHERE id IN ({marks}) AND status = 'skipped'", ids).fetchone()[0]
+
+
+def release(conn: sqlite3.Connection, ids: list[int]) -> None:
+    """Hand rows back untouched (a worker stopping mid-batch)."""
+    marks = ",".join("?" * len(ids))
+    conn.execute(
+        f"UPDATE observation_queue SET status = 'pending', claimed_by = NULL, updated_at_epoch = ?"
+        f" WHERE id IN ({marks}) AND status = 'processing'",
+        (now_ms(), *ids),
+    )
+
+
+def retry_skipped(conn: sqlite3.Connection, *, session_id: str | None = None, ids: list[int] | None = None) -> list[str]:
+    """Re-queue skipped rows; returns the sessions touched (they need a worker)."""
+    clauses = ["status = 'skipped'"]
+    params: list[Any] = []
+    if session_id:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if ids:
+        clauses.append(f"id IN ({','.join('?' * len(ids))})")
+        params.extend(ids)
+    where = " AND ".join(clauses)
+    sessions = [r[0] for r in conn.execute(f"SELECT DISTINCT session_id FROM observation_queue WHERE {where}", params)]
+    conn.execute(
+        f"UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0,"
+        f" last_error = NULL, updated_at_epoch = ? WHERE {where}",
+        (now_ms(), *params),
+    )
+    return sessions
+
+
+def sessions_with_work(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT session_id FROM observation_queue WHERE status IN ('pending', 'processing')")]

@@ -1,0 +1,204 @@
+"""The worker and its upkeep: worker, workers, retry, reprocess, doctor."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+
+
+@cli.command("worker")
+@click.option("--session", "session_id", required=True, help="Claude Code session id.")
+@click.option("--idle", "idle_s", type=click.FloatRange(min=0), help="Exit after this many idle seconds (default: setting worker_idle_s).")
+@click.option("--drain", is_flag=True, help="Exit as soon as the session's queue is empty.")
+@click.option("--synthesizer", type=click.Choice(["auto", "model", "heuristic"]), help="Override the synthesizer setting.")
+@pass_app
+def worker_run(app: AppContext, session_id: str, idle_s: float | None, drain: bool, synthesizer: str | None) -> None:
+    """Run the session's worker in the foreground (hooks start it detached)."""
+    from claude_mem.worker.loop import run_worker
+
+    app.db(create=True)
+    reason = run_worker(app.config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer)
+    if reason.startswith("another worker"):
+        click.echo(reason, err=True)
+
+
+@cli.command("workers")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def workers_list(app: AppContext, as_json: bool) -> None:
+    """List live workers."""
+    from claude_mem.worker.processes import list_workers
+
+    live = [w for w in list_workers(app.config.workers_dir) if w.alive]
+    if as_json:
+        emit_json([w.as_dict() for w in live])
+        return
+    if not live:
+        click.echo("no live workers")
+        return
+    for w in live:
+        click.echo(f"pid {w.pid:<8} {w.synthesizer or '-':<10} {w.session_id}")
+
+
+@cli.command("retry")
+@click.option("--session", "session_id", help="Only this session.")
+@click.argument("ids", nargs=-1, type=int)
+@pass_app
+def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...]) -> None:
+    """Re-queue skipped events (all, a session's, or the given queue ids)."""
+    from claude_mem.store import queue
+    from claude_mem.store.db import transaction
+
+    conn = app.db()
+    with transaction(conn):
+        before = queue.counts_by_status(conn, session_id)["skipped"]
+        sessions = queue.retry_skipped(conn, session_id=session_id, ids=list(ids) or None)
+        after = queue.counts_by_status(conn, session_id)["skipped"]
+    if not sessions:
+        raise NotFound("nothing to retry: no skipped events match")
+    click.echo(f"re-queued {before - after} event(s) in {len(sessions)} session(s)")
+    _start_workers(app, sessions)
+
+
+@cli.command("reprocess")
+@click.option("--session", "session_id", required=True, help="The session whose heuristic memories to redo.")
+@click.option("--wait", is_flag=True, help="Process in the foreground and wait.")
+@pass_app
+def reprocess(app: AppContext, session_id: str, wait: bool) -> None:
+    """Send events the heuristic synthesizer handled through the model again."""
+    from claude_mem.store.db import now_ms, transaction
+
+    conn = app.db()
+    with transaction(conn):
+        n = conn.execute(
+            "UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0, processed_by = NULL,"
+            " updated_at_epoch = ? WHERE session_id = ? AND processed_by = 'heuristic'", (now_ms(), session_id)).rowcount
+        if n:
+            conn.execute("DELETE FROM observations WHERE session_id = ? AND source = 'heuristic'", (session_id,))
+            conn.execute("DELETE FROM session_summaries WHERE session_id = ? AND source = 'heuristic'", (session_id,))
+    if not n:
+        raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}")
+    click.echo(f"re-queued {n} event(s) of {session_id} for the model")
+    if wait:
+        from claude_mem.worker.loop import run_worker
+
+        run_worker(app.config, session_id, drain=True, synthesizer="model")
+    else:
+        _start_workers(app, [session_id])
+
+
+def _start_workers(app: AppContext, sessions: list[str]) -> None:
+    from claude_mem.worker import spawn
+
+    config = app.config
+    for sid in sessions:
+        spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid)
+
+
+@cli.command("doctor")
+@click.option("--fix", is_flag=True, help="Repair what can be repaired, and say what was done.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
+    """Check the database, workers, locks, observer processes and spool."""
+    from claude_mem.hooks import drain_spool
+    from claude_mem.store import queue
+    from claude_mem.store.db import latest_version, transaction
+    from claude_mem.worker import processes, spawn
+
+    config = app.config
+    conn = app.db()
+    findings: list[dict] = []
+
+    def note(check: str, ok: bool, detail: str, fixed: str = "") -> None:
+        findings.append({"check": check, "ok": ok, "detail": detail, "fixed": fixed})
+
+    integrity = conn.execute("PRAGMA quick_check").fetchone()[0]
+    note("integrity", integrity == "ok", integrity)
+    version, latest = conn.execute("PRAGMA user_version").fetchone()[0], latest_version()
+    note("migrations", version == latest, f"schema {version} of {latest}")
+
+    workers = processes.list_workers(config.workers_dir)
+    dead = [w for w in workers if not w.alive]
+    fixed = ""
+    if dead and fix:
+        for w in dead:
+            try:
+                os.unlink(w.info_file)
+            except OSError:
+                pass
+        fixed = f"removed {len(dead)} stale worker file(s)"
+    note("stale worker files", not dead, f"{len(dead)} for dead workers", fixed)
+
+    stale_locks = processes.stale_lock_files(config.workers_dir)
+    fixed = ""
+    if stale_locks and fix:
+        for path in stale_locks:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        fixed = f"removed {len(stale_locks)} unheld lock file(s)"
+    note("stale locks", not stale_locks, f"{len(stale_locks)} lock file(s) held by no process", fixed)
+
+    orphans = processes.orphaned_observers(config.data_dir)
+    fixed = ""
+    if orphans and fix:
+        fixed = f"stopped {processes.terminate(orphans)} orphaned observer process(es)"
+    note("orphaned observers", not orphans, f"{len(orphans)} observer CLI process(es) without a worker", fixed)
+
+    waiting = [s for s in queue.sessions_with_work(conn) if not spawn.worker_alive(config.workers_dir, s)]
+    stuck = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'processing'").fetchone()[0]
+    fixed = ""
+    if waiting and fix:
+        with transaction(conn):
+            for sid in waiting:
+                queue.release_processing(conn, sid)
+        _start_workers(app, waiting)
+        fixed = f"started workers for {len(waiting)} session(s)"
+    note("queued work without a worker", not waiting,
+         f"{len(waiting)} session(s) with pending/processing events and no live worker ({stuck} processing)", fixed)
+
+    try:
+        spooled = [n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith(".")]
+    except OSError:
+        spooled = []
+    fixed = ""
+    if spooled and fix:
+        fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
+    note("spool", not spooled, f"{len(spooled)} event(s) waiting in {config.spool_dir}", fixed)
+
+    if as_json:
+        emit_json(findings)
+    else:
+        for f in findings:
+            mark = "ok " if f["ok"] else ("fixed" if f["fixed"] else "FAIL")
+            click.echo(f"{mark:<5} {f['check']}: {f['detail']}" + (f" -> {f['fixed']}" if f["fixed"] else ""))
+    if any(not f["ok"] and not f["fixed"] for f in findings):
+        sys.exit(1)
+
+
+@cli.command("demo")
+@click.option("--synthesizer", type=click.Choice(["auto", "model", "heuristic"]), default="auto", show_default=True)
+@click.option("--keep", is_flag=True, help="Keep the temporary data dir and print where it is.")
+def demo(synthesizer: str, keep: bool) -> None:
+    """Play a small scripted session through the real hooks and worker, and show what is remembered."""
+    import shutil
+    import tempfile
+
+    from claude_mem.demo import run_demo
+
+    root = tempfile.mkdtemp(prefix="claude-mem-demo-")
+    try:
+        run_demo(os.path.join(root, "data"), os.path.join(root, "calc-project"), synthesizer=synthesizer, echo=click.echo)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        if keep:
+            click.echo(f"\n(data kept in {root})")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
