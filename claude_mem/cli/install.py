@@ -1,0 +1,66 @@
+"""`claude-mem install` / `uninstall`: register with Claude Code, or take it back out."""
+
+from __future__ import annotations
+
+import click
+
+from claude_mem import install as install_mod
+from claude_mem.cli import cli, emit_json
+
+_project_option = click.option(
+    "--project", "project", type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="Write DIR/.claude/settings.json and DIR/.mcp.json instead of the user-wide files.", metavar="DIR")
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+_dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+
+
+@cli.command("install")
+@_project_option
+@_dry_run_option
+@_json_option
+def install_command(project: str | None, dry_run: bool, as_json: bool) -> None:
+    """Register the hooks and the MCP server with Claude Code."""
+    try:
+        result = install_mod.install(project, dry_run=dry_run)
+    except install_mod.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    _report(result, as_json)
+
+
+@cli.command("uninstall")
+@_project_option
+@_dry_run_option
+@_json_option
+def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None:
+    """Remove claude-mem's hooks and MCP server from Claude Code's settings (stored memory stays)."""
+    try:
+        result = install_mod.uninstall(project, dry_run=dry_run)
+    except install_mod.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    _report(result, as_json)
+
+
+def _report(result: install_mod.Result, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    verb = "would change" if result.dry_run else "changed"
+    for f in result.files:
+        if not f.changed:
+            click.echo(f"{f.path}: nothing to change")
+            continue
+        click.echo(f"{f.path}: {verb}")
+        for change in f.changes:
+            click.echo(f"  {change.describe()}")
+        if f.backup:
+            click.echo(f"  backup: {f.backup}")
+    if not result.changed:
+        state = "installed" if result.action == "install" else "not installed"
+        click.echo(f"claude-mem is already {state} ({result.scope} scope).")
+    elif result.dry_run:
+        click.echo("Dry run: nothing was written.")
+    elif result.action == "install":
+        hint = " Claude Code asks once before it starts a project's MCP server." if result.scope == "project" else ""
+        click.echo(f"Installed: new Claude Code sessions will be remembered.{hint}")
+    else:
+        click.echo("Uninstalled. Stored memory is kept in the data dir.")

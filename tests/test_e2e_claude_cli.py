@@ -1,0 +1,231 @@
+"""End to end with the real Claude Code CLI (bundled with claude-agent-sdk) against the fake
+Messages API: `claude-mem install` (or the plugin folder) wires the hooks, `claude -p` runs a
+scripted agent that writes, reads, edits and runs commands, and the capture path must have
+recorded every step exactly once. No network beyond 127.0.0.1; HOME, CLAUDE_CONFIG_DIR, TMPDIR
+and the data dir are temp folders."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from claude_mem.resources import resource_dir
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation, insert_observation
+from tests.fakes.messages_api import ApiError, FakeMessagesAPI, bash, edit, read, write
+
+pytestmark = pytest.mark.slow
+
+# Located without importing the SDK (slow to import, and nothing else from it is needed).
+_SDK = importlib.util.find_spec("claude_agent_sdk")
+CLAUDE = Path(_SDK.submodule_search_locations[0] if _SDK and _SDK.submodule_search_locations else "/nonexistent") / "_bundled" / "claude"
+BIN = Path(sys.executable).parent
+CLAUDE_MEM = BIN / "claude-mem"
+TIMEOUT = 90  # seconds per subprocess: generous for 2 busy cores; a normal run takes ~2 s
+PROJECT = "e2e-proj"
+
+if not CLAUDE.exists():  # pragma: no cover - the wheel always bundles it
+    pytest.skip(f"no bundled Claude Code CLI at {CLAUDE}", allow_module_level=True)
+
+
+@pytest.fixture
+def sandbox(data_dir: Path):
+    """Folders and environment for one `claude` user. TMPDIR is short on purpose: the CLI puts a
+    unix socket there, and socket paths are limited to ~100 bytes."""
+    root = Path(tempfile.mkdtemp(prefix="cm-", dir="/tmp"))
+    paths = {name: root / name for name in ("home", "cfg", "t")}
+    for path in paths.values():
+        path.mkdir()
+    project = root / PROJECT
+    project.mkdir()
+    env = {
+        # Without the venv on PATH, a hook only works through the absolute path install wrote.
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(paths["home"]),
+        "CLAUDE_CONFIG_DIR": str(paths["cfg"]),
+        "TMPDIR": str(paths["t"]),
+        "LANG": "C.UTF-8",
+        "CLAUDE_MEM_DATA_DIR": str(data_dir),
+        "CLAUDE_MEM_WORKER_AUTOSTART": "0",
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes
+    }
+    yield {"env": env, "project": project, "settings": paths["cfg"] / "settings.json", "data": data_dir}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def allow_tools(settings_path: Path) -> None:
+    # As root the CLI refuses bypassPermissions; an allow-list in the same settings.json works.
+    settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
+    settings["permissions"] = {"allow": ["Write", "Edit", "Read", "Bash"]}
+    settings_path.write_text(json.dumps(settings, indent=2))
+
+
+def run_claude(sandbox: dict, api: FakeMessagesAPI, prompt: str, *extra: str) -> dict:
+    env = {**sandbox["env"], "ANTHROPIC_BASE_URL": api.url}
+    proc = subprocess.run([str(CLAUDE), "-p", prompt, "--output-format", "json", *extra], cwd=sandbox["project"], env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    asked = [(r.method, r.path, len(r.tools), r.assistant_turns()) for r in api.requests]
+    assert proc.returncode == 0, f"claude exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}\n{asked}"
+    result = json.loads(proc.stdout)
+    assert result["is_error"] is False, result
+    assert api.script_errors == []
+    return result
+
+
+def mem(sandbox: dict, *args: str) -> object:
+    proc = subprocess.run([str(CLAUDE_MEM), *args, "--json"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def system_messages(api: FakeMessagesAPI) -> list[str]:
+    """The `role: "system"` entries of the main agent's messages: where the CLI puts hook context."""
+    return [json.dumps(m.get("content")) if not isinstance(m.get("content"), str) else m["content"]
+            for r in api.agent_requests() for m in r.messages if m.get("role") == "system"]
+
+
+def test_installed_hooks_capture_a_real_claude_session(sandbox):
+    proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    allow_tools(sandbox["settings"])
+
+    notes = sandbox["project"] / "notes.txt"
+    steps = [
+        write(str(notes), "first line\n"),
+        read(str(notes)),
+        edit(str(notes), "first", "edited"),
+        bash("echo captured-by-claude-mem", "Print a marker"),
+        bash("exit 3", "Fail on purpose"),  # a failing tool call arrives as PostToolUseFailure
+    ]
+    prompt = "Please write, read, edit notes.txt and run two commands"
+    with FakeMessagesAPI(steps, final_text="Finished the scripted work.") as api:
+        result = run_claude(sandbox, api, prompt)
+        issued = api.issued_tool_use_ids
+        last = api.agent_requests()[-1]
+        first_run_system = system_messages(api)
+
+    # The tools really ran inside the CLI (so the hooks saw real events).
+    assert notes.read_text() == "edited line\n"
+    results = {block["tool_use_id"]: block for block in last.tool_results()}
+    assert list(results) == issued and len(issued) == 5
+    assert results[issued[4]].get("is_error") is True and "captured-by-claude-mem" in json.dumps(results[issued[3]])
+    session_id = result["session_id"]
+    assert result["result"] == "Finished the scripted work."
+
+    sessions = mem(sandbox, "sessions")
+    assert [(s["claude_session_id"], s["project"], s["cwd"], s["prompt_counter"], s["user_prompt"]) for s in sessions] == [
+        (session_id, PROJECT, str(sandbox["project"]), 1, prompt)]
+
+    rows = mem(sandbox, "queue")
+    assert all(r["session_id"] == session_id and r["prompt_number"] == 1 for r in rows)
+    tools = [r for r in rows if r["kind"] == "tool"]
+    # Every tool call the fake issued is queued exactly once, under its own id.
+    assert sorted(r["tool_use_id"] for r in tools) == sorted(issued)
+    by_id = {r["tool_use_id"]: r for r in tools}
+    assert [by_id[i]["tool_name"] for i in issued] == ["Write", "Read", "Edit", "Bash", "Bash"]
+    assert [by_id[i]["is_error"] for i in issued] == [False, False, False, False, True]
+    assert by_id[issued[0]]["tool_input"]["content"] == "first line\n"
+    assert "captured-by-claude-mem" in by_id[issued[3]]["tool_response"]["stdout"]
+    finals = [r for r in rows if r["kind"] == "finalize"]
+    assert len(finals) == 1 and finals[0]["tool_response"]["last_assistant_message"] == "Finished the scripted work."
+    assert len(rows) == 6
+
+    # SessionStart: nothing remembered yet, so the first session got no digest ...
+    assert not any("claude-mem: what happened recently" in text for text in first_run_system)
+    # ... once an observation exists, the next session's request carries it in a system message.
+    conn = connect(os.path.join(sandbox["data"], "claude-mem.db"))
+    try:
+        with transaction(conn):
+            insert_observation(conn, session_id, PROJECT, Observation(type="discovery", title="notes.txt marker zq-4711 found"),
+                               prompt_number=1)
+    finally:
+        conn.close()
+    with FakeMessagesAPI([], final_text="Nothing to do.") as api:
+        second = run_claude(sandbox, api, "What did we do last time?")
+        digests = [text for text in system_messages(api) if "notes.txt marker zq-4711 found" in text]
+    assert digests and f"# claude-mem: what happened recently in {PROJECT}" in digests[0]
+
+    sessions = mem(sandbox, "sessions")
+    assert {s["claude_session_id"]: s["prompt_counter"] for s in sessions} == {session_id: 1, second["session_id"]: 1}
+    finals = [r for r in mem(sandbox, "queue", "--session", second["session_id"]) if r["kind"] == "finalize"]
+    assert len(finals) == 1
+
+
+def test_plugin_folder_captures_a_real_claude_session(sandbox):
+    """The same capture through `claude --plugin-dir`, with claude-mem found on PATH and no
+    hooks in settings.json."""
+    allow_tools(sandbox["settings"])
+    assert "hooks" not in json.loads(sandbox["settings"].read_text())
+    sandbox["env"]["PATH"] = f"{BIN}:{sandbox['env']['PATH']}"
+    with FakeMessagesAPI([bash("echo via-plugin")], final_text="Plugin run done.") as api:
+        result = run_claude(sandbox, api, "run one command", "--plugin-dir", resource_dir("hooks"))
+        issued = api.issued_tool_use_ids
+    rows = mem(sandbox, "queue")
+    assert [(r["kind"], r["tool_use_id"], r["session_id"]) for r in rows] == [
+        ("tool", issued[0], result["session_id"]), ("finalize", None, result["session_id"])]
+    [session] = mem(sandbox, "sessions")
+    assert session["prompt_counter"] == 1 and session["user_prompt"] == "run one command"
+
+
+# --- the fake's own contract (other tests build on it) ----------------------------------------------
+
+def _post(url: str, body: dict, path: str = "/v1/messages?beta=true") -> tuple[int, dict[str, str], bytes]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def test_fake_api_answers_by_conversation_position_in_json_and_sse():
+    tool = {"name": "Bash", "input_schema": {"type": "object"}}
+    with FakeMessagesAPI([bash("ls")], text="side answer", final_text="the end") as api:
+        status, _, raw = _post(api.url, {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [tool]})
+        first = json.loads(raw)
+        assert status == 200 and first["stop_reason"] == "tool_use" and first["content"][0]["name"] == "Bash"
+        # The same position asked again (a retry) gets the same step, the same id.
+        again = json.loads(_post(api.url, {"messages": [{"role": "user", "content": "hi"}], "tools": [tool]})[2])
+        assert again["content"] == first["content"]
+        later = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": first["content"]},
+                              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first["content"][0]["id"]}]}],
+                 "tools": [tool], "stream": True}
+        status, headers, raw = _post(api.url, later, path="/v1/messages")
+        events = [line.split(": ", 1)[1] for line in raw.decode().splitlines() if line.startswith("event: ")]
+        assert headers["content-type"].startswith("text/event-stream")
+        assert events == ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                          "message_delta", "message_stop"]
+        assert '"text": "the end"' in raw.decode()
+        assert json.loads(_post(api.url, {"messages": [{"role": "user", "content": "title?"}], "tools": []})[2])["content"] == [
+            {"type": "text", "text": "side answer"}]
+        assert _post(api.url, {"messages": []}, path="/v1/messages/count_tokens?beta=true")[0] == 200
+        assert _post(api.url, {}, path="/api/anything")[0] == 200
+        assert api.issued_tool_use_ids == [first["content"][0]["id"]]
+        assert [len(r.tools) for r in api.messages_requests()] == [1, 1, 1, 0] and len(api.requests) == 6
+
+
+def test_fake_api_errors_say_do_not_retry():
+    def script(request):
+        if "boom" in request.all_text():
+            raise RuntimeError("script bug")
+        return ApiError(529, "overloaded_error", "busy")
+
+    with FakeMessagesAPI(script) as api:
+        status, headers, raw = _post(api.url, {"messages": [{"role": "user", "content": "x"}]})
+        assert status == 529 and headers["x-should-retry"] == "false" and json.loads(raw)["error"]["type"] == "overloaded_error"
+        status, headers, _ = _post(api.url, {"messages": [{"role": "user", "content": "boom"}]})
+        assert status == 500 and headers["x-should-retry"] == "false"
+        assert [str(e) for e in api.script_errors] == ["script bug"]
