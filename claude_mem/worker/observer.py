@@ -1,0 +1,378 @@
+"""The seam to the observer model: one long Claude conversation through claude-agent-sdk.
+
+An `Observer` owns one Claude Code CLI child (spawned by `ClaudeSDKClient`) and turns each
+`send(text)` into exactly one `Reply`. It never raises for model or transport failures: they come
+back as `Reply.error`, one of ERROR_CATEGORIES:
+
+  auth        no usable login: "Not logged in", a 401/403, or a billing error. Retrying will not help;
+              the worker should report the outage once (the CLI stays up, every turn says the same).
+  overloaded  529 / "Overloaded" (after the CLI's own few retries, see DEFAULT_ENV).
+  rate_limit  429.
+  api_error   any other API or CLI error result (500, invalid request, max turns...).
+  timeout     the turn took longer than `turn_timeout_s`.
+  crashed     the CLI could not start, died, or broke the protocol.
+  empty       the turn ended without any assistant text.
+
+After "timeout" and "crashed" the CLI child has been stopped and the Observer is closed: every
+later `send()` returns "crashed" ("observer is closed ...") at once. To go on, make a new Observer with
+`resume=observer.session_id` (the conversation up to the last completed turn, as the CLI saved it),
+or without `resume` for a fresh one. Other errors leave the conversation usable; note that after
+an API error the CLI merges the failed user message into the next request, so re-sending the same
+events puts them twice in front of the model.
+
+If `resume` names a conversation the CLI does not know, `start()` starts a fresh one instead and
+sets `resume_failed` to the CLI's message, so the caller can send a recap.
+
+Every CLI child gets a unique CLAUDE_MEM_OBSERVER_ID in its environment, inherited by anything it
+spawns; `close()` stops the child (stdin EOF, then SIGTERM, then SIGKILL after `grace_s`) and then
+sweeps every process still carrying that id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "api_error", "crashed", "empty")
+OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
+
+# The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
+# backoff) and leave longer outages to the worker's queue backoff. No update checks or telemetry
+# from a background process.
+DEFAULT_ENV = {
+    "CLAUDE_CODE_MAX_RETRIES": "2",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+@dataclass
+class Reply:
+    text: str  # concatenated assistant text of this turn
+    session_id: str | None  # the observer conversation id (for resuming later)
+    error: str | None  # None, or one of ERROR_CATEGORIES
+    detail: str = ""  # one-line human description of the error
+    model: str | None = None
+    usage: dict | None = None  # input/output tokens if the SDK reports them
+
+
+class Observer:
+    def __init__(self, *, model: str, system_prompt: str, cwd: str, cli_path: str | None = None,
+                 resume: str | None = None, max_turns: int = 3, env: dict[str, str] | None = None,
+                 turn_timeout_s: float = 120, start_timeout_s: float = 60, grace_s: float = 3) -> None:
+        # max_turns bounds the CLI's agentic loop per message (not the conversation): with no
+        # tools one turn is enough; the margin covers the CLI's own retry of an empty reply.
+        self.model = model
+        self.system_prompt = system_prompt
+        self.cwd = cwd
+        self.cli_path = cli_path
+        self.resume = resume
+        self.max_turns = max_turns
+        self.env = dict(env or {})
+        self.turn_timeout_s = turn_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.grace_s = grace_s
+        self.session_id: str | None = resume
+        self.resume_failed: str | None = None  # the CLI's message when `resume` could not be resumed
+        self.turns = 0  # turns completed (with or without an API error)
+        self.observer_id = uuid.uuid4().hex
+        self._client: Any = None
+        self._proc: psutil.Process | None = None
+        self._started = False
+        self._closed = False
+        self._dead: tuple[str, str] | None = None  # (category, detail) once the CLI is gone
+        self._closing: asyncio.Future[None] | None = None
+        self._lock = asyncio.Lock()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI child's pid while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr)
+
+    async def start(self) -> None:
+        """Spawn the CLI and complete the SDK handshake. Never raises for CLI failures: they are
+        returned by the next `send()`. Idempotent."""
+        if self._started or self._closed:
+            return
+        self._started = True
+        failure = await self._connect(self.resume)
+        if failure is not None and self.resume and failure[0] == "resume":
+            self.resume_failed = failure[1]
+            self.session_id = None
+            failure = await self._connect(None)
+        if failure is not None:
+            category = "crashed" if failure[0] == "resume" else failure[0]
+            await self._shutdown(category, failure[1], graceful=False)
+
+    async def close(self) -> None:
+        """Stop the CLI child for sure. Idempotent; safe to call while a send() is under way."""
+        await self._shutdown("crashed", "observer is closed", graceful=True)
+
+    async def __aenter__(self) -> Observer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _options(self, resume: str | None) -> Any:
+        from claude_agent_sdk import ClaudeAgentOptions
+
+        env = {**DEFAULT_ENV, **self.env, OBSERVER_ENV: self.observer_id}
+        return ClaudeAgentOptions(
+            tools=[],  # no tools at all: the observer only reads and writes text
+            setting_sources=[],  # never the user's settings or hooks: the observer must not observe itself
+            strict_mcp_config=True,  # and no MCP servers from any config
+            model=self.model,
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            cwd=self.cwd,  # inside the data dir, so these sessions stay out of the user's `claude --resume`
+            resume=resume,
+            cli_path=self.cli_path or None,
+            env=env,
+            stderr=self._stderr.append,
+        )
+
+    async def _connect(self, resume: str | None) -> tuple[str, str] | None:
+        """Connect a client; returns None, or (category, detail) where category "resume" means
+        the CLI refused to resume."""
+        from claude_agent_sdk import ClaudeSDKClient, ResultError
+
+        client = ClaudeSDKClient(self._options(resume))
+        # connect() runs as its own task so a hung handshake can be ended by stopping the CLI
+        # (the SDK then fails the pending initialize at once) rather than by cancelling it.
+        task = asyncio.ensure_future(client.connect())
+        done, _ = await asyncio.wait({task}, timeout=self.start_timeout_s)
+        if not done:
+            await self._kill_tree()
+            done, _ = await asyncio.wait({task}, timeout=self.grace_s + 15)
+            if done:
+                task.exception()  # retrieved, so asyncio does not log it as lost
+            else:
+                task.cancel()
+            await self._disconnect(client)
+            await self._kill_tree()
+            return "timeout", f"the Claude CLI did not start within {self.start_timeout_s:g}s"
+        exc = task.exception()
+        if isinstance(exc, ResultError):
+            # The CLI reported an error before the first turn and exited; with --resume this
+            # is "No conversation found with session ID: ..." (or a title it does not know).
+            detail = _one_line("; ".join(exc.errors) or exc.result or str(exc))
+            await self._kill_tree()
+            return ("resume" if resume else "crashed"), detail
+        if exc is not None:  # CLINotFoundError, CLIConnectionError, ProcessError, ...
+            await self._kill_tree()
+            return "crashed", self._describe(exc, "the Claude CLI could not start")
+        if self._closed:  # close() ran while the handshake was under way
+            await self._disconnect(client)
+            await self._kill_tree()
+            return "crashed", "observer is closed"
+        self._client = client
+        self._proc = self._find_child()
+        return None
+
+    # --- one turn -------------------------------------------------------------------------------
+
+    async def send(self, text: str) -> Reply:
+        """Send one user message and collect the reply of that turn."""
+        async with self._lock:
+            if not self._started and not self._closed:
+                await self.start()
+            if self._dead is not None or self._client is None:
+                category, detail = self._dead or ("crashed", "observer is closed")
+                return Reply(text="", session_id=self.session_id, error=category, detail=detail)
+            try:
+                async with asyncio.timeout(self.turn_timeout_s):
+                    reply = await self._turn(text)
+            except TimeoutError:
+                reply = Reply(text="", session_id=self.session_id, error="timeout",
+                              detail=f"no reply within {self.turn_timeout_s:g}s; the Claude CLI was stopped")
+            except Exception as exc:  # the CLI died or broke the protocol
+                reply = Reply(text="", session_id=self.session_id, error="crashed",
+                              detail=self._describe(exc, "the Claude CLI failed"))
+            if reply.error in ("timeout", "crashed"):
+                await self._shutdown("crashed", f"observer is closed after {reply.error}: {reply.detail}", graceful=False)
+            else:
+                self.turns += 1
+            return reply
+
+    async def _turn(self, text: str) -> Reply:
+        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, TextBlock
+
+        await self._client.query(text)
+        texts: list[str] = []
+        assistant_errors: list[str] = []
+        model: str | None = None
+        result: Any = None
+        async for message in self._client.receive_response():
+            if isinstance(message, AssistantMessage):
+                if message.parent_tool_use_id is not None:
+                    continue
+                texts.extend(block.text for block in message.content if isinstance(block, TextBlock))
+                if message.error:
+                    assistant_errors.append(message.error)
+                if model is None and message.model and message.model != "<synthetic>":
+                    model = message.model
+                self.session_id = message.session_id or self.session_id
+            elif isinstance(message, ResultMessage):
+                result = message
+                self.session_id = message.session_id or self.session_id
+            elif isinstance(message, SystemMessage) and message.subtype == "init":
+                # Known before the reply: a turn that then times out can still be resumed.
+                self.session_id = message.data.get("session_id") or self.session_id
+        reply_text = "\n".join(t for t in texts if t)
+        if result is None:
+            # The stream ended without a result: the CLI exited (cleanly or not) mid-turn.
+            return Reply(text=reply_text, session_id=self.session_id, error="crashed", model=model,
+                         detail=self._describe(None, "the Claude CLI exited before finishing the turn"))
+        error, detail = classify(result, assistant_errors, reply_text)
+        return Reply(text=reply_text, session_id=self.session_id, error=error, detail=detail, model=model,
+                     usage=_usage(result.usage))
+
+    # --- stopping the CLI -----------------------------------------------------------------------
+
+    async def _shutdown(self, category: str, detail: str, *, graceful: bool) -> None:
+        """Mark the Observer dead and stop its CLI. The work runs in one shielded task: a caller
+        cancelled meanwhile (SIGTERM in the worker) cannot leave the child half-stopped, and a
+        later close() waits for the same task."""
+        if self._dead is None:
+            self._dead = (category, detail)
+        self._closed = True
+        self._started = True
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._stop(graceful))
+        await asyncio.shield(self._closing)
+
+    async def _stop(self, graceful: bool) -> None:
+        client = self._client
+        if client is not None:
+            if not graceful:
+                await self._kill_tree()  # mid-turn or broken: nothing worth flushing
+            # stdin EOF lets a healthy CLI flush its transcript and exit by itself; the SDK's
+            # disconnect also reaps the child (after a kill too).
+            task = asyncio.ensure_future(self._disconnect(client))
+            done, _ = await asyncio.wait({task}, timeout=self.grace_s)
+            if not done:
+                await self._kill_tree()
+                await asyncio.wait({task}, timeout=self.grace_s + 15)
+            self._client = None
+        await self._kill_tree()  # anything the CLI spawned, or a child the SDK lost track of
+        self._proc = None
+
+    async def _disconnect(self, client: Any) -> None:
+        with contextlib.suppress(Exception):
+            await client.disconnect()
+
+    def _find_child(self) -> psutil.Process | None:
+        for proc in self._marked_processes(psutil.Process().children()):
+            return proc
+        return None
+
+    def _marked_processes(self, candidates: Any = None) -> list[psutil.Process]:
+        """Processes carrying this observer's id: the CLI child and anything it spawned."""
+        found = []
+        uid = os.getuid()
+        for proc in candidates if candidates is not None else psutil.process_iter():
+            try:
+                if proc.pid == os.getpid() or proc.uids().real != uid:
+                    continue
+                if proc.environ().get(OBSERVER_ENV) == self.observer_id:
+                    found.append(proc)
+            except (psutil.Error, OSError):
+                continue
+        return found
+
+    async def _kill_tree(self) -> None:
+        """SIGTERM every process of this observer, SIGKILL what is left after `grace_s`.
+
+        Waiting polls instead of psutil.wait(): reaping the SDK's own child here would leave its
+        asyncio child watcher without an exit status."""
+        procs = await asyncio.to_thread(self._marked_processes)
+        if self._proc is not None and self._proc not in procs:
+            procs.append(self._proc)
+        procs = [p for p in procs if _alive(p)]
+        if not procs:
+            return
+        for sig in ("terminate", "kill"):
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    getattr(proc, sig)()
+            deadline = time.monotonic() + (self.grace_s if sig == "terminate" else 5)
+            while procs and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+                procs = [p for p in procs if _alive(p)]
+            if not procs:
+                return
+
+    def _describe(self, exc: BaseException | None, prefix: str) -> str:
+        parts = [prefix]
+        if exc is not None:
+            parts.append(f"{type(exc).__name__}: {exc}")
+        if self._stderr:
+            parts.append(f"stderr: {self._stderr[-1]}")
+        return _one_line(" — ".join(parts))
+
+
+def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str | None, str]:
+    """Map a finished turn to (error category or None, one-line detail).
+
+    The CLI reports an API failure as an assistant message with `error` set (authentication_failed,
+    rate_limit, server_error, billing_error, invalid_request, unknown) whose text is the prose
+    ("API Error: 529 Overloaded..."), followed by a result with is_error and api_error_status."""
+    status = getattr(result, "api_error_status", None)
+    if not getattr(result, "is_error", False) and not assistant_errors:
+        if not text.strip():
+            return "empty", "the model returned no text"
+        return None, ""
+    prose = getattr(result, "result", None) or "; ".join(getattr(result, "errors", None) or []) or text
+    prose = prose or getattr(result, "subtype", "") or "error result"
+    detail = _one_line(prose)
+    kind = assistant_errors[-1] if assistant_errors else ""
+    lowered = prose.lower()
+    if kind in ("authentication_failed", "billing_error") or status in (401, 403) or "not logged in" in lowered:
+        return "auth", detail
+    if status == 529 or "overloaded" in lowered:
+        return "overloaded", detail
+    if status == 429 or kind == "rate_limit":
+        return "rate_limit", detail
+    return "api_error", detail
+
+
+def _usage(raw: Any) -> dict | None:
+    if not isinstance(raw, dict):
+        return None
+    usage = {k: raw[k] for k in _TOKEN_FIELDS if isinstance(raw.get(k), int)}
+    return usage or None
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""A fake Claude Code CLI for claude-agent-sdk's `cli_path`: speaks the stream-json control
+protocol on stdin/stdout and answers each user message from a script, so the observer seam can be
+tested through the real SDK and real processes without any model.
+
+Environment:
+  FAKE_CLAUDE_SCRIPT    JSON file: a list of steps, or {"steps": [...], "default": step}. Steps are
+                        consumed one per user turn, in order, across processes (a cursor file
+                        `<script>.cursor` remembers the position, so a CLI restarted after a crash
+                        goes on with the next step). When they run out, `default` (else echo) is used.
+  FAKE_CLAUDE_LOG       JSON-lines file; every start (argv, cwd, selected env), every received line
+                        and every exit is appended to it.
+  FAKE_CLAUDE_SESSIONS  optional directory of known session ids. When set, `--resume ID` with an
+                        unknown ID fails the way the real CLI does; new sessions are recorded there.
+  FAKE_CLAUDE_MODEL     model reported when no `--model` flag is given.
+
+A step is one JSON object:
+  {"reply": "text"}                     the reply text ("" gives an assistant message without text)
+  {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
+  {"echo": true}                        "ECHO turn=N chars=L" and then the received text
+  {"error": "auth"|"overloaded"|"rate_limit"|"api_error"}   an API failure shaped like the real CLI's
+  {"crash": true, "exit_code": 3, "partial": "text"}        exit mid-turn (after the partial reply, if any)
+  any step may add "sleep": seconds (before answering) and "ignore_sigterm": true.
+
+Tests point cli_path at `write_wrapper(tmp_dir)` (importable as tests.fakes.fake_claude).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+
+VERSION = "2.1.330"
+LOG = os.environ.get("FAKE_CLAUDE_LOG")
+SCRIPT = os.environ.get("FAKE_CLAUDE_SCRIPT")
+SESSIONS = os.environ.get("FAKE_CLAUDE_SESSIONS")
+
+# The real CLI's wording (2.1.330), so classification is tested against what users will see.
+_RETRY = "This is a server-side issue, usually temporary — try again in a moment."
+ERRORS = {
+    "auth": ("authentication_failed", None, "Not logged in · Please run /login"),
+    "overloaded": ("server_error", 529, f"API Error: 529 Overloaded. {_RETRY}"),
+    "rate_limit": ("rate_limit", 429, "API Error: Request rejected (429) · rate_limit_error"),
+    "api_error": ("server_error", 500, f"API Error: 500 api_error. {_RETRY}"),
+}
+LOGGED_ENV = ("CLAUDE_CODE_MAX_RETRIES", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR",
+              "CLAUDE_MEM_OBSERVER_ID", "ANTHROPIC_BASE_URL")
+
+
+def write_wrapper(directory: str | os.PathLike[str], python: str = sys.executable) -> str:
+    """Write `<directory>/claude`, an executable that runs this fake with `python` (cli_path must
+    be a single executable; the shebang's python3 might not be the venv's). Returns its path."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "claude")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f'#!/bin/sh\nexec "{python}" "{os.path.abspath(__file__)}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def log(event: str, **fields: object) -> None:
+    if not LOG:
+        return
+    with open(LOG, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"event": event, "pid": os.getpid(), "time": time.time(), **fields}) + "\n")
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def flag(argv: list[str], name: str) -> str | None:
+    """The value of `--name=value` or `--name value` (the SDK uses both forms)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1:]
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def load_script() -> tuple[list[dict], dict]:
+    if not SCRIPT:
+        return [], {"echo": True}
+    with open(SCRIPT, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if isinstance(data, list):
+        return data, {"echo": True}
+    return list(data.get("steps", [])), data.get("default") or {"echo": True}
+
+
+def next_step() -> tuple[int, dict]:
+    """Take the next step; the cursor lives in a file so restarts continue the script."""
+    steps, default = load_script()
+    if not SCRIPT:
+        return 0, default
+    with open(SCRIPT + ".cursor", "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        raw = fh.read().strip()
+        index = int(raw) if raw else 0
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(index + 1))
+    return index, steps[index] if index < len(steps) else default
+
+
+def user_text(message: dict) -> str:
+    content = message.get("message", {}).get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+
+
+def usage(input_tokens: int, output_tokens: int) -> dict:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def assistant(session_id: str, model: str, text: str, *, error: str | None = None) -> dict:
+    msg: dict = {
+        "type": "assistant",
+        "message": {"id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant",
+                    "model": "<synthetic>" if error else model,
+                    "content": [{"type": "text", "text": text}] if text else [],
+                    "stop_reason": "stop_sequence" if error else "end_turn", "stop_sequence": None,
+                    "usage": usage(0, 0) if error else usage(max(1, len(text) // 4), max(1, len(text) // 4))},
+        "parent_tool_use_id": None, "session_id": session_id, "uuid": str(uuid.uuid4()),
+    }
+    if error:
+        msg["error"] = error
+        msg["is_api_error_message"] = True
+    return msg
+
+
+def result(session_id: str, text: str, *, turn: int, started: float, status: int | None = None, is_error: bool = False,
+           subtype: str = "success", errors: list[str] | None = None, tokens: tuple[int, int] = (0, 0)) -> dict:
+    out: dict = {
+        "type": "result", "subtype": subtype, "is_error": is_error,
+        "duration_ms": int((time.time() - started) * 1000), "duration_api_ms": 0 if is_error else 5,
+        "num_turns": 1, "session_id": session_id, "result": text, "stop_reason": "end_turn",
+        "total_cost_usd": 0, "usage": usage(*tokens), "api_error_status": status, "uuid": str(uuid.uuid4()),
+    }
+    if is_error:
+        out["terminal_reason"] = "api_error"
+    if errors is not None:
+        out["errors"] = errors
+    return out
+
+
+def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
+    started = time.time()
+    text = user_text(message)
+    if step.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if step.get("sleep"):
+        time.sleep(float(step["sleep"]))
+    if step.get("crash"):
+        if step.get("partial"):
+            emit(assistant(session_id, model, step["partial"]))
+        sys.stderr.write("fake claude: crashing as scripted\n")
+        sys.stderr.flush()
+        log("crash", turn=turn)
+        os._exit(int(step.get("exit_code", 3)))
+    if step.get("error"):
+        kind, status, prose = ERRORS[step["error"]]
+        emit(assistant(session_id, model, prose, error=kind))
+        emit(result(session_id, prose, turn=turn, started=started, status=status, is_error=True))
+        return
+    if "reply_template" in step:
+        reply = str(step["reply_template"])
+        for key, value in (("{turn}", turn), ("{chars}", len(text)), ("{session_id}", session_id), ("{text}", text)):
+            reply = reply.replace(key, str(value))
+    elif "reply" in step:
+        reply = str(step["reply"])
+    else:  # echo, the default
+        reply = f"ECHO turn={turn} chars={len(text)}\n{text}"
+    emit(assistant(session_id, model, reply))
+    tokens = (max(1, len(text) // 4), max(1, len(reply) // 4))
+    emit(result(session_id, reply, turn=turn, started=started, tokens=tokens))
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    log("start", argv=argv, cwd=os.getcwd(), env={k: os.environ[k] for k in LOGGED_ENV if k in os.environ})
+    model = flag(argv, "--model") or os.environ.get("FAKE_CLAUDE_MODEL", "claude-haiku-4-5")
+    resume = flag(argv, "--resume")
+    session_id = resume or str(uuid.uuid4())
+    resume_unknown = bool(resume and SESSIONS and not os.path.exists(os.path.join(SESSIONS, resume)))
+    if SESSIONS and not resume_unknown:
+        os.makedirs(SESSIONS, exist_ok=True)
+        open(os.path.join(SESSIONS, session_id), "a").close()
+
+    turn = 0
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        message = json.loads(line)
+        log("recv", message=message)
+        kind = message.get("type")
+        if kind == "control_request":
+            if resume_unknown:
+                # Like the real CLI: the error on stderr and as an error result, then exit 1,
+                # before the initialize request is ever answered.
+                prose = f"No conversation found with session ID: {resume}"
+                sys.stderr.write(prose + "\n")
+                sys.stderr.flush()
+                emit(result(str(uuid.uuid4()), "", turn=0, started=time.time(), is_error=True, subtype="error_during_execution",
+                            errors=[prose]) | {"num_turns": 0})
+                log("exit", code=1, reason="resume")
+                return 1
+            emit({"type": "control_response",
+                  "response": {"subtype": "success", "request_id": message.get("request_id"), "response": {}}})
+        elif kind == "user":
+            turn += 1
+            emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": session_id, "tools": [],
+                  "mcp_servers": [], "model": model, "permissionMode": "default", "claude_code_version": VERSION,
+                  "uuid": str(uuid.uuid4())})
+            index, step = next_step()
+            log("step", turn=turn, index=index, step=step)
+            answer(step, message, turn=turn, session_id=session_id, model=model)
+    log("exit", code=0, reason="eof")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        sys.exit(main())
