@@ -95,6 +95,9 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
     from claude_mem.worker import spawn
 
     config = app.config
+    if not config.worker_autostart:
+        click.echo(f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}")
+        return
     for sid in sessions:
         spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid)
 

@@ -34,7 +34,6 @@ from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
 
 POLL_S = 0.2
-BACKOFF_BASE_S = 5.0
 # A fresh conversation (with a recap) after this many turns keeps each request's history, and
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
@@ -249,7 +248,7 @@ class Worker:
     async def _fail(self, ids: list[int], outcome: Outcome) -> None:
         attempts = self.conn.execute(
             f"SELECT MAX(attempts) FROM observation_queue WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0] or 0
-        backoff = BACKOFF_BASE_S * (4 ** attempts)
+        backoff = self.config.retry_backoff_s * (4 ** attempts)
         with transaction(self.conn):
             skipped = queue.mark_failed(self.conn, ids, f"{outcome.error}: {outcome.detail}".strip(": "),
                                         max_attempts=self.config.max_attempts, backoff_s=backoff)
@@ -328,16 +327,19 @@ class Worker:
         return {"raw": text, "raw_error": "; ".join(result.problems)[:500] or "no usable block"}
 
     async def _model_failed(self, reply: Any, fallback) -> Outcome:
-        if reply.error == "auth":
+        # No login, or a CLI that cannot even start, is an outage of the whole session, not a
+        # property of these events: report it once, and with synthesizer=auto carry on without
+        # a model so capture never stops.
+        cannot_start = reply.error == "crashed" and "could not start" in (reply.detail or "")
+        if reply.error == "auth" or cannot_start:
             self._record_outage(f"{reply.error}: {reply.detail}")
             if self.mode == "auto":
-                # No model can be used: capture goes on with the heuristic synthesizer.
                 self.use_model = False
                 await self._close_observer()
-                self.log("no usable model login; switching this session to the heuristic synthesizer")
+                self.log("no usable model; switching this session to the heuristic synthesizer")
                 return fallback()
         if reply.error in ("crashed", "timeout"):
-            await self._close_observer()  # the next batch starts (or resumes) a fresh conversation
+            await self._close_observer()  # the next batch resumes the conversation in a new CLI
         return Outcome(error=reply.error, detail=reply.detail)
 
     def _record_outage(self, message: str) -> None:
@@ -399,7 +401,9 @@ class Worker:
         await self.observer.start()
         self.turns = 0
         self.last_request_number = -1
-        if resume is None:
+        if self.observer.resume_failed:
+            self.log(f"could not resume the observer conversation ({self.observer.resume_failed}); starting a new one")
+        if resume is None or self.observer.resume_failed:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"

@@ -18,6 +18,7 @@ A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
   {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
+  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
   {"error": "auth"|"overloaded"|"rate_limit"|"api_error"}   an API failure shaped like the real CLI's
   {"crash": true, "exit_code": 3, "partial": "text"}        exit mid-turn (after the partial reply, if any)
   any step may add "sleep": seconds (before answering) and "ignore_sigterm": true.
@@ -35,6 +36,7 @@ import signal
 import sys
 import time
 import uuid
+from xml.sax.saxutils import escape
 
 VERSION = "2.1.330"
 LOG = os.environ.get("FAKE_CLAUDE_LOG")
@@ -154,6 +156,27 @@ def result(session_id: str, text: str, *, turn: int, started: float, status: int
     return out
 
 
+def per_event_reply(text: str) -> str:
+    """A model stand-in whose answer is a pure function of the events it was shown: one
+    observation per rendered event line (`[HH:MM:SS] headline`), a summary when asked for one.
+    However events are batched, each event yields the same observation, so tests can check
+    "exactly once" by content."""
+    if "<summary>" in text:
+        request = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("User's request:")), "")
+        return (f"<summary><request>{escape(request)}</request><investigated>the events</investigated><learned>fake</learned>"
+                f"<completed>turn done</completed><next_steps>none</next_steps><notes>per_event</notes></summary>")
+    blocks = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("[") and len(line) > 11 and line[9] == "]":
+            # The headline plus its first detail line tells apart two edits of one file.
+            detail = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("  ") else ""
+            what = (line[11:].strip() + (" | " + detail if detail else ""))[:150]
+            blocks.append(f"<observation><type>change</type><title>{escape(what)}</title>"
+                          f"<facts><fact>{escape(what)}</fact></facts><narrative>seen</narrative></observation>")
+    return "\n".join(blocks) or "<nothing/>"
+
+
 def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
     started = time.time()
     text = user_text(message)
@@ -179,6 +202,8 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
             reply = reply.replace(key, str(value))
     elif "reply" in step:
         reply = str(step["reply"])
+    elif step.get("per_event"):
+        reply = per_event_reply(text)
     else:  # echo, the default
         reply = f"ECHO turn={turn} chars={len(text)}\n{text}"
     emit(assistant(session_id, model, reply))

@@ -1,0 +1,152 @@
+"""Model-side cost: characters sent to the observer model per tool event.
+
+Replays real transcripts through the same sanitising and queueing code the hooks use, then
+renders what the worker would send (batched messages, per-tool budgets, boring events folded,
+one summary request per turn, the init prompt once) beside what the best-known system sends
+(one message per event: its observation template with input and output as pretty JSON, each
+field cut at 16,000 characters as 60% head + 30% tail; its finalize prompt per turn; its init
+prompt once). Prints both and the ratio (target <= 0.5).
+
+    python bench/model_cost.py [--json] [TRANSCRIPT ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from claude_mem import hooks, settings  # noqa: E402
+from claude_mem.replay import transcript_payloads  # noqa: E402
+from claude_mem.store import queue  # noqa: E402
+from claude_mem.store.db import connect  # noqa: E402
+from claude_mem.worker.loop import Worker  # noqa: E402
+from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
+
+# The best-known system's prompts (plan 002): the fixed text around each message.
+BASELINE_OBSERVATION_TAIL = """
+ANALYSIS TASK
+-------------
+1. Does this observation contain something worth remembering?
+2. If YES: Output the observation in this EXACT XML format:
+
+   ```xml
+   <observation>
+     <type>feature</type>
+     <text>Your concise observation here</text>
+   </observation>
+   ```
+
+   Requirements:
+   - Use one of these types: decision, bugfix, feature, refactor, discovery
+   - Keep text concise (one sentence preferred)
+   - No markdown formatting inside <text>
+   - No additional XML fields
+
+3. If NO: Just acknowledge and wait for next observation
+
+Remember: Quality over quantity. Only store meaningful insights."""
+BASELINE_FINALIZE_CHARS = 2048  # its finalize prompt, measured from the plan
+BASELINE_INIT_CHARS = 2096  # its init prompt
+
+
+def baseline_cut(text: str, limit: int = 16000) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: int(limit * 0.6)] + "\n...[truncated]...\n" + text[-int(limit * 0.3):]
+
+
+def baseline_message(payload: dict) -> str:
+    output = payload.get("tool_response", payload.get("error"))
+    return (f"TOOL OBSERVATION\n================\nTool: {payload.get('tool_name')}\nTime: 2026-01-01T00:00:00.000Z\n\n"
+            f"Input:\n{baseline_cut(json.dumps(payload.get('tool_input'), indent=2, ensure_ascii=False))}\n\n"
+            f"Output:\n{baseline_cut(json.dumps(output, indent=2, ensure_ascii=False))}\n" + BASELINE_OBSERVATION_TAIL)
+
+
+def measure(path: Path, config: settings.Config) -> dict:
+    payloads = transcript_payloads(path, session_id="bench")
+    tool_payloads = [p for p in payloads if p["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
+                     and not hooks.matches_skip_list(p["tool_name"], config.skip_tools)]
+    stops = sum(1 for p in payloads if p["hook_event_name"] == "Stop")
+    baseline = BASELINE_INIT_CHARS + sum(len(baseline_message(p)) for p in tool_payloads) + stops * BASELINE_FINALIZE_CHARS
+
+    conn = connect(config.db_path)
+    for p in payloads:
+        event = p["hook_event_name"]
+        record = None
+        if event == "UserPromptSubmit":
+            record = hooks.sanitize_prompt(config, p)
+        elif event in ("PostToolUse", "PostToolUseFailure"):
+            record = hooks.sanitize_tool(config, p)
+        elif event == "Stop":
+            record = hooks.sanitize_finalize(config, p)
+        if record is not None:
+            hooks.apply_event(conn, record)
+    rows = queue.list_rows(conn, session_id="bench")
+    worker = Worker(config, "bench", synthesizer="model")
+    ours = len(fill("init", project="bench", date="2026-01-01"))
+    messages = 0
+    last_prompt = -1
+    while rows:
+        batch = worker._take_batch(rows)
+        rows = rows[len(batch):]
+        events = [Event.from_row(r) for r in batch]
+        if events[0].kind == "finalize":
+            ours += len(fill("summary", prompt_number=events[0].prompt_number, request="x" * 200, last_message="y" * 300))
+        else:
+            header = ""
+            if events[0].prompt_number != last_prompt:
+                header = f"User's request #{events[0].prompt_number}: {'x' * 200}\n\n"
+                last_prompt = events[0].prompt_number
+            ours += len(fill("observation", request_line=header, events=render_batch(events)))
+        messages += 1
+    conn.close()
+    n = len(tool_payloads)
+    return {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
+            "baseline_chars": baseline, "baseline_messages": n + stops + 1,
+            "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
+            "ratio": round(ours / max(baseline, 1), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("transcripts", nargs="*", type=Path)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    paths = args.transcripts
+    if not paths:
+        shared = ROOT.parent / "shared" / "data" / "transcripts"
+        paths = sorted(p for p in shared.rglob("*.jsonl") if "subagents" not in p.parts) if shared.exists() else []
+        paths = paths or sorted((ROOT / "tests" / "fixtures").glob("*.jsonl"))
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, path in enumerate(paths):
+            os.environ["CLAUDE_MEM_DATA_DIR"] = os.path.join(tmp, str(i))
+            config = settings.load(strict=True)
+            config.ensure_dirs()
+            results.append(measure(path, config))
+    total_ours = sum(r["ours_chars"] for r in results)
+    total_base = sum(r["baseline_chars"] for r in results)
+    events = sum(r["tool_events"] for r in results)
+    summary = {"transcripts": results, "tool_events": events, "ours_chars": total_ours, "baseline_chars": total_base,
+               "ours_per_event": round(total_ours / max(events, 1)), "baseline_per_event": round(total_base / max(events, 1)),
+               "ratio": round(total_ours / max(total_base, 1), 3)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"{'transcript':<44} {'events':>6} {'ours/ev':>8} {'base/ev':>8} {'msgs':>9} {'ratio':>6}")
+    for r in results:
+        print(f"{r['transcript']:<44} {r['tool_events']:>6} {r['ours_per_event']:>8} {r['baseline_per_event']:>8} "
+              f"{r['ours_messages']:>4}/{r['baseline_messages']:<4} {r['ratio']:>6}")
+    print(f"{'ALL':<44} {events:>6} {summary['ours_per_event']:>8} {summary['baseline_per_event']:>8} {'':>9} {summary['ratio']:>6}"
+          "   (target <= 0.5)")
+
+
+if __name__ == "__main__":
+    main()

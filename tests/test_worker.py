@@ -1,0 +1,316 @@
+"""The worker, end to end through real processes: hooks fill the queue, `claude-mem worker`
+drains it through the real claude-agent-sdk talking to a fake Claude CLI (tests/fakes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from claude_mem.demo import scripted_session
+from tests.conftest import cli_json, run_hook
+from tests.fakes.fake_claude import write_wrapper
+
+GOOD_XML = """Here is what I noticed.
+
+```xml
+<observation>
+  <type>bugfix</type>
+  <title>add() subtracted instead of adding</title>
+  <subtitle>calc.add returned a - b</subtitle>
+  <facts><fact>calc.py add() used `a - b`; test_add expected add(2, 3) == 5</fact></facts>
+  <narrative>The failing test pointed at add(); the operator was wrong &amp; got fixed.</narrative>
+  <concepts><concept>arithmetic</concept><concept>tests</concept></concepts>
+  <files_read><file>calc.py</file></files_read>
+  <files_modified><file>calc.py</file></files_modified>
+</observation>
+```
+"""
+SUMMARY_XML = ("<summary><request>fix test_add</request><investigated>calc.py</investigated><learned>add used minus</learned>"
+               "<completed>fixed add()</completed><next_steps>none</next_steps><notes>-</notes></summary>")
+
+
+def play_demo(project_dir: Path, session_id: str = "sess-demo") -> list[tuple[str, dict]]:
+    steps = scripted_session(str(project_dir), session_id)
+    for command, payload in steps:
+        proc = run_hook(command, payload)
+        assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    return steps
+
+
+def fake_env(tmp_path: Path, steps: list[dict], default: dict | None = None, **extra: str) -> dict[str, str]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": steps, "default": default or {"per_event": True}}))
+    return {
+        "CLAUDE_MEM_CLI_PATH": write_wrapper(tmp_path / "fakebin"),
+        "CLAUDE_MEM_SYNTHESIZER": "model",
+        "CLAUDE_MEM_RETRY_BACKOFF_S": "0",
+        "FAKE_CLAUDE_SCRIPT": str(script),
+        "FAKE_CLAUDE_LOG": str(tmp_path / "fake.log"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+        **extra,
+    }
+
+
+def run_worker(session_id: str, env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain", *args],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+def fake_log(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "fake.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def db(data_dir: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(data_dir / "claude-mem.db")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def fake_processes(tmp_path: Path) -> list[psutil.Process]:
+    """Live processes of this test's memory: workers and observer CLIs inherit its
+    CLAUDE_MEM_DATA_DIR, and observer CLIs run in <data dir>/observer."""
+    data_dir = str(tmp_path / "data")
+    found = []
+    for p in psutil.process_iter(["pid", "status"]):
+        if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if p.environ().get("CLAUDE_MEM_DATA_DIR") == data_dir or p.cwd().startswith(data_dir):
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return found
+
+
+def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    proc = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"})
+    assert proc.returncode == 0, proc.stderr
+    queue = cli_json("queue")
+    assert queue and all(r["status"] == "done" for r in queue)
+    observations = cli_json("observations")
+    assert observations and all(o["source"] == "heuristic" for o in observations)
+    titles = " ".join(o["title"] for o in observations)
+    assert "calc.py" in titles
+    facts = " ".join(f for o in observations for f in o["facts"])
+    assert "failed" in facts  # the failing pytest run is remembered
+    summaries = cli_json("summaries")
+    assert [s["prompt_number"] for s in summaries] == [1, 2]
+    assert summaries[0]["files_edited"] and summaries[0]["files_edited"][0].endswith("calc.py")
+
+
+def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}])
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    observations = cli_json("observations")
+    assert [o["title"] for o in observations] == ["add() subtracted instead of adding"]
+    obs = observations[0]
+    assert obs["type"] == "bugfix" and obs["source"] == "model" and obs["model"] == "claude-haiku-4-5"
+    assert "&" in obs["narrative"] and obs["files_modified"] == ["calc.py"]
+    summaries = cli_json("summaries")
+    assert len(summaries) == 2 and summaries[0]["completed"] == "fixed add()"
+    # files of a summary come from the events, not from the model
+    assert summaries[0]["files_read"][0].endswith("calc.py") and summaries[1]["files_edited"][0].endswith("calc.py")
+
+    log = fake_log(tmp_path)
+    starts = [e for e in log if e["event"] == "start"]
+    assert len(starts) == 1, "one CLI process for the whole session"
+    argv = " ".join(starts[0]["argv"])
+    assert "--model claude-haiku-4-5" in argv or "--model=claude-haiku-4-5" in argv
+    assert "--setting-sources" in argv and "--tools" in argv
+    assert os.path.realpath(starts[0]["cwd"]) == os.path.realpath(data_dir / "observer")
+    # the four tool events of turn 1 went out in ONE message, then the summary request
+    user_turns = [e for e in log if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
+    assert len(user_turns) == 4
+    first = json.dumps(user_turns[0])
+    assert "Read" in first and "Edit" in first and first.count("pytest") >= 2
+    with db(data_dir) as conn:
+        assert conn.execute("SELECT sdk_session_id FROM sdk_sessions").fetchone()[0]
+
+
+def test_unparseable_reply_is_kept_raw(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    garbage = "I think the user fixed a bug but I will not use XML today."
+    env = fake_env(tmp_path, [{"reply": garbage}], default={"per_event": True})
+    assert run_worker("sess-demo", env).returncode == 0
+    with db(data_dir) as conn:
+        raw = conn.execute("SELECT reply, error, queue_ids FROM raw_replies").fetchall()
+    assert len(raw) == 1 and raw[0]["reply"] == garbage and raw[0]["error"]
+    assert len(json.loads(raw[0]["queue_ids"])) == 4
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+
+
+def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    wrong = "<observation><type>change</type><title>Wrapped up the fix</title><narrative>done</narrative></observation>"
+    env = fake_env(tmp_path, [{"per_event": True}, {"reply": wrong}, {"reply": wrong}, {"per_event": True}, {"reply": SUMMARY_XML}])
+    assert run_worker("sess-demo", env).returncode == 0
+    summaries = cli_json("summaries")
+    assert len(summaries) == 2
+    first = summaries[0]
+    assert first["source"] == "derived" and "Wrapped up the fix" in first["completed"]
+    assert first["request"].startswith("test_add fails")
+    assert summaries[1]["source"] == "model"
+    recv = [e for e in fake_log(tmp_path) if e["event"] == "recv" and "not a <summary> block" in json.dumps(e)]
+    assert len(recv) == 1, "exactly one firmer retry"
+
+
+def test_model_failures_back_off_then_skip_and_retry_requeues(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [{"error": "overloaded"}] * 3, default={"per_event": True})
+    assert run_worker("sess-demo", env, "--idle", "0").returncode == 0
+    queue = cli_json("queue")
+    skipped = [r for r in queue if r["status"] == "skipped"]
+    assert len(skipped) == 4 and all(r["attempts"] == 3 and "overloaded" in r["last_error"] for r in skipped)
+    # later events were processed once the head of the queue was skipped
+    assert {r["status"] for r in queue if r["prompt_number"] == 2} == {"done"}
+
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "retry"], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=30)
+    assert proc.returncode == 0 and "re-queued 4" in proc.stdout
+    assert run_worker("sess-demo", env).returncode == 0
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    titles = [o["title"] for o in cli_json("observations")]
+    assert len(titles) == len(set(titles)) and any("Edit" in t for t in titles)
+
+
+def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [], default={"error": "auth"}, CLAUDE_MEM_SYNTHESIZER="auto")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    observations = cli_json("observations")
+    assert observations and all(o["source"] == "heuristic" for o in observations)
+    status = cli_json("status")
+    assert len(status["model_outages"]) == 1 and "auth" in status["model_outages"][0]["observer_error"]
+    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
+    assert log_text.count("the model cannot be used") == 1
+
+
+def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"}).returncode == 0
+    env = fake_env(tmp_path, [], default={"per_event": True})
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "reprocess", "--session", "sess-demo", "--wait"],
+                          capture_output=True, text=True, env={**os.environ, **env}, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    observations = cli_json("observations")
+    assert observations and all(o["source"] == "model" for o in observations)
+    assert {s["source"] for s in cli_json("summaries")} == {"model"}
+
+
+def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [{"sleep": 30, "per_event": True}])
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo"],
+                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and not any(r["status"] == "processing" for r in cli_json("queue")):
+            time.sleep(0.2)
+        assert fake_processes(tmp_path), "the fake CLI is running"
+        started = time.time()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=20)
+        assert time.time() - started < 15
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert {r["status"] for r in cli_json("queue")} == {"pending"}
+    time.sleep(0.5)
+    assert not fake_processes(tmp_path)
+    with db(data_dir) as conn:
+        assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
+
+
+def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "a", "sess-a")
+    play_demo(tmp_path / "b", "sess-b")
+    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": 0.2})
+    procs = [subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", sid, "--drain"],
+                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for sid in ("sess-a", "sess-b")]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    observations = cli_json("observations")
+    assert {o["session_id"] for o in observations} == {"sess-a", "sess-b"}
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    by_session = {sid: [o for o in observations if o["session_id"] == sid] for sid in ("sess-a", "sess-b")}
+    assert len(by_session["sess-a"]) == len(by_session["sess-b"]) > 0
+    with db(data_dir) as conn:
+        runs = conn.execute("SELECT session_id, worker_id FROM worker_runs").fetchall()
+        assert sorted(r["session_id"] for r in runs) == ["sess-a", "sess-b"]
+        assert runs[0]["worker_id"] != runs[1]["worker_id"]
+
+
+def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "3"}
+    base = {"session_id": "sess-race", "cwd": str(project)}
+    assert run_hook("new", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"}, env=env).returncode == 0
+    payloads = [{**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": f"echo {i}"},
+                 "tool_response": {"stdout": str(i), "stderr": ""}, "tool_use_id": f"t{i}"} for i in range(12)]
+    procs = [subprocess.Popen([sys.executable, "-m", "claude_mem", "save"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, **env}) for _ in payloads]
+    for p, payload in zip(procs, payloads, strict=True):
+        p.stdin.write(json.dumps(payload).encode())
+        p.stdin.close()
+    for p in procs:
+        assert p.wait(timeout=30) == 0
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if all(r["status"] == "done" for r in cli_json("queue")):
+            break
+        time.sleep(0.3)
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    with db(data_dir) as conn:
+        runs = conn.execute("SELECT COUNT(*) FROM worker_runs WHERE session_id = 'sess-race'").fetchone()[0]
+    assert runs == 1
+    # and it goes away by itself after the idle time
+    deadline = time.time() + 30
+    while time.time() < deadline and cli_json("workers"):
+        time.sleep(0.5)
+    assert cli_json("workers") == []
+
+
+@pytest.mark.parametrize("run", range(20))
+def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Path, run: int) -> None:
+    """kill -9 the worker at a random moment, then let a new one finish: every event done,
+    exactly one observation per event, no process left behind."""
+    import random
+
+    rng = random.Random(run)
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": rng.choice([0, 0.05, 0.2])},
+                   CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 12000])))
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
+                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(rng.uniform(0.3, 3.0))
+    worker.kill()
+    worker.wait()
+    assert run_worker("sess-demo", env).returncode == 0
+    queue = cli_json("queue")
+    assert all(r["status"] == "done" for r in queue), [r["status"] for r in queue]
+    observations = cli_json("observations")
+    titles = [o["title"] for o in observations]
+    tools = [r for r in queue if r["kind"] == "tool"]
+    assert len(titles) == len(set(titles)) == len(tools)
+    assert len(cli_json("summaries")) == 2
+    deadline = time.time() + 10
+    while time.time() < deadline and fake_processes(tmp_path):
+        time.sleep(0.2)
+    assert not fake_processes(tmp_path), "an observer CLI outlived its worker"
