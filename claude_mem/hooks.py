@@ -39,7 +39,7 @@ from claude_mem.payload import (
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store import queue, records
-from claude_mem.store.db import connect, transaction
+from claude_mem.store.db import SchemaTooNewError, connect, transaction
 from claude_mem.worker import spawn
 
 QUIET = '{"continue": true, "suppressOutput": true}'
@@ -199,13 +199,20 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
     try:
         conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
         try:
-            apply_event(conn, record)
+            # Spooled events are older than this one: store them first, so prompts keep their
+            # order and a spooled tool call or Stop keeps the prompt it belongs to.
             if command == "new" and _spool_waiting(config):
                 drain_spool(config, conn)
+            apply_event(conn, record)
         finally:
             conn.close()
-    except (sqlite3.Error, OSError) as exc:
-        path = spool_event(config, record)
+    except (sqlite3.Error, OSError, SchemaTooNewError) as exc:
+        try:
+            path = spool_event(config, record)
+        except OSError as spool_exc:
+            log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
+                     f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
+            return
         log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}); event kept in {path}", stderr=True)
         return
     if config.worker_autostart and command in ("new", "save", "summary"):
@@ -238,37 +245,71 @@ def _spool_waiting(config: Config) -> bool:
 
 def drain_spool(config: Config, conn: sqlite3.Connection) -> int:
     """Replay spooled events into the database, oldest first; returns how many were stored.
-    A file that cannot be read is moved aside to spool/bad/, not deleted."""
+    One process drains at a time (a flock on spool/.lock; the others leave it to that one), so
+    an event is not stored twice. A file that cannot be read or stored is moved aside to
+    spool/bad/, not deleted. Database errors (locked, read-only, full) propagate: the files
+    not yet stored stay for the next drain."""
     try:
         names = sorted(n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith("."))
     except OSError:
         return 0
+    if not names:
+        return 0
+    lock_fd = _lock_spool(config)
+    if lock_fd is None:
+        return 0
     stored = 0
-    for name in names:
-        path = os.path.join(config.spool_dir, name)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                record = json.load(fh)
-            if not isinstance(record, dict) or "session_id" not in record or "type" not in record:
-                raise ValueError("not a spooled event")
-        except FileNotFoundError:
-            continue  # another process drained it
-        except (OSError, ValueError) as exc:
-            bad = os.path.join(config.spool_dir, "bad")
-            os.makedirs(bad, mode=0o700, exist_ok=True)
+    try:
+        for name in names:
+            path = os.path.join(config.spool_dir, name)
             try:
-                os.replace(path, os.path.join(bad, name))
-            except OSError:
+                with open(path, encoding="utf-8") as fh:
+                    record = json.load(fh)
+                if not isinstance(record, dict) or "session_id" not in record or "type" not in record:
+                    raise ValueError("not a spooled event")
+                apply_event(conn, record)
+            except FileNotFoundError:
+                continue  # another process drained it
+            except (OSError, ValueError, KeyError, TypeError, sqlite3.IntegrityError) as exc:
+                _set_aside(config, name, exc)
+                continue
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
                 pass
-            log_line(config.logs_dir, "spool", f"error: {name} set aside ({exc})")
-            continue
-        apply_event(conn, record)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        stored += 1
+            stored += 1
+    finally:
+        os.close(lock_fd)
     return stored
+
+
+def _lock_spool(config: Config) -> int | None:
+    """An fd holding the spool's drain lock, or None when another process holds it (or the
+    spool cannot be written, so its files could not be removed once stored)."""
+    try:
+        fd = os.open(os.path.join(config.spool_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _set_aside(config: Config, name: str, exc: Exception) -> None:
+    bad = os.path.join(config.spool_dir, "bad")
+    try:
+        os.makedirs(bad, mode=0o700, exist_ok=True)
+        os.replace(os.path.join(config.spool_dir, name), os.path.join(bad, name))
+    except OSError:
+        pass
+    log_line(config.logs_dir, "spool", f"error: {name} set aside ({_describe(exc)})")
 
 
 # --- SessionStart -----------------------------------------------------------------------------

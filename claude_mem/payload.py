@@ -2,8 +2,8 @@
 
 Order matters: redaction runs before the final head+tail cut, so a secret or a `<private>`
 span straddling the cut can never leave a readable fragment behind. Very large texts are first
-clipped to a generous window (4x the cap) so redaction stays linear and fast on a 10 MB
-response; the window's edges are then cut away by the final, smaller cut.
+clipped to a generous window (4x the cap) at each end so redaction stays linear and fast on a
+10 MB response; the windows' cut edges are trimmed after redaction (see `_WINDOW_EDGE`).
 
 On the hook path: standard library only.
 """
@@ -22,7 +22,8 @@ _PRIVATE_KEY = re.compile(
 )
 
 # Token shapes of common providers. Each is linear (no nested quantifiers) so fuzzed input
-# cannot make a hook hang.
+# cannot make a hook hang. A JWT must start a run of base64url characters: otherwise every
+# "eyJ" inside one long dot-less run would rescan the rest of it (quadratic: 15 s on 200 KB).
 _TOKENS = re.compile(
     r"""
       sk-ant-[A-Za-z0-9_\-]{16,}                # Anthropic
@@ -37,7 +38,7 @@ _TOKENS = re.compile(
     | SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}  # SendGrid
     | hf_[A-Za-z0-9]{30,}                       # Hugging Face
     | npm_[A-Za-z0-9]{36}                       # npm
-    | eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}   # JWTs
+    | (?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}   # JWTs
     """,
     re.VERBOSE,
 )
@@ -53,15 +54,24 @@ _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]{0,20}://[^/\s:@'\"]{1,256}
 _NAME = r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{0,40}"
 _NAME_TAIL = r"[A-Za-z0-9_.\-]{0,40}"
 # The value group keeps its quotes so JSON inside a string stays JSON; an already redacted
-# value is left alone.
-_VALUE = r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|[^\s,;'"&}\])]{%(n)s,512})"""
+# value is left alone. An unquoted value shaped like code is not a secret: a comparison
+# (`password == other`), an object or list (`"password": {"type": ...}`), a call or lookup
+# (`tokens = tokenizer.encode(text)`, `token = os.environ["X"]`), a type or a literal
+# (`password: str`, `secret: true`).
+_CODE = r"""(?:=|[{\[(]|[A-Za-z_][A-Za-z0-9_.]*[(\[]|(?:str|bytes|int|float|bool|none|optional|any|true|false|null)(?![A-Za-z0-9_.\-]))"""
+_VALUE = (r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|(?!""" + _CODE
+          + r""")[^\s,;'"&}\])]{%(n)s,512})""")
 # Passwords: any value. Tokens and keys: values long enough to be one (not "max_tokens=100").
+# The separator stays on the name's line (`if password == x:` then a newline is not an assignment).
+_SEP = r"([ \t]{0,8}[:=][ \t]{0,8})"
 _PASSWORD_ASSIGNMENT = re.compile(
-    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})"""
+    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1"""
+    + _SEP
     + _VALUE % {"n": 1}
 )
 _KEY_ASSIGNMENT = re.compile(
-    rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1(\s{{0,8}}[:=]\s{{0,8}})"""
+    rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1"""
+    + _SEP
     + _VALUE % {"n": 8}
 )
 _ANY_PRIVATE_TAG = re.compile(r"(?i)</?private>")
@@ -130,44 +140,127 @@ def head_tail(text: str, limit: int, dropped_extra: int = 0) -> str:
     return f"{text[:head]}\n[... {dropped} chars dropped ...]\n{text[len(text) - tail:]}"
 
 
+# Characters trimmed from the cut edge of each window after redaction: a secret cut in two by
+# the window (a token shorter than its pattern, a quoted password without its closing quote)
+# is not recognised, but survives redaction unchanged at the very edge, so trimming more than
+# any such fragment's length removes it even when redaction shrank the window a lot (a large
+# <private> span or key block) and would otherwise bring the edge into the kept part.
+_WINDOW_EDGE = 2048
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+
+
 def clean_text(text: str, limit: int) -> str:
     """Redact, then cut to head and tail. Safe and linear on any size."""
-    window = 4 * limit
+    window = 4 * limit + _WINDOW_EDGE
     if len(text) > 2 * window:
-        # Redact the two ends separately; their outer edges are dropped by the final cut.
+        # Redact the two ends separately, then drop each one's cut edge (see _WINDOW_EDGE).
         head = redact(text[:window])
+        head = head[: max(0, len(head) - _WINDOW_EDGE)][: 2 * limit]
         tail = _redact_tail(text[-window:])
-        dropped = len(text) - 2 * window
-        return head_tail(head[: 2 * limit] + tail[-limit:], limit, dropped + max(0, len(head) - 2 * limit) + max(0, len(tail) - limit))
+        tail = tail[_WINDOW_EDGE:][-limit:]
+        dropped = len(text) - len(head) - len(tail)
+        if len(head) + len(tail) <= limit:
+            return f"{head}\n[... {dropped} chars dropped ...]\n{tail}"
+        return head_tail(head + tail, limit, dropped)
     return head_tail(redact(text), limit)
 
 
 def _redact_tail(text: str) -> str:
-    # The tail window may begin inside a <private> span whose opener was cut off.
+    # The tail window may begin inside a <private> span or a private key block whose opener
+    # was cut off: everything before the orphaned closer goes.
     first = _ANY_PRIVATE_TAG.search(text)
     if first and first.group().startswith("</"):
         text = text[first.end() :]
+    if "PRIVATE KEY" in text:
+        end = _KEY_END.search(text)
+        if end and "-----BEGIN" not in text[: end.start()]:
+            text = text[end.end() :]
     return redact(text)
 
 
 def clean_value(value: Any, limit: int) -> Any:
-    """Redact every string in a JSON-like value and cap each one at `limit` chars."""
+    """Redact every string (and key) in a JSON-like value and cap each one at `limit` chars."""
     if isinstance(value, str):
         return clean_text(value, limit)
     if isinstance(value, dict):
-        return {str(k): clean_value(v, limit) for k, v in value.items()}
+        return {clean_text(str(k), limit): clean_value(v, limit) for k, v in value.items()}
     if isinstance(value, list):
         return [clean_value(v, limit) for v in value]
     return value
 
 
 def to_json_capped(value: Any, limit: int) -> str:
-    """JSON text of a cleaned value, at most about 1.25x `limit` chars: when many fields add up
-    past that, the whole is kept as one JSON string cut to head and tail, still valid JSON."""
-    text = json.dumps(clean_value(value, limit), ensure_ascii=False, separators=(",", ":"))
-    if len(text) > limit + limit // 4:
-        text = json.dumps(head_tail(text, limit), ensure_ascii=False)
-    return text
+    """JSON text of a cleaned value, at most about 1.25x `limit` chars, in bounded time.
+
+    Lists and objects with very many items keep their head and tail items around a marker (a
+    10 MB list of rows would otherwise cost seconds of redaction for text that is cut anyway).
+    When the strings add up past `limit`, each long one is cut to a fair share while short
+    ones stay whole, so the end of a long stdout survives beside its stderr. If the whole is
+    still too long, it is kept as one JSON string cut to head and tail, still valid JSON."""
+    trimmed = _trim_containers(value, max(16, limit // 64), [limit])
+    cap = _fair_share(_string_lengths(trimmed, []), limit)
+    text = json.dumps(clean_value(trimmed, cap), ensure_ascii=False, separators=(",", ":"))
+    budget = limit + limit // 4
+    if len(text) <= budget:
+        return text
+    # As one string, its quotes and backslashes are escaped again: cut until that fits too.
+    cut = limit
+    while True:
+        out = json.dumps(head_tail(text, cut), ensure_ascii=False)
+        if len(out) <= budget or cut <= 100:
+            return out
+        cut = max(100, cut * budget // len(out) - 50)
+
+
+def _trim_containers(value: Any, max_items: int, budget: list[int]) -> Any:
+    """Keep the first 2/3 and last 1/3 of `max_items` items of each long list or object; stop
+    descending once `budget[0]` nodes have been visited (pathologically wide nesting)."""
+    budget[0] -= 1
+    if budget[0] < 0 and isinstance(value, (dict, list)):
+        return "[... dropped ...]"
+    if isinstance(value, list):
+        if len(value) > max_items:
+            head = (max_items * 2) // 3
+            tail = max_items - head
+            middle = f"[... {len(value) - head - tail} items dropped ...]"
+            value = [*value[:head], middle, *value[len(value) - tail:]]
+        return [_trim_containers(v, max_items, budget) for v in value]
+    if isinstance(value, dict):
+        items = list(value.items())
+        if len(items) > max_items:
+            head = (max_items * 2) // 3
+            tail = max_items - head
+            dropped = ("[...]", f"{len(items) - head - tail} keys dropped")
+            items = [*items[:head], dropped, *items[len(items) - tail:]]
+        return {k: _trim_containers(v, max_items, budget) for k, v in items}
+    return value
+
+
+def _string_lengths(value: Any, out: list[int]) -> list[int]:
+    if isinstance(value, str):
+        out.append(len(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            _string_lengths(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _string_lengths(v, out)
+    return out
+
+
+def _fair_share(lengths: list[int], limit: int) -> int:
+    """The cap c (at least 64, at most limit) with sum(min(n, c)) about `limit`: strings shorter
+    than their share stay whole, the long ones share what is left."""
+    if sum(lengths) <= limit:
+        return limit
+    remaining = limit
+    ordered = sorted(lengths)
+    for i, n in enumerate(ordered):
+        share = remaining // (len(ordered) - i)
+        if n > share:
+            return max(64, min(limit, share))
+        remaining -= n
+    return limit
 
 
 class PayloadError(ValueError):

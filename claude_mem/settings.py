@@ -10,6 +10,7 @@ This module is on the hook path: standard library only, nothing slow at import.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -65,8 +66,12 @@ class Setting:
             if isinstance(raw, bool):
                 raise SettingsError(f"{self.key}: expected a number, got {raw!r}")
             try:
+                if kind == "int" and isinstance(raw, float) and not raw.is_integer():
+                    raise ValueError(raw)  # int() would silently truncate 2.5 to 2
                 value: float = int(raw) if kind == "int" else float(raw)
-            except (TypeError, ValueError):
+                if not math.isfinite(value):
+                    raise ValueError(raw)
+            except (TypeError, ValueError, OverflowError):
                 raise SettingsError(f"{self.key}: expected {'an integer' if kind == 'int' else 'a number'}, got {raw!r}") from None
             if self.minimum is not None and value < self.minimum:
                 raise SettingsError(f"{self.key}: must be at least {self.minimum:g}, got {value!r}")
@@ -94,9 +99,10 @@ SETTINGS: dict[str, Setting] = {
             choices=("auto", "model", "heuristic"),
         ),
         Setting("cli_path", "str", "", "Claude Code CLI for the observer (default: the one bundled with claude-agent-sdk)."),
-        Setting("worker_autostart", "bool", True, "Start a background worker from the hooks."),
+        Setting("worker_autostart", "bool", True, "Start background workers by themselves (hooks, retry, doctor --fix)."),
         Setting("worker_idle_s", "float", 300.0, "Seconds a worker waits for new events before it exits.", minimum=0),
         Setting("max_attempts", "int", 3, "Model failures before an event is skipped.", minimum=1),
+        Setting("retry_backoff_s", "float", 5.0, "First wait after a model failure (then x4 per attempt).", minimum=0),
         Setting("batch_chars", "int", 12000, "Most characters of events sent to the model in one message.", minimum=500),
         Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),
         Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
@@ -114,13 +120,13 @@ def default_data_dir() -> str:
     Linux and macOS follow platformdirs' own rules (a test pins the equality); other systems
     ask platformdirs itself.
     """
-    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd", "darwin")):
+        # platformdirs takes XDG_DATA_HOME on both, but only an absolute path (a relative or
+        # blank one is ignored).
         base = os.environ.get("XDG_DATA_HOME", "")
-        if not base.strip():
-            base = os.path.expanduser("~/.local/share")
+        if not os.path.isabs(base):
+            base = os.path.expanduser("~/Library/Application Support" if sys.platform == "darwin" else "~/.local/share")
         return os.path.join(base, APP)
-    if sys.platform == "darwin":
-        return os.path.expanduser("~/Library/Application Support/" + APP)
     import platformdirs
 
     return platformdirs.user_data_dir(APP, appauthor=False)
@@ -161,7 +167,9 @@ class Config:
 
     def ensure_dirs(self) -> None:
         """Create the data dir (0700) and its sub-folders; memory is private to its owner."""
-        for path in (self.data_dir, self.logs_dir):
+        # The spool is made up front so that events can still be kept after the data dir itself
+        # has become read-only.
+        for path in (self.data_dir, self.logs_dir, self.spool_dir):
             if not os.path.isdir(path):
                 os.makedirs(path, mode=0o700, exist_ok=True)
                 os.chmod(path, 0o700)

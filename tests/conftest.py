@@ -38,7 +38,7 @@ def run_hook(command: str, payload: dict | str | bytes, *, env: dict[str, str] |
         data = payload
     proc = subprocess.run([sys.executable, "-m", "claude_mem", command], input=data, capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode("replace"))
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode(errors="replace"))
 
 
 def cli_json(*args: str, env: dict[str, str] | None = None) -> object:

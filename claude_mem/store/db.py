@@ -86,12 +86,29 @@ def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     if migrate:
         apply_migrations(conn, migrations_dir)
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Switch a new database to WAL. SQLite answers "database is locked" at once, without
+    waiting for busy_timeout, when another connection is switching it too (or writes to it in
+    rollback mode): two processes opening a new database together would fail. Retry instead."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def apply_migrations(conn: sqlite3.Connection, directory: str | None = None) -> list[str]:

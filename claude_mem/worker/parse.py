@@ -1,0 +1,307 @@
+"""Parse the observer model's XML replies into Observations and a Summary, losing as little as possible.
+
+The model is asked for <observation> and <summary> blocks but writes prose around them, code
+fences, raw `<` and `&` in text (`Vec<String>`, `a < b && c`), unknown types and replies cut off
+mid-block. A recovering XML parser alone drops text after a stray `<`, so the reply is first
+rewritten into well-formed XML: only our own tags, where they make structural sense, stay
+markup; every other `<`, `>` and `&` (bar valid entities) is escaped so it survives verbatim.
+lxml then decodes entities and builds the tree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS, Observation, Summary
+
+BLOCKS = ("observation", "summary")
+TEXT_FIELDS = ("type", "title", "subtitle", "narrative", *SUMMARY_FIELDS)
+LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
+ITEMS = ("fact", "concept", "file", "item")  # interchangeable: a <file> inside <facts> is still an entry
+CAPS = {"type": 100, "title": 200, "subtitle": 500, "fact": 1000, "narrative": 5000, "summary": 5000}
+DERIVED_TITLE_CHARS = 100
+
+# One pass finds candidate markup (any simple tag, attributes ignored; names we do not know stay text); CDATA is
+# matched first so tags inside it stay text. An unterminated CDATA runs to the end of a cut-off
+# reply instead of being rescanned: linear time.
+_TOKEN = re.compile(r"<!\[CDATA\[(?P<cdata>.*?)(?:\]\]>|\Z)|<(?P<close>/?)(?P<name>[A-Za-z_]{1,20})"
+                    r"(?:\s+[\w:.-]+\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'))*\s*(?P<empty>/?)>", re.S)
+_BAD_AMP = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});)")
+_CHARREF = re.compile(r"&#(x[0-9a-fA-F]+|[0-9]+);")
+_INVALID_CHARS = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_CUT_TAG = re.compile(r"</?([A-Za-z_]{0,14})$")
+_BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+_SYNONYMS = {
+    "bugfix": ("fix", "bug", "hotfix", "bugfixes", "fixes", "bugs"),
+    "feature": ("feat", "enhancement", "implementation", "newfeature", "addition", "features"),
+    "discovery": ("learning", "insight", "finding", "investigation", "research", "analysis", "observation"),
+    "change": ("config", "configuration", "update", "chore", "docs", "documentation", "maintenance", "setup", "dependency"),
+    "decision": ("design", "architecture", "plan", "choice", "adr"),
+    "refactor": ("cleanup", "restructure", "refactoring", "rename", "reorganization", "simplification"),
+}
+_CANON = {n: "item" if n in ITEMS else n for n in (*BLOCKS, *TEXT_FIELDS, *LIST_FIELDS, *ITEMS)}
+# (innermost open element or None, tag, is closing) for every tag that is markup at that level.
+_MARKUP = ({(None, b, False) for b in BLOCKS} | {(b, f, False) for b in BLOCKS for f in (*TEXT_FIELDS, *LIST_FIELDS)}
+           | {(f, "item", False) for f in LIST_FIELDS} | {(n, n, True) for n in set(_CANON.values())})
+_TYPE_OF = {alias: kind for kind, aliases in _SYNONYMS.items() for alias in aliases} | {t: t for t in OBSERVATION_TYPES}
+
+# XMLParser, not lxml.html: the HTML parser knows <title> as a <head> element and moves it,
+# and invents <html>/<body>/<p> around the rest. The input is already well-formed, so
+# recovery is only a safety net; the flags keep entities, DTDs and the network out.
+_PARSER = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False,
+                          remove_comments=True, remove_pis=True)
+
+
+@dataclass
+class ParseResult:
+    observations: list[Observation] = field(default_factory=list)
+    summary: Summary | None = None
+    problems: list[str] = field(default_factory=list)  # what was repaired, flagged or dropped
+
+    def usable(self) -> bool:
+        return bool(self.observations) or self.summary is not None
+
+
+def parse_reply(text: str) -> ParseResult:
+    result = ParseResult()
+    if not isinstance(text, str) or not text.strip():
+        result.problems.append("empty reply: no <observation> or <summary> block found")
+        return result
+    clean = _INVALID_CHARS.sub("", text)
+    if len(clean) != len(text):
+        result.problems.append(f"removed {len(text) - len(clean)} character(s) not allowed in XML")
+    xml, complete = _to_xml(clean)
+    try:
+        root = etree.fromstring(xml.encode("utf-8"), _PARSER)
+    except (etree.LxmlError, ValueError) as exc:  # not expected for our own output; never let it escape
+        root = None
+        result.problems.append(f"XML parser failed: {exc}")
+    blocks = list(root) if root is not None else []
+    if not blocks:
+        result.problems.append("no <observation> or <summary> block found")
+    summaries: list[tuple[Summary, bool]] = []
+    seen = {"observation": 0, "summary": 0}
+    for el in blocks:
+        seen[el.tag] += 1
+        label, whole = f"{el.tag} {seen[el.tag]}", complete[int(el.get("n"))]
+        if not whole:
+            result.problems.append(f"{label} was cut off (no closing tag); recovered what was there")
+        if el.tag == "observation":
+            obs = _observation(el, label, result.problems)
+            if obs is not None:
+                result.observations.append(obs)
+        elif (summary := _summary(el, label, result.problems)) is not None:
+            summaries.append((summary, whole))
+    if summaries:
+        finished = [s for s, whole in summaries if whole]
+        result.summary = finished[-1] if finished else summaries[-1][0]
+        if len(summaries) > 1:
+            result.problems.append(f"{len(summaries)} <summary> blocks; kept the last {'complete ' if finished else ''}one")
+    return result
+
+
+def _to_xml(text: str) -> tuple[str, list[bool]]:
+    """Rewrite the reply as well-formed XML: <root> holding only blocks, with escaped text.
+
+    A text element (a field or a list entry) that is closed explicitly later in its block is
+    "sealed": inside it only its own closing tag is markup, so a narrative that mentions
+    `<summary>` or `<title>` keeps them as text. An element never closed is ended by the next
+    tag that makes sense at an outer level (a forgotten </title>, a reply cut off).
+    """
+    matches = list(_TOKEN.finditer(text))
+    closers: dict[str, list[int]] = {}
+    names = [_CANON.get(m["name"].lower(), "") if m["name"] else "" for m in matches]
+    for i, m in enumerate(matches):
+        if m["close"] and names[i]:
+            closers.setdefault(names[i], []).append(i)
+
+    def next_close(name: str, i: int) -> int:
+        at = closers.get(name, [])
+        j = bisect.bisect_right(at, i)
+        return at[j] if j < len(at) else len(matches)
+
+    out: list[str] = ["<root>"]
+    complete: list[bool] = []  # per block, in order: was it closed explicitly
+    stack: list[str] = []
+    opened: list[int] = []  # index of the token that opened each stack entry
+    seals: dict[int, bool] = {}
+
+    def sealed() -> bool:
+        # Worked out only when a tag would end the element early: the common path never pays.
+        if stack[-1] in BLOCKS:
+            return False
+        at = opened[-1]
+        if at not in seals:
+            bound = min([next_close(outer, at) for outer in stack[:-1] if outer not in TEXT_FIELDS])
+            seals[at] = next_close(stack[-1], at) < bound
+        return seals[at]
+
+    def markup(name: str, closing: bool, i: int) -> bool:
+        """Apply the tag if it is markup here, ending unsealed elements it belongs outside of."""
+        while True:
+            if ((stack[-1] if stack else None), name, closing) in _MARKUP:
+                if not closing:
+                    out.append(f'<{name} n="{len(complete)}">' if name in BLOCKS else f"<{name}>")
+                    complete.extend([False] if name in BLOCKS else [])
+                    stack.append(name)
+                    opened.append(i)
+                    return True
+                if name in BLOCKS:
+                    complete[-1] = True
+                close()
+                return True
+            if not stack or not any([(outer, name, closing) in _MARKUP for outer in (None, *stack[:-1])]) or sealed():
+                return False
+            close()  # never closed explicitly: ended by markup that belongs further out
+
+    def close() -> None:
+        out.append(f"</{stack.pop()}>")
+        opened.pop()
+
+    pos = 0
+    for i, m in enumerate(matches):
+        if stack and pos < m.start():
+            out.append(_escape(text[pos:m.start()]))
+        pos = m.end()
+        if m["cdata"] is not None:
+            if stack:
+                out.append(_escape(m["cdata"]))
+            continue
+        name, closing = names[i], bool(m["close"])
+        if not name or not markup(name, closing, i):
+            if stack:
+                out.append(_escape(m.group()))
+        elif m["empty"] and not closing:
+            markup(name, True, i)
+    if stack:
+        tail = text[pos:]
+        cut = _CUT_TAG.search(tail)
+        if cut and any(n.startswith(cut[1].lower()) for n in _CANON):  # a tag cut in half by the end of the reply
+            tail = tail[:cut.start()]
+        out.append(_escape(tail))
+    while stack:
+        close()
+    out.append("</root>")
+    return "".join(out), complete
+
+
+def _escape(text: str) -> str:
+    text = _BAD_AMP.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+    return _CHARREF.sub(_charref, text) if "&#" in text else text
+
+
+def _charref(m: re.Match[str]) -> str:
+    digits = m.group(1)
+    cp = int(digits[1:], 16) if digits[0] == "x" else int(digits)
+    ok = cp in (9, 10, 13) or 0x20 <= cp <= 0xD7FF or 0xE000 <= cp <= 0xFFFD or 0x10000 <= cp <= 0x10FFFF
+    return m.group(0) if ok else "&amp;" + m.group(0)[1:]  # an invalid reference is kept as written
+
+
+def _observation(el: etree._Element, label: str, problems: list[str]) -> Observation | None:
+    kids = _children(el)
+    raw_type = _cap(_line(_field(kids, "type")), "type", label, problems)
+    kind, flagged = _map_type(raw_type)
+    if flagged:
+        problems.append(f"{label}: {flagged}")
+    narrative = _cap(_para(_field(kids, "narrative")), "narrative", label, problems)
+    loose = _para("".join([el.text or "", *(c.tail or "" for c in el)]))
+    if not narrative and loose:
+        narrative = _cap(loose, "narrative", label, problems)
+        problems.append(f"{label}: text outside any field used as the narrative")
+    facts = [_cap(f, "fact", label, problems) for f in _list(kids, ("facts",), split_commas=False)]
+    subtitle = _cap(_line(_field(kids, "subtitle")), "subtitle", label, problems)
+    title = _cap(_line(_field(kids, "title")), "title", label, problems)
+    if not title:
+        if not narrative and not facts:
+            problems.append(f"{label} dropped: no title, narrative or facts")
+            return None
+        source = next(s for s in (subtitle, narrative, facts[0] if facts else "") if s)
+        title = _shorten(_SENTENCE_END.split(source.splitlines()[0], maxsplit=1)[0], DERIVED_TITLE_CHARS)
+        problems.append(f"{label}: no title; derived one from its content")
+    return Observation(type=kind, title=title, subtitle=subtitle, narrative=narrative, facts=facts,
+                       concepts=_list(kids, ("concepts",), split_commas=True),
+                       files_read=_list(kids, ("files_read",), split_commas=True),
+                       files_modified=_list(kids, ("files_modified", "files_edited"), split_commas=True),
+                       raw_type=raw_type if flagged else None)
+
+
+def _summary(el: etree._Element, label: str, problems: list[str]) -> Summary | None:
+    kids = _children(el)
+    values = {name: _cap(_para(_field(kids, name)), "summary", label, problems) for name in SUMMARY_FIELDS}
+    summary = Summary(**values, files_read=_list(kids, ("files_read",), split_commas=True),
+                      files_edited=_list(kids, ("files_edited", "files_modified"), split_commas=True))
+    if summary.is_empty():
+        problems.append(f"{label} dropped: every field is empty")
+        return None
+    return summary
+
+
+def _map_type(raw: str) -> tuple[str, str]:
+    """The known type for what the model wrote, and a note when it was not one verbatim."""
+    key = re.sub(r"[^a-z]", "", raw.lower())
+    if not raw:
+        return "change", "no <type>; stored as 'change'"
+    kind = _TYPE_OF.get(key) or (_TYPE_OF.get(key[:-1]) if key.endswith("s") else None)
+    if kind == key:
+        return kind, ""
+    if kind:
+        return kind, f"type {raw!r} mapped to {kind!r}"
+    return "change", f"unknown type {raw!r} stored as 'change'"
+
+
+def _children(el: etree._Element) -> dict[str, list[etree._Element]]:
+    kids: dict[str, list[etree._Element]] = {}
+    for child in el:
+        kids.setdefault(child.tag, []).append(child)
+    return kids
+
+
+def _field(kids: dict[str, list[etree._Element]], name: str) -> str:
+    """The first non-empty occurrence: a repeated field is more likely a slip than two values."""
+    return next((t for c in kids.get(name, ()) if (t := "".join(c.itertext())).strip()), "")
+
+
+def _list(kids: dict[str, list[etree._Element]], names: tuple[str, ...], *, split_commas: bool) -> list[str]:
+    values: list[str] = []
+    for container in (c for name in names for c in kids.get(name, ())):
+        values += ["".join(item.itertext()) for item in container]
+        loose = "\n".join([container.text or "", *(item.tail or "" for item in container)])
+        for line in loose.splitlines():  # the model wrote a plain list instead of child elements
+            line = _BULLET.sub("", line.strip())
+            values += line.split(",") if split_commas else [line]
+    cleaned = (_line(v) for v in values)
+    return list(dict.fromkeys(v for v in cleaned if v))
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _para(text: str) -> str:
+    """Lines stripped and squeezed, runs of blank lines kept as one paragraph break."""
+    if "\n" not in text:
+        return _line(text)
+    lines = "\n".join([_line(line) for line in text.split("\n")])
+    return _BLANK_LINES.sub("\n\n", lines).strip()
+
+
+def _cap(text: str, what: str, label: str, problems: list[str]) -> str:
+    limit = CAPS[what]
+    if len(text) <= limit:
+        return text
+    problems.append(f"{label}: {what} of {len(text)} characters cut to {limit}")
+    return text[:limit - 1].rstrip() + "…"
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut).rstrip() + "…"

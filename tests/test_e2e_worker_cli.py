@@ -1,0 +1,107 @@
+"""The whole capture loop with the real Claude Code CLI as the observer: a transcript is
+replayed through the hook commands, then `claude-mem worker` drives the CLI bundled in the
+claude-agent-sdk wheel against a fake Anthropic Messages API on 127.0.0.1 until the queue is
+drained. Nothing is mocked on our side of the process boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import psutil
+import pytest
+
+from claude_mem.replay import play_subprocess, transcript_events
+from tests.conftest import ROOT, TRANSCRIPTS, cli_json
+from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
+
+FIXTURE = ROOT / "tests" / "fixtures" / "transcripts"
+
+
+def observer_reply(request: ApiRequest) -> str:
+    """The model stand-in: one observation per event line of the last message, a summary when
+    one is asked for. Deterministic in the events, so "exactly once" can be checked by content."""
+    last = request.messages[-1]
+    content = last.get("content")
+    text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    if "<summary>" in text:
+        return ("<summary><request>replayed turn</request><investigated>events</investigated><learned>x</learned>"
+                "<completed>the turn</completed><next_steps>-</next_steps><notes>-</notes></summary>")
+    blocks = []
+    for line in text.splitlines():
+        if line.startswith("[") and len(line) > 11 and line[9] == "]":
+            what = escape(line[11:].strip()[:150])
+            blocks.append(f"<observation><type>discovery</type><title>{what}</title><facts><fact>{what}</fact></facts>"
+                          f"<narrative>seen in replay</narrative></observation>")
+    return "\n".join(blocks) or "<nothing/>"
+
+
+def transcripts() -> list[Path]:
+    paths = sorted(FIXTURE.glob("*.jsonl"))
+    real = TRANSCRIPTS / "claude-code-log" / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl"
+    if real.exists():
+        paths.append(real)
+    return paths
+
+
+@pytest.mark.parametrize("transcript", transcripts(), ids=lambda p: p.stem[:12])
+def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path: Path, data_dir: Path) -> None:
+    session_id = f"e2e-{transcript.stem[:8]}"
+    events = transcript_events(transcript, session_id=session_id)
+    results = play_subprocess(events, concurrency="message")
+    assert all(r.returncode == 0 for r in results)
+    queue = cli_json("queue")
+    tool_rows = [r for r in queue if r["kind"] == "tool"]
+    finalize_rows = [r for r in queue if r["kind"] == "finalize"]
+    assert tool_rows and finalize_rows
+
+    home = tmp_path / "h"
+    for d in ("home", "config", "tmp"):
+        (home / d).mkdir(parents=True)
+    with FakeMessagesAPI(observer_reply) as api:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
+               "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), "CLAUDE_MEM_SYNTHESIZER": "model",
+               "CLAUDE_MEM_RETRY_BACKOFF_S": "0.2"}
+        env.pop("CLAUDE_MEM_CLI_PATH", None)
+        started = time.time()
+        proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain"],
+                              env=env, capture_output=True, text=True, timeout=600)
+        elapsed = time.time() - started
+        requests = api.messages_requests()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    queue = cli_json("queue")
+    assert all(r["status"] == "done" for r in queue), {r["status"] for r in queue}
+    assert len(queue) == len(tool_rows) + len(finalize_rows), "no event lost or added"
+    observations = cli_json("observations", "--session", session_id)
+    assert observations and all(o["source"] == "model" for o in observations)
+    titles = [o["title"] for o in observations]
+    assert len(titles) == len(set(titles))
+    summaries = cli_json("summaries", "--session", session_id)
+    assert len(summaries) == len(finalize_rows), "one summary per Stop"
+    assert all(s["source"] == "model" for s in summaries)
+
+    # The observer is a tool-less, settings-less conversation: no tools offered, our system prompt.
+    assert requests and all(not r.tools for r in requests)
+    assert all("memory observer" in r.system_text() for r in requests)
+    # Batching: far fewer model turns than events.
+    assert len(requests) < len(tool_rows)
+    # No observer CLI left behind.
+    observer_dir = os.path.realpath(data_dir / "observer")
+    leftovers = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.path.realpath(p.cwd()) == observer_dir and p.status() != psutil.STATUS_ZOMBIE:
+                leftovers.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    assert not leftovers
+    print(f"\n{transcript.name}: {len(tool_rows)} events, {len(finalize_rows)} turns, {len(requests)} model requests, "
+          f"{len(observations)} observations, worker {elapsed:.1f}s")
+    json.dumps(observations)  # JSON-serialisable as stored

@@ -1,0 +1,269 @@
+"""The Chroma index, embedded and against a real `chroma run` server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from claude_mem import settings
+from claude_mem.recall.index import Index, IndexUnavailable
+from claude_mem.store.db import connect
+from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
+from claude_mem.store.records import ensure_session, record_prompt
+
+CHROMA = Path(sys.executable).with_name("chroma")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ChromaServer:
+    """`chroma run` on 127.0.0.1, stopped with SIGTERM like a real deployment."""
+
+    def __init__(self, path: Path, port: int | None = None) -> None:
+        self.path = path
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ChromaServer:
+        self.proc = subprocess.Popen([str(CHROMA), "run", "--path", str(self.path), "--host", "127.0.0.1",
+                                      "--port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/api/v2/heartbeat", timeout=1):
+                    return self
+            except OSError:
+                assert self.proc.poll() is None, "chroma run exited"
+                time.sleep(0.1)
+        raise AssertionError("chroma run did not come up")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    srv = ChromaServer(tmp_path_factory.mktemp("chroma-server")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    db = connect(str(tmp_path / "claude-mem.db"))
+    ensure_session(db, "s1", project="alpha", cwd=None, transcript_path=None)
+    ensure_session(db, "s2", project="beta", cwd=None, transcript_path=None)
+    yield db
+    db.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
+    # A fresh collection per test, also on the shared server.
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    if request.param == "embedded":
+        ix = Index(path=str(tmp_path / "chroma"), collection_name=name)
+    else:
+        ix = Index(url=request.getfixturevalue("server").url, collection_name=name)
+    yield ix
+    ix.close()
+
+
+def add_rows(conn: sqlite3.Connection) -> dict[str, list[int]]:
+    obs = [
+        insert_observation(conn, "s1", "alpha", Observation(
+            type="bugfix", title="Fixed login crash", subtitle="auth", narrative="The refresh token was null after logout",
+            facts=["token refresh raced with logout", "a lock now guards the refresh"], files_read=["src/auth.py"],
+            files_modified=["src/session.py"]), prompt_number=1),
+        insert_observation(conn, "s1", "alpha", Observation(type="feature", title="Dark mode",
+                                                            facts=["colours come from CSS variables"]), prompt_number=2),
+        insert_observation(conn, "s2", "beta", Observation(type="discovery", title="The CI runner has 2 cores"), prompt_number=1),
+    ]
+    summaries = [upsert_summary(conn, "s1", "alpha", Summary(request="fix the login", learned="tokens expire", notes=""),
+                                prompt_number=1)]
+    prompts = [record_prompt(conn, "s1", "please make the app dark themed", None)]
+    return {"observation": obs, "summary": summaries, "prompt": prompts}
+
+
+def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> None:
+    rows = add_rows(conn)
+    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    with index._use("inspect") as store:
+        got = store.collection.get(include=["metadatas", "documents"])
+    docs = dict(zip(got["ids"], zip(got["documents"], got["metadatas"], strict=True), strict=True))
+    first, summary, prompt = rows["observation"][0], rows["summary"][0], rows["prompt"][0]
+    assert sorted(docs) == sorted([
+        f"obs:{first}:main", f"obs:{first}:fact:0", f"obs:{first}:fact:1",
+        f"obs:{rows['observation'][1]}:main", f"obs:{rows['observation'][1]}:fact:0", f"obs:{rows['observation'][2]}:main",
+        f"sum:{summary}:request", f"sum:{summary}:learned", f"prompt:{prompt}",
+    ])
+    text, meta = docs[f"obs:{first}:main"]
+    assert text == "Fixed login crash\nauth\nThe refresh token was null after logout"
+    created = conn.execute("SELECT created_at_epoch FROM observations WHERE id = ?", (first,)).fetchone()[0]
+    assert meta["sqlite_id"] == first and meta["kind"] == "observation" and meta["project"] == "alpha"
+    assert meta["session_id"] == "s1" and meta["type"] == "bugfix" and meta["prompt_number"] == 1
+    assert meta["created_at"] == created // 1000 and meta["created_at_ms"] == created
+    assert meta["files"] == "src/auth.py\nsrc/session.py"
+    assert docs[f"obs:{first}:fact:1"][1]["fact"] == 1
+    assert docs[f"sum:{summary}:learned"] == ("tokens expire", docs[f"sum:{summary}:learned"][1])
+    assert docs[f"prompt:{prompt}"][1]["project"] == "alpha"  # from the session: user_prompts has no project
+
+
+def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) -> None:
+    rows = add_rows(conn)
+    index.index_observations(conn, rows["observation"])
+    index.index_summaries(conn, rows["summary"])
+    index.index_prompts(conn, rows["prompt"])
+    dark, login = rows["observation"][1], rows["observation"][0]
+
+    top = index.query("night theme for the user interface", 3, {"kind": "observation"})
+    assert top[0][:2] == ("observation", dark)
+    assert all(kind == "observation" for kind, _, _ in top)
+    beta = index.query("authentication bug", 5, {"project": "beta"})
+    assert [(kind, i) for kind, i, _ in beta] == [("observation", rows["observation"][2])]
+    assert index.drift(conn)["in_sync"]
+
+    index.delete("observation", [dark], conn)
+    assert all(i != dark for _, i, _ in index.query("night theme", 10))
+    drift = index.drift(conn)
+    assert drift["observation"] == {"sqlite": 3, "indexed": 2, "missing": 1, "stale": 0} and not drift["in_sync"]
+    assert index.index_missing(conn)["observation"] == 1  # forgotten in index_state too, so picked up again
+    assert index.drift(conn)["in_sync"]
+
+    # A rewritten summary replaces its documents; a deleted row loses them.
+    upsert_summary(conn, "s1", "alpha", Summary(request="fix the login", completed="login works again"), prompt_number=1)
+    index.index_summaries(conn, rows["summary"])
+    conn.execute("DELETE FROM observations WHERE id = ?", (login,))
+    drift = index.drift(conn)
+    assert drift["observation"]["stale"] == 1 and drift["summary"] == {"sqlite": 1, "indexed": 1, "missing": 0, "stale": 0}
+    assert index.index_missing(conn)["removed"] == 1
+    assert index.drift(conn)["in_sync"]
+    with index._use("inspect") as store:
+        assert sorted(store.collection.get(where={"kind": "summary"})["ids"]) == [
+            f"sum:{rows['summary'][0]}:completed", f"sum:{rows['summary'][0]}:request"]
+
+    counts = index.reindex(conn)
+    assert counts == {"observation": 2, "summary": 1, "prompt": 1, "removed": 0}
+    assert index.drift(conn)["in_sync"]
+    assert index.query("night theme", 1, {"kind": "observation"})[0][:2] == ("observation", dark)
+
+
+def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server: ChromaServer,
+                                               monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_CHROMA_URL", server.url)
+    ix = Index(settings.load())
+    assert ix.location == server.url
+    add_rows(conn)
+    ix.reindex(conn)
+    assert not (data_dir / "chroma").exists()
+    assert ix.query("dark theme", 1)[0][0] in ("observation", "prompt")
+    monkeypatch.delenv("CLAUDE_MEM_CHROMA_URL")
+    assert Index(settings.load()).location == str(data_dir / "chroma")
+
+
+def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    srv = ChromaServer(tmp_path / "srv").start()
+    try:
+        ix = Index(url=srv.url)
+        rows = add_rows(conn)
+        ix.index_observations(conn, rows["observation"][:1])
+        srv.stop()
+        with pytest.raises(IndexUnavailable, match="unavailable"):
+            ix.query("login", 3)
+        # Capture goes on: a new row is stored, its indexing fails, nothing is marked indexed.
+        new = insert_observation(conn, "s1", "alpha", Observation(type="change", title="Renamed the config loader"),
+                                 prompt_number=3)
+        with pytest.raises(IndexUnavailable):
+            ix.index_observations(conn, [new])
+        assert conn.execute("SELECT count(*) FROM index_state").fetchone()[0] == 1
+        srv.start()  # same folder, same port: the same Index reconnects by itself
+        assert ix.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+        assert ix.drift(conn)["in_sync"]
+        assert ("observation", new) in [(k, i) for k, i, _ in ix.query("config loader renamed", 3)]
+    finally:
+        srv.stop()
+
+
+def test_unreachable_url_raises_index_unavailable() -> None:
+    with pytest.raises(IndexUnavailable, match="127.0.0.1"):
+        Index(url=f"http://127.0.0.1:{free_port()}").query("anything", 1)
+
+
+def test_deleted_folder_raises_then_is_rebuilt(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    ix = Index(path=str(tmp_path / "chroma"))
+    add_rows(conn)
+    ix.index_missing(conn)
+    shutil.rmtree(tmp_path / "chroma")
+    with pytest.raises(IndexUnavailable, match="removed"):
+        ix.query("login", 3)
+    counts = ix.index_missing(conn)  # a new, empty collection: every row is missing again
+    assert counts == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    assert ix.drift(conn)["in_sync"]
+
+
+def test_corrupt_folder_raises_index_unavailable(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    path = tmp_path / "chroma"
+    ix = Index(path=str(path))
+    add_rows(conn)
+    ix.index_missing(conn)
+    ix.close()
+    (path / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IndexUnavailable, match="unavailable"):
+        Index(path=str(path)).query("login", 3)
+    # reindex cannot repair a file it cannot open; deleting the folder can (see above).
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from claude_mem.store.db import connect
+    from claude_mem.store.memories import Observation, insert_observation
+    from claude_mem.recall.index import Index
+    conn = connect(sys.argv[1])
+    new = insert_observation(conn, "s2", "beta", Observation(type="decision", title="Chose PostgreSQL for the billing service"),
+                             prompt_number=9)
+    Index(path=sys.argv[2]).index_observations(conn, [new])
+    print(new)
+""")
+
+
+def test_a_long_lived_reader_sees_another_process_writes(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    # The MCP server keeps its Index open while a worker process writes to the same folder.
+    path = str(tmp_path / "chroma")
+    reader = Index(path=path)
+    add_rows(conn)
+    reader.index_missing(conn)
+    before = reader.query("database for billing", 10)  # the client is open and warm
+    proc = subprocess.run([sys.executable, "-c", WRITER, str(tmp_path / "claude-mem.db"), path],
+                          capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    new = int(proc.stdout.strip())
+    assert ("observation", new) not in [(k, i) for k, i, _ in before]
+    assert reader.query("database for billing", 1)[0][:2] == ("observation", new)
+    assert reader.drift(conn)["in_sync"]

@@ -1,0 +1,332 @@
+"""The store: migrations, pragmas, refusing a newer schema, carrying data across upgrades, FTS."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from claude_mem.store import memories, records
+from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migrations, transaction
+
+EXPECTED_COLUMNS = {
+    "sdk_sessions": {"claude_session_id", "sdk_session_id", "project", "cwd", "user_prompt", "status", "prompt_counter",
+                     "started_at", "started_at_epoch", "updated_at_epoch", "completed_at_epoch"},
+    "user_prompts": {"session_id", "prompt_number", "prompt_text", "created_at_epoch"},
+    "observation_queue": {"session_id", "kind", "tool_name", "tool_input", "tool_response", "tool_use_id", "prompt_number",
+                          "status", "attempts", "last_error", "created_at_epoch", "updated_at_epoch", "is_error"},
+    "observations": {"session_id", "project", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read",
+                     "files_modified", "prompt_number", "content_hash", "model", "created_at_epoch"},
+    "session_summaries": {"session_id", "project", "request", "investigated", "learned", "completed", "next_steps",
+                          "files_read", "files_edited", "notes", "prompt_number", "created_at_epoch"},
+}
+FTS_TABLES = ("observations_fts", "session_summaries_fts", "user_prompts_fts")
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_a_blank_database_gets_every_migration(tmp_path: Path) -> None:
+    conn = connect(str(tmp_path / "m.db"))
+    known = migrations()
+    assert known and [m.version for m in known] == list(range(1, len(known) + 1))
+    rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+    assert [tuple(r) for r in rows] == [(m.version, m.name) for m in known]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == latest_version() == len(known)
+    present = tables(conn)
+    for table, expected in EXPECTED_COLUMNS.items():
+        assert table in present
+        assert expected <= columns(conn, table), (table, expected - columns(conn, table))
+    for fts in FTS_TABLES:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (fts,)).fetchone()[0]
+        assert "fts5" in sql.lower()
+    # a second open applies nothing and changes nothing
+    conn.close()
+    conn = connect(str(tmp_path / "m.db"))
+    assert conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(known)
+
+
+def test_pragmas(tmp_path: Path) -> None:
+    conn = connect(str(tmp_path / "m.db"), busy_timeout_ms=4321)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 4321
+    assert connect(str(tmp_path / "m.db")).execute("PRAGMA busy_timeout").fetchone()[0] >= 3000
+    with pytest.raises(sqlite3.IntegrityError):  # foreign keys are enforced
+        conn.execute("INSERT INTO user_prompts (session_id, prompt_number, prompt_text, created_at, created_at_epoch)"
+                     " VALUES ('nope', 1, 'x', 't', 0)")
+    with pytest.raises(sqlite3.IntegrityError):  # observation types are checked
+        records.ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+        memories.insert_observation(conn, "s", "p", memories.Observation(type="musing", title="t"), prompt_number=1)
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    connect(path).close()
+    newer = latest_version() + 3
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version = {newer}")
+    raw.close()
+    with pytest.raises(SchemaTooNewError) as info:
+        connect(path)
+    message = str(info.value)
+    assert f"version {newer}" in message and f"({latest_version()})" in message
+    assert "upgrade" in message
+
+
+def test_a_failing_migration_leaves_nothing_half_done(tmp_path: Path) -> None:
+    directory = tmp_path / "migrations"
+    directory.mkdir()
+    first = migrations()[0]
+    shutil.copy(first.path, directory / os.path.basename(first.path))
+    (directory / "0002_broken.sql").write_text("CREATE TABLE half_done (x INTEGER);\nINSERT INTO no_such_table VALUES (1);\n")
+    path = str(tmp_path / "m.db")
+    with pytest.raises(sqlite3.OperationalError):
+        connect(path, migrations_dir=str(directory))
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "half_done" not in tables(conn)
+    assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == 1
+
+
+# --- upgrades --------------------------------------------------------------------------------
+
+NOW = 1_790_000_000_000
+SESSION = "upgrade-session"
+# Representative rows for the tables we know; columns a version does not have yet are left out.
+FIXTURES: dict[str, dict[str, Any]] = {
+    "sdk_sessions": {"claude_session_id": SESSION, "sdk_session_id": "sdk-1", "project": "github.com/acme/widget",
+                     "cwd": "/work/widget", "transcript_path": "/t.jsonl", "user_prompt": "fix the flaky test",
+                     "status": "active", "prompt_counter": 2, "started_at": "2026-09-01T00:00:00.000Z",
+                     "started_at_epoch": NOW, "updated_at_epoch": NOW, "observer_error": None, "synthesizer": "model"},
+    "user_prompts": {"session_id": SESSION, "prompt_number": 1, "prompt_text": "fix the flaky test in parser",
+                     "prompt_id": "p-1", "created_at": "2026-09-01T00:00:00.000Z", "created_at_epoch": NOW},
+    "observation_queue": {"session_id": SESSION, "kind": "tool", "tool_name": "Bash", "tool_input": '{"command": "pytest"}',
+                          "tool_response": '{"stdout": "1 failed"}', "tool_use_id": "toolu_1", "is_error": 1,
+                          "duration_ms": 1200, "prompt_number": 1, "status": "done", "attempts": 1,
+                          "created_at": "2026-09-01T00:00:01.000Z", "created_at_epoch": NOW + 1000,
+                          "updated_at_epoch": NOW + 1000, "processed_by": "model"},
+    "observations": {"session_id": SESSION, "project": "github.com/acme/widget", "type": "bugfix",
+                     "title": "Parser race fixed", "subtitle": "lock around cache", "narrative": "The flaky parser test",
+                     "facts": '["cache was shared"]', "concepts": '["concurrency"]', "files_read": '["parser.py"]',
+                     "files_modified": '["parser.py"]', "prompt_number": 1, "source": "model", "model": "claude-haiku-4-5",
+                     "content_hash": "abc123", "created_at": "2026-09-01T00:00:02.000Z", "created_at_epoch": NOW + 2000},
+    "session_summaries": {"session_id": SESSION, "project": "github.com/acme/widget", "request": "fix the flaky test",
+                          "investigated": "parser cache", "learned": "shared state", "completed": "added a lock",
+                          "next_steps": "none", "files_read": '["parser.py"]', "files_edited": '["parser.py"]',
+                          "notes": "", "prompt_number": 1, "source": "model", "created_at": "2026-09-01T00:00:03.000Z",
+                          "created_at_epoch": NOW + 3000},
+    "raw_replies": {"session_id": SESSION, "queue_ids": "[1]", "reply": "<garbled", "error": "no XML",
+                    "created_at": "2026-09-01T00:00:04.000Z", "created_at_epoch": NOW + 4000},
+    "worker_runs": {"session_id": SESSION, "pid": 4242, "create_time": 1.5, "worker_id": "w-1", "synthesizer": "model",
+                    "started_at_epoch": NOW, "events_done": 3},
+}
+FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+
+
+def user_tables(conn: sqlite3.Connection) -> list[str]:
+    """Tables holding data, in creation order (so referenced tables come first), without
+    bookkeeping, virtual FTS tables and their shadow tables."""
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid").fetchall()
+    virtual = [name for name, sql in rows if sql and sql.upper().startswith("CREATE VIRTUAL TABLE")]
+    skip = {"schema_migrations", "sqlite_sequence", *virtual}
+    skip |= {v + suffix for v in virtual for suffix in FTS_SHADOW_SUFFIXES}
+    return [name for name, _ in rows if name not in skip and not name.startswith("sqlite_")]
+
+
+def representative_row(conn: sqlite3.Connection, table: str) -> dict[str, Any]:
+    """The fixture's columns that exist at this version, plus a plain value for any other
+    NOT NULL column without a default, so that a table added by a future migration gets a row
+    too: the first value its `CHECK (col IN (...))` allows, a session id where it references
+    sessions, else a value of its type. (If a table needs more, add it to FIXTURES.)"""
+    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    references = {fk[3]: fk[4] for fk in conn.execute(f"PRAGMA foreign_key_list({table})")}
+    rowid_alias = [c[1] for c in info if c[5] and (c[2] or "").upper() == "INTEGER"] if sum(c[5] > 0 for c in info) == 1 else []
+    fixture = FIXTURES.get(table, {})
+    row: dict[str, Any] = {}
+    for _cid, name, decl, notnull, default, pk in info:
+        if name in fixture:
+            row[name] = fixture[name]
+        elif name in rowid_alias:
+            continue
+        elif name in references and references[name] == "claude_session_id":
+            row[name] = SESSION
+        elif (notnull or pk) and default is None:
+            allowed = re.search(rf"CHECK\s*\(\s*{name}\s+IN\s*\(\s*'([^']*)'", sql, re.IGNORECASE)
+            affinity = (decl or "").upper()
+            if allowed:
+                row[name] = allowed.group(1)
+            elif "INT" in affinity:
+                row[name] = 7
+            elif "REAL" in affinity or "FLOA" in affinity:
+                row[name] = 1.25
+            else:
+                row[name] = f"{table}-{name}"
+    return row
+
+
+def find_row(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> sqlite3.Row | None:
+    where = " AND ".join(f"{name} IS ?" for name in row)
+    found = conn.execute(f"SELECT * FROM {table} WHERE {where}", list(row.values())).fetchall()
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def copy_first_migrations(k: int, directory: Path) -> Path:
+    directory.mkdir()
+    for migration in migrations()[:k]:
+        shutil.copy(migration.path, directory / os.path.basename(migration.path))
+    return directory
+
+
+@pytest.mark.parametrize("k", range(1, latest_version() + 1))
+def test_data_survives_every_later_migration(tmp_path: Path, k: int) -> None:
+    path = str(tmp_path / "m.db")
+    conn = connect(path, migrations_dir=str(copy_first_migrations(k, tmp_path / f"first-{k}")))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == k
+    inserted: dict[str, dict[str, Any]] = {}
+    with transaction(conn):
+        for table in user_tables(conn):
+            row = representative_row(conn, table)
+            names = ", ".join(row)
+            marks = ", ".join("?" * len(row))
+            conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+            inserted[table] = row
+    assert "sdk_sessions" in inserted and "observations" in inserted
+    conn.close()
+
+    conn = connect(path)  # the real migrations folder: applies k+1..N
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == latest_version()
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(1, latest_version() + 1))
+    for table, row in inserted.items():
+        assert find_row(conn, table, row) is not None, f"{table} lost (or changed) its row upgrading from version {k}"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    # the search index still finds what was there before the upgrade
+    assert conn.execute("SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'parser'").fetchall()
+    assert conn.execute("SELECT rowid FROM session_summaries_fts WHERE session_summaries_fts MATCH 'lock'").fetchall()
+    assert conn.execute("SELECT rowid FROM user_prompts_fts WHERE user_prompts_fts MATCH 'flaky'").fetchall()
+
+
+def test_two_processes_migrating_a_new_database_at_once(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from claude_mem.store.db import connect\n"
+        "start = float(sys.argv[2])\n"
+        "time.sleep(max(0.0, start - time.time() - 0.02))\n"
+        "while time.time() < start:\n"
+        "    pass\n"
+        "conn = connect(sys.argv[1])\n"
+        "print(conn.execute('PRAGMA user_version').fetchone()[0])\n"
+    )
+    for attempt in range(3):
+        path = str(tmp_path / f"race-{attempt}.db")
+        start = time.time() + 0.6
+        procs = [subprocess.Popen([sys.executable, "-c", script, path, repr(start)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            assert out.strip() == str(latest_version())
+        conn = sqlite3.connect(path)
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == list(range(1, latest_version() + 1))
+        conn.close()
+
+
+def test_opening_a_new_database_waits_for_a_writer_instead_of_failing(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once (no busy wait) while another connection writes
+    to a new database; this is what two processes creating the database together run into."""
+    path = tmp_path / "new.db"
+    path.touch()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    timer.start()
+    try:
+        started = time.monotonic()
+        conn = connect(str(path), busy_timeout_ms=5000)
+        assert time.monotonic() - started >= 0.2
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == latest_version()
+    finally:
+        timer.join()
+        holder.close()
+
+
+def fts_ids(conn: sqlite3.Connection, table: str, query: str) -> list[int]:
+    return [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid", (query,))]
+
+
+def test_fts_triggers_follow_inserts_updates_and_deletes(tmp_path: Path) -> None:
+    conn = connect(str(tmp_path / "m.db"))
+    with transaction(conn):
+        records.ensure_session(conn, "s1", project="p", cwd="/w", transcript_path=None)
+        prompt_number = records.record_prompt(conn, "s1", "please refactor the tokenizer", None)
+        obs_id = memories.insert_observation(
+            conn, "s1", "p", memories.Observation(type="discovery", title="Tokenizer caches vocabulary",
+                                                  narrative="found while profiling", facts=["uses lru_cache"]),
+            prompt_number=prompt_number)
+        summary_id = memories.upsert_summary(conn, "s1", "p", memories.Summary(request="refactor tokenizer",
+                                                                               learned="vocabulary is cached"),
+                                             prompt_number=prompt_number)
+    prompt_id = conn.execute("SELECT id FROM user_prompts").fetchone()[0]
+    assert fts_ids(conn, "observations_fts", "vocabulary") == [obs_id]
+    assert fts_ids(conn, "observations_fts", "lru_cache") == [obs_id]  # facts are indexed
+    assert fts_ids(conn, "session_summaries_fts", "cached") == [summary_id]
+    assert fts_ids(conn, "user_prompts_fts", "tokenizer") == [prompt_id]
+
+    with transaction(conn):
+        conn.execute("UPDATE observations SET title = 'Parser streams input' WHERE id = ?", (obs_id,))
+        memories.upsert_summary(conn, "s1", "p", memories.Summary(request="refactor parser", learned="streaming helps"),
+                                prompt_number=prompt_number)
+        conn.execute("UPDATE user_prompts SET prompt_text = 'now the parser' WHERE id = ?", (prompt_id,))
+    assert fts_ids(conn, "observations_fts", "vocabulary") == []
+    assert fts_ids(conn, "observations_fts", "streams") == [obs_id]
+    assert fts_ids(conn, "session_summaries_fts", "cached") == []
+    assert fts_ids(conn, "session_summaries_fts", "streaming") == [summary_id]
+    assert fts_ids(conn, "user_prompts_fts", "tokenizer") == []
+    assert fts_ids(conn, "user_prompts_fts", "parser") == [prompt_id]
+
+    with transaction(conn):
+        conn.execute("DELETE FROM observations")
+        conn.execute("DELETE FROM session_summaries")
+        conn.execute("DELETE FROM user_prompts")
+    for table, word in (("observations_fts", "streams"), ("session_summaries_fts", "streaming"), ("user_prompts_fts", "parser")):
+        assert fts_ids(conn, table, word) == []
+        # the index agrees with its content table
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+
+
+def test_database_file_is_private(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        path = tmp_path / "m.db"
+        conn = connect(str(path))
+        with transaction(conn):
+            records.ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+    finally:
+        os.umask(old)
+    for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+        if p.exists():
+            assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+    assert json.loads(json.dumps(records.get_session(conn, "s")))["project"] == "p"

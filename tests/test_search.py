@@ -1,0 +1,219 @@
+"""The one search function: hybrid ranking, filters inside both searches, the FTS fallback."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from claude_mem.recall.index import Index
+from claude_mem.recall.search import Hit, SearchResult, date_windows, fts_match, query_terms, search
+from claude_mem.store.db import connect
+from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
+from claude_mem.store.records import ensure_session, record_prompt
+
+DAY = 86_400_000
+T0 = int(time.mktime((2025, 3, 3, 12, 0, 0, 0, 0, -1)) * 1000)  # local noon, 3 March 2025
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3.Connection, Index, dict[str, int]]]:
+    """Two projects. Project beta is flooded with near-copies of alpha's memories, so a filter
+    applied after a limited search (instead of inside it) would leave alpha's rows out."""
+    root = tmp_path_factory.mktemp("search")
+    conn = connect(str(root / "claude-mem.db"))
+    for sid, project in (("a1", "alpha"), ("a2", "alpha"), ("b1", "beta")):
+        ensure_session(conn, sid, project=project, cwd=None, transcript_path=None)
+    ids = {
+        "login": insert_observation(conn, "a1", "alpha", Observation(
+            type="bugfix", title="Fixed login crash", narrative="The refresh token was null after logout",
+            facts=["token refresh raced with logout", "a mutex now guards the refresh"],
+            files_modified=["src/auth/session.py"]), prompt_number=1, created_at_epoch=T0),
+        "dark": insert_observation(conn, "a1", "alpha", Observation(
+            type="feature", title="Dark mode", facts=["colours come from CSS variables"], files_modified=["web/theme.css"]),
+            prompt_number=2, created_at_epoch=T0 + 1000),
+        "db": insert_observation(conn, "a2", "alpha", Observation(
+            type="decision", title="Chose SQLite with WAL for the store", facts=["PostgreSQL was judged too heavy"],
+            files_read=["docs/DESIGN.md"]), prompt_number=1, created_at_epoch=T0 + 7 * DAY),
+    }
+    for n in range(30):
+        insert_observation(conn, "b1", "beta", Observation(
+            type="bugfix", title=f"Fixed login crash number {n}", narrative="refresh token null after logout, dark mode too",
+            files_modified=["src/auth/session.py"]), prompt_number=n, created_at_epoch=T0 + n)
+    ids["summary"] = upsert_summary(conn, "a1", "alpha", Summary(request="fix the login crash", learned="refresh tokens expire",
+                                                                  files_edited=["src/auth/session.py"]), prompt_number=1)
+    ids["prompt"] = record_prompt(conn, "a2", "which database should the store use?", None)
+    index = Index(path=str(root / "chroma"))
+    index.index_missing(conn)
+    yield conn, index, ids
+    index.close()
+    conn.close()
+
+
+def keys(result: SearchResult) -> list[tuple[str, int]]:
+    return [(h.kind, h.id) for h in result.hits]
+
+
+def test_finds_by_keyword_and_by_meaning(store) -> None:
+    conn, index, ids = store
+    by_word = search(conn, "mutex", index=index, project="alpha")
+    assert by_word.mode == "hybrid" and by_word.note is None
+    assert keys(by_word)[0] == ("observation", ids["login"])
+    assert by_word.hits[0].snippet == "a mutex now guards the refresh"  # the fact that matched
+    # No word in common with "Dark mode" / "colours come from CSS variables".
+    query = "night theme for the user interface"
+    assert ("observation", ids["dark"]) not in keys(search(conn, query, index=index, project="alpha", mode="fts"))
+    meaning = search(conn, query, index=index, project="alpha", kinds=("observation",))
+    assert keys(meaning)[0] == ("observation", ids["dark"])
+    vector = search(conn, query, index=index, project="alpha", kinds=("observation",), mode="vector")
+    assert vector.mode == "vector" and keys(vector)[0] == ("observation", ids["dark"])
+
+
+def test_hit_contract(store) -> None:
+    conn, index, ids = store
+    result = search(conn, "login crash refresh token", index=index, project="alpha", limit=5)
+    assert {h.kind for h in result.hits} == {"observation", "summary", "prompt"} or len(result.hits) == 5
+    login = next(h for h in result.hits if h.kind == "observation" and h.id == ids["login"])
+    assert login == Hit(kind="observation", id=ids["login"], session_id="a1", project="alpha", type="bugfix",
+                        title="Fixed login crash", snippet=login.snippet, created_at_epoch=T0,
+                        files=["src/auth/session.py"], score=login.score)
+    summary = next(h for h in result.hits if h.kind == "summary")
+    assert summary.title == "fix the login crash" and summary.type is None and summary.files == ["src/auth/session.py"]
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    for hit in result.hits:
+        assert len(hit.title) <= 120 and len(hit.snippet) <= 200 and hit.created_at_epoch > 10**12
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "fts", "vector"])
+def test_filters_apply_inside_each_search(store, mode: str) -> None:
+    conn, index, ids = store
+    query = "fixed login crash refresh token dark mode"
+    # 30 beta rows outrank alpha's: with the filter outside, a limit of 3 would find nothing.
+    alpha = search(conn, query, index=index, project="alpha", kinds=("observation",), limit=3, mode=mode)
+    assert alpha.mode == mode and alpha.hits and {h.project for h in alpha.hits} == {"alpha"}
+    assert ("observation", ids["login"]) in keys(alpha)
+
+    typed = search(conn, query, index=index, type_="feature", limit=3, mode=mode)
+    assert keys(typed) == [("observation", ids["dark"])]  # summaries and prompts have no type
+
+    session = search(conn, "database store", index=index, session_id="a2", limit=3, mode=mode)
+    assert set(keys(session)) <= {("observation", ids["db"]), ("prompt", ids["prompt"])} and session.hits
+
+    # The summary and prompt were stored "now", long after T0: only observations are compared.
+    later = search(conn, query + " sqlite", index=index, since_ms=T0 + DAY, kinds=("observation",), limit=3, mode=mode)
+    assert keys(later) == [("observation", ids["db"])]
+    earlier = search(conn, "sqlite wal store login", index=index, project="alpha", until_ms=T0 + DAY, limit=3, mode=mode)
+    assert ("observation", ids["db"]) not in keys(earlier) and earlier.hits
+
+    css = search(conn, query, index=index, file="theme.css", limit=3, mode=mode)
+    assert keys(css) == [("observation", ids["dark"])]
+    design = search(conn, "store", index=index, file="DESIGN.md", limit=3, mode=mode)
+    assert keys(design) == [("observation", ids["db"])]
+    assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
+
+
+def test_without_an_index_answers_from_fts_and_says_so(store) -> None:
+    conn, _, ids = store
+    result = search(conn, "mutex", project="alpha")
+    assert result.mode == "fts" and "keyword results only" in (result.note or "")
+    assert keys(result)[0] == ("observation", ids["login"])
+
+
+def test_unavailable_index_falls_back_to_fts(store) -> None:
+    conn, _, ids = store
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = Index(url=f"http://127.0.0.1:{port}")
+    for mode in ("hybrid", "vector"):
+        result = search(conn, "mutex", index=down, project="alpha", mode=mode)
+        assert result.mode == "fts" and "unavailable" in (result.note or "") and "keyword results only" in result.note
+        assert keys(result)[0] == ("observation", ids["login"])
+
+
+def test_dates_named_in_the_query_rank_that_day_first(store) -> None:
+    conn, index, ids = store
+    day = dt.date(2025, 3, 10).strftime("%d %B %Y")  # a week after T0: the "db" decision
+    result = search(conn, f"what did we decide on {day}", index=index, project="alpha", kinds=("observation",), limit=1)
+    assert keys(result) == [("observation", ids["db"])]
+
+
+def test_date_windows() -> None:
+    def days(text: str) -> list[tuple[str, str]]:
+        fmt = "%Y-%m-%d"
+        return [(time.strftime(fmt, time.localtime(a / 1000)), time.strftime(fmt, time.localtime(b / 1000)))
+                for a, b in date_windows(text)]
+
+    assert days("What did Gina find on 1 February, 2023?") == [("2023-02-01", "2023-02-02")]
+    assert days("on December 1,2023 and 2024-02-29") == [("2024-02-29", "2024-03-01"), ("2023-12-01", "2023-12-02")]
+    assert days("8th December, 2023") == [("2023-12-08", "2023-12-09")]
+    assert days("in November 2022") == [("2022-11-01", "2022-12-01")]
+    assert days("in December 2023") == [("2023-12-01", "2024-01-01")]
+    assert days("between August 11 and August 15 2023") == [
+        ("2023-08-15", "2023-08-16"), ("2023-08-11", "2023-08-12"), ("2023-08-11", "2023-08-16")]
+    assert days("on May 8") == [] and days("31 February 2023") == [] and days("version 2023.1") == []
+
+
+NASTY = ['"', '""', "'", "-", "--foo", "a:b", "title:login", "*", "log*", "AND", "OR", "NOT", "NEAR", "login AND",
+         "NOT login", "a OR OR b", "(", ")", "((login", "login)", "^start", "+", "{col}", "[x]", "\\", "%", "_", "__",
+         "🎉", "💥 crash 💥", "中文", "日本語のテキスト", "ü̈ñíçødé", "\x00", "\n\t", "   ", "", "a" * 5000, "NEAR(a b, 3)",
+         "col:value AND -other OR \"unbalanced", "SELECT * FROM observations; --", "$1.5e10", "C++ / C#"]
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_hostile_queries_never_raise(store, text: str) -> None:
+    conn, index, _ = store
+    result = search(conn, text, index=index)
+    assert result.mode in ("hybrid", "fts") and isinstance(result.hits, list)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=80))
+def test_any_text_is_a_valid_fts_query(tmp_path: Path, text: str) -> None:
+    conn = _fts_conn(tmp_path)
+    terms = query_terms(text)
+    assert all(t and '"' not in t for t in terms)
+    if terms:
+        conn.execute("SELECT count(*) FROM observations_fts WHERE observations_fts MATCH ?", (fts_match(terms),)).fetchone()
+    result = search(conn, text)
+    assert result.mode == "fts"
+
+
+_CONNS: dict[str, sqlite3.Connection] = {}
+
+
+def _fts_conn(tmp_path: Path) -> sqlite3.Connection:
+    # One small database for all hypothesis examples (the tmp_path fixture is made once per test).
+    key = str(tmp_path)
+    if key not in _CONNS:
+        conn = connect(str(tmp_path / "fts.db"))
+        ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+        insert_observation(conn, "s", "p", Observation(type="change", title="login crash 中文 café", facts=["token AND or"]),
+                           prompt_number=1)
+        _CONNS[key] = conn
+    return _CONNS[key]
+
+
+def test_bad_arguments_raise_value_error(store) -> None:
+    conn, index, _ = store
+    with pytest.raises(ValueError, match="mode"):
+        search(conn, "x", mode="semantic")
+    with pytest.raises(ValueError, match="kinds"):
+        search(conn, "x", kinds=("note",))
+    assert search(conn, "login", limit=0).hits == []
+    assert search(conn, "   ", index=index).note == "empty query"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=60))
+def test_any_text_through_the_hybrid_search(store, text: str) -> None:
+    conn, index, _ = store
+    result = search(conn, text, index=index, project="alpha", limit=5)
+    assert result.mode == "hybrid" and len(result.hits) <= 5
