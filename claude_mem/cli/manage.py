@@ -1,0 +1,1 @@
+"""Placeholder: commands are added here as they are built."""
