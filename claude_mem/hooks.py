@@ -152,6 +152,7 @@ def sanitize_tool(config: Config, payload: dict[str, Any]) -> dict[str, Any] | N
         "is_error": failed,
         "duration_ms": int(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
         "agent_id": optional_str(payload, "agent_id"),
+        "prompt_id": optional_str(payload, "prompt_id"),
     }
 
 
@@ -159,10 +160,13 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
     common = _common(payload)
     if payload.get("stop_hook_active") is True:
         return None  # Claude is continuing because of a Stop hook: the turn is not over
+    if payload.get("hook_event_name") == "SubagentStop":
+        return None  # a subagent ending mid-turn does not end the user's turn
     message = payload.get("last_assistant_message")
     return {
         "type": "finalize",
         **common,
+        "prompt_id": optional_str(payload, "prompt_id"),
         "last_assistant_message": clean_text(message, 4000) if isinstance(message, str) else None,
     }
 
@@ -185,10 +189,10 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
                 conn, session_id, tool_name=record["tool_name"], tool_input=record["tool_input"],
                 tool_response=record["tool_response"], tool_use_id=record.get("tool_use_id"),
                 is_error=bool(record.get("is_error")), duration_ms=record.get("duration_ms"),
-                agent_id=record.get("agent_id"), cwd=record.get("cwd"),
+                agent_id=record.get("agent_id"), cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
             )
         elif kind == "finalize":
-            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"),
+            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
                                    last_assistant_message=record.get("last_assistant_message"))
         else:
             raise ValueError(f"unknown event type {kind!r}")

@@ -439,8 +439,6 @@ def test_fixture_with_planted_secrets(data_dir: Path) -> None:
     assert not {k for k, kind in planted.markers.items() if kind in ("skipped tool", "subagent")} & survived
 
 
-@pytest.mark.xfail(strict=True, reason="hooks file a Stop under the session's current prompt, not the prompt it ended "
-                   "(its prompt_id is ignored): a re-delivered Stop of turn 1 becomes a finalize row for prompt 3")
 def test_fixture_second_replay_adds_nothing(data_dir: Path) -> None:
     events = transcript_events(FIXTURE)
     env = hook_env(data_dir)
@@ -452,8 +450,6 @@ def test_fixture_second_replay_adds_nothing(data_dir: Path) -> None:
     assert after == before
 
 
-@pytest.mark.xfail(strict=True, reason="`claude-mem summary` accepts SubagentStop and files it as the turn's finalize "
-                   "marker: a subagent ending mid-turn closes the turn early and the real Stop is dropped as a duplicate")
 def test_subagent_stop_does_not_close_the_turn(data_dir: Path) -> None:
     events = transcript_events(FIXTURE)
     check_hook_results(play_subprocess(events, env=hook_env(data_dir), commands={**HOOK_COMMANDS, "SubagentStop": "summary"}))

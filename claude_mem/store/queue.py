@@ -22,38 +22,48 @@ QUEUE_COLUMNS = (
 )
 
 
+# The prompt an event belongs to: the one Claude Code names by prompt_id when we recorded it
+# (a re-delivered or late event keeps its own turn), else the session's current prompt.
+_PROMPT_NUMBER = (
+    "COALESCE((SELECT prompt_number FROM user_prompts WHERE session_id = :sid AND prompt_id = :pid),"
+    " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = :sid))"
+)
+
+
 def enqueue_tool(conn: sqlite3.Connection, session_id: str, *, tool_name: str, tool_input: str,
                  tool_response: str, tool_use_id: str | None, is_error: bool,
-                 duration_ms: int | None, agent_id: str | None, cwd: str | None) -> int | None:
-    """Queue one tool event under the session's current prompt; None if this tool_use_id is
-    already queued. Call inside a transaction, after `ensure_session`."""
+                 duration_ms: int | None, agent_id: str | None, cwd: str | None,
+                 prompt_id: str | None = None) -> int | None:
+    """Queue one tool event under its prompt; None if this tool_use_id is already queued.
+    Call inside a transaction, after `ensure_session`."""
     now = now_ms()
     cur = conn.execute(
         "INSERT INTO observation_queue (session_id, kind, tool_name, tool_input, tool_response,"
         " tool_use_id, is_error, duration_ms, agent_id, cwd, prompt_number, created_at,"
         " created_at_epoch, updated_at_epoch)"
-        " VALUES (?, 'tool', ?, ?, ?, ?, ?, ?, ?, ?,"
-        " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?), ?, ?, ?)"
+        " VALUES (:sid, 'tool', :tool_name, :tool_input, :tool_response, :tool_use_id, :is_error,"
+        f" :duration_ms, :agent_id, :cwd, {_PROMPT_NUMBER}, :created_at, :now, :now)"
         # Only uniqueness conflicts are ignored: OR IGNORE would also swallow NOT NULL/CHECK.
         " ON CONFLICT DO NOTHING",
-        (session_id, tool_name, tool_input, tool_response, tool_use_id, int(is_error),
-         duration_ms, agent_id, cwd, session_id, now_iso(now), now, now),
+        {"sid": session_id, "pid": prompt_id, "tool_name": tool_name, "tool_input": tool_input,
+         "tool_response": tool_response, "tool_use_id": tool_use_id, "is_error": int(is_error),
+         "duration_ms": duration_ms, "agent_id": agent_id, "cwd": cwd, "created_at": now_iso(now), "now": now},
     )
     return cur.lastrowid if cur.rowcount else None
 
 
 def enqueue_finalize(conn: sqlite3.Connection, session_id: str, *,
-                     last_assistant_message: str | None, cwd: str | None) -> int | None:
-    """Queue the end-of-turn marker for the session's current prompt (once per prompt)."""
+                     last_assistant_message: str | None, cwd: str | None,
+                     prompt_id: str | None = None) -> int | None:
+    """Queue the end-of-turn marker for its prompt (once per prompt)."""
     now = now_ms()
     body = json.dumps({"last_assistant_message": last_assistant_message or ""}, ensure_ascii=False)
     cur = conn.execute(
         "INSERT INTO observation_queue (session_id, kind, tool_response, cwd, prompt_number,"
         " created_at, created_at_epoch, updated_at_epoch)"
-        " VALUES (?, 'finalize', ?, ?,"
-        " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?), ?, ?, ?)"
+        f" VALUES (:sid, 'finalize', :body, :cwd, {_PROMPT_NUMBER}, :created_at, :now, :now)"
         " ON CONFLICT DO NOTHING",
-        (session_id, body, cwd, session_id, now_iso(now), now, now),
+        {"sid": session_id, "pid": prompt_id, "body": body, "cwd": cwd, "created_at": now_iso(now), "now": now},
     )
     return cur.lastrowid if cur.rowcount else None
 
