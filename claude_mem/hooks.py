@@ -4,6 +4,7 @@
   new      UserPromptSubmit    record the prompt, make sure a worker runs
   save     PostToolUse(+Failure)  queue the tool event
   summary  Stop                queue the end-of-turn marker
+           SessionEnd          mark the session ended, so its worker exits once drained
 
 Contract: a hook never blocks or breaks Claude Code. Whatever happens it exits 0, and on
 failure writes one line to stderr and one to the log. Events are made safe (redacted, capped)
@@ -48,7 +49,7 @@ HOOK_EVENTS: dict[str, tuple[str, ...]] = {
     "context": ("SessionStart",),
     "new": ("UserPromptSubmit",),
     "save": ("PostToolUse", "PostToolUseFailure"),
-    "summary": ("Stop", "SubagentStop"),
+    "summary": ("Stop", "SubagentStop", "SessionEnd"),
 }
 
 
@@ -160,8 +161,11 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
     common = _common(payload)
     if payload.get("stop_hook_active") is True:
         return None  # Claude is continuing because of a Stop hook: the turn is not over
-    if payload.get("hook_event_name") == "SubagentStop":
+    event = payload.get("hook_event_name")
+    if event == "SubagentStop":
         return None  # a subagent ending mid-turn does not end the user's turn
+    if event == "SessionEnd":
+        return {"type": "end", **common}
     message = payload.get("last_assistant_message")
     return {
         "type": "finalize",
@@ -177,6 +181,10 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
     """Store one safe event in one transaction. Replaying the same event is harmless: tool
     calls dedupe on tool_use_id, prompts on prompt_id, finalize markers on the prompt."""
     session_id = record["session_id"]
+    if record["type"] == "end":
+        with transaction(conn):
+            records.end_session(conn, session_id)
+        return
     with transaction(conn):
         if not records.session_exists(conn, session_id):
             records.ensure_session(conn, session_id, project=project_for(record.get("cwd")),
@@ -219,7 +227,7 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
             return
         log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}); event kept in {path}", stderr=True)
         return
-    if config.worker_autostart and command in ("new", "save", "summary"):
+    if config.worker_autostart and record["type"] != "end":
         try:
             spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"])
         except OSError as exc:

@@ -37,6 +37,7 @@ HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
     ("PostToolUse", "save", "*"),
     ("PostToolUseFailure", "save", "*"),
     ("Stop", "summary", None),
+    ("SessionEnd", "summary", None),  # lets the session's worker exit as soon as it is drained
 )
 
 # Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.

@@ -314,3 +314,29 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     while time.time() < deadline and fake_processes(tmp_path):
         time.sleep(0.2)
     assert not fake_processes(tmp_path), "an observer CLI outlived its worker"
+
+
+def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir: Path) -> None:
+    steps = play_demo(tmp_path / "proj")
+    end = {**steps[-1][1], "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
+    end.pop("stop_hook_active", None)
+    proc = run_hook("summary", end)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert [s["status"] for s in cli_json("sessions")] == ["ended"]
+    queue_before = cli_json("queue")
+    assert len(queue_before) == len([s for s in steps if s[0] in ("save", "summary")]), "SessionEnd queues nothing"
+    # Not --drain, and a long idle time: only the ended session makes it stop.
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "300"],
+                          env={**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 60
+    assert "session ended" in proc.stdout
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    assert [s["status"] for s in cli_json("sessions")] == ["ended"], "the last summary does not reopen it"
+
+
+def test_session_end_of_an_unknown_session_creates_nothing(data_dir: Path) -> None:
+    proc = run_hook("summary", {"session_id": "never-seen", "cwd": "/tmp", "hook_event_name": "SessionEnd", "reason": "other"})
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert cli_json("sessions") == []

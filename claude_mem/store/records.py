@@ -57,6 +57,12 @@ def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
     return int(number)
 
 
+def end_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Claude Code closed the session (SessionEnd). A session we never saw is not created."""
+    conn.execute("UPDATE sdk_sessions SET status = 'ended', updated_at_epoch = ? WHERE claude_session_id = ?",
+                 (now_ms(), session_id))
+
+
 def touch_session(conn: sqlite3.Connection, session_id: str) -> None:
     conn.execute("UPDATE sdk_sessions SET updated_at_epoch = ? WHERE claude_session_id = ?",
                  (now_ms(), session_id))

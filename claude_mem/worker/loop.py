@@ -166,6 +166,8 @@ class Worker:
             if not rows:
                 if self.drain:
                     return "drained"
+                if self._session_ended():
+                    return "session ended"
                 if time.monotonic() - idle_since >= self.idle_s:
                     return "idle"
                 # Sleep until another connection commits (data_version moves) or a poll passes.
@@ -190,6 +192,11 @@ class Worker:
                     queue.release(conn, ids)
                 raise
             idle_since = time.monotonic()
+
+    def _session_ended(self) -> bool:
+        """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
+        row = self.conn.execute("SELECT status FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
+        return row is not None and row[0] == "ended"
 
     def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A finalize alone, or consecutive ready tool rows of one prompt up to batch_chars."""
@@ -234,7 +241,8 @@ class Worker:
                 upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
                                source=outcome.summary_source, model=model if outcome.summary_source == "model" else None)
                 self.conn.execute(
-                    "UPDATE sdk_sessions SET status = 'completed', completed_at_epoch = ? WHERE claude_session_id = ?",
+                    "UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
+                    " completed_at_epoch = ? WHERE claude_session_id = ?",
                     (now_ms(), self.session_id))
             if outcome.raw is not None:
                 self.conn.execute(
