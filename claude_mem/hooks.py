@@ -24,7 +24,6 @@ import os
 import sqlite3
 import sys
 import time
-from typing import Any, BinaryIO, TextIO
 
 from claude_mem import settings as settings_mod
 from claude_mem.logs import log_line
@@ -42,6 +41,10 @@ from claude_mem.settings import Config
 from claude_mem.store import queue, records
 from claude_mem.store.db import SchemaTooNewError, connect, transaction
 from claude_mem.worker import spawn
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 QUIET = '{"continue": true, "suppressOutput": true}'
 

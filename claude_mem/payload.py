@@ -12,11 +12,42 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "[REDACTED]"
 
-_PRIVATE_KEY = re.compile(
+
+class _Lazy:
+    """A regex compiled on first use. Compiling all of this module's patterns costs a hook ~4 ms
+    (a fifth of its budget) while most payloads need few of them: see the needles in `redact`."""
+
+    __slots__ = ("pattern", "flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._rx: re.Pattern[str] | None = None
+
+    @property
+    def rx(self) -> re.Pattern[str]:
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, self.flags)
+        return self._rx
+
+    def sub(self, repl: Any, text: str) -> str:
+        return self.rx.sub(repl, text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.rx.search(text)
+
+    def finditer(self, text: str) -> Any:
+        return self.rx.finditer(text)
+
+
+_PRIVATE_KEY = _Lazy(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
 )
@@ -24,7 +55,7 @@ _PRIVATE_KEY = re.compile(
 # Token shapes of common providers. Each is linear (no nested quantifiers) so fuzzed input
 # cannot make a hook hang. A JWT must start a run of base64url characters: otherwise every
 # "eyJ" inside one long dot-less run would rescan the rest of it (quadratic: 15 s on 200 KB).
-_TOKENS = re.compile(
+_TOKENS = _Lazy(
     r"""
       sk-ant-[A-Za-z0-9_\-]{16,}                # Anthropic
     | sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}   # OpenAI
@@ -42,13 +73,16 @@ _TOKENS = re.compile(
     """,
     re.VERBOSE,
 )
+# One of these is in every match of _TOKENS (case-sensitive, like the pattern).
+_TOKEN_NEEDLES = ("sk-", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+                  "glpat-", "xox", "AIza", "_live_", "_test_", "SG.", "hf_", "npm_", "eyJ")
 # Authorization headers of any scheme, and bearer tokens wherever they appear.
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = _Lazy(
     r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;]+"
 )
-_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
+_BEARER = _Lazy(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*")
 # user:password@host in any URL.
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]{0,20}://[^/\s:@'\"]{1,256}:)[^@\s/'\"]{1,256}(@)")
+_URL_PASSWORD = _Lazy(r"([A-Za-z][A-Za-z0-9+.\-]{0,20}://[^/\s:@'\"]{1,256}:)[^@\s/'\"]{1,256}(@)")
 # NAME=value / NAME: value / "name": "value" where the name says it holds a secret. Names are
 # bounded ({0,40}) so a long run of identifier characters cannot backtrack quadratically.
 _NAME = r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{0,40}"
@@ -64,35 +98,49 @@ _VALUE = (r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|(?!
 # Passwords: any value. Tokens and keys: values long enough to be one (not "max_tokens=100").
 # The separator stays on the name's line (`if password == x:` then a newline is not an assignment).
 _SEP = r"([ \t]{0,8}[:=][ \t]{0,8})"
-_PASSWORD_ASSIGNMENT = re.compile(
+_PASSWORD_ASSIGNMENT = _Lazy(
     rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1"""
     + _SEP
     + _VALUE % {"n": 1}
 )
-_KEY_ASSIGNMENT = re.compile(
+_KEY_ASSIGNMENT = _Lazy(
     rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1"""
     + _SEP
     + _VALUE % {"n": 8}
 )
-_ANY_PRIVATE_TAG = re.compile(r"(?i)</?private>")
+_ANY_PRIVATE_TAG = _Lazy(r"(?i)</?private>")
 
 
-def redact(text: str) -> str:
+def redact(text: str, *, prefilter: bool = True) -> str:
     """Remove `<private>` spans and replace secrets with [REDACTED]. Fails closed: an unclosed
     `<private>` hides everything after it, an unterminated key block everything after BEGIN."""
     if not text:
         return text
-    if _ANY_PRIVATE_TAG.search(text):
-        text = _strip_private(text)
+    # Each pattern runs only when a word every one of its matches contains is in the text
+    # (substring tests cost microseconds; an unneeded regex costs its compile and a full scan).
+    # The case-insensitive patterns are checked against lower(), which covers what (?i) matches
+    # only for ASCII text: other text runs every pattern.
+    low = text.lower() if prefilter and text.isascii() else None
+
+    def has(*needles: str) -> bool:
+        return low is None or any(n in low for n in needles)
+
+    if has("private>"):
+        text = _strip_private(text) if _ANY_PRIVATE_TAG.search(text) else text
     if "PRIVATE KEY" in text:
         text = _PRIVATE_KEY.sub(REDACTED, text)
-    text = _TOKENS.sub(REDACTED, text)
-    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
-    if "://" in text:
+    if not prefilter or any(n in text for n in _TOKEN_NEEDLES):
+        text = _TOKENS.sub(REDACTED, text)
+    if has("authorization"):
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    if has("bearer"):
+        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    if not prefilter or ("://" in text and "@" in text):
         text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
-    text = _PASSWORD_ASSIGNMENT.sub(_assignment_repl, text)
-    text = _KEY_ASSIGNMENT.sub(_assignment_repl, text)
+    if has("passw", "passphrase", "pwd", "secret", "credential"):
+        text = _PASSWORD_ASSIGNMENT.sub(_assignment_repl, text)
+    if has("token", "key"):
+        text = _KEY_ASSIGNMENT.sub(_assignment_repl, text)
     return text
 
 
@@ -146,7 +194,7 @@ def head_tail(text: str, limit: int, dropped_extra: int = 0) -> str:
 # any such fragment's length removes it even when redaction shrank the window a lot (a large
 # <private> span or key block) and would otherwise bring the edge into the kept part.
 _WINDOW_EDGE = 2048
-_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = _Lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
 
 def clean_text(text: str, limit: int) -> str:

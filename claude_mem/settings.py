@@ -13,8 +13,12 @@ import json
 import math
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Any
+
+# Hook path: `typing` and `dataclasses` (which pulls in `inspect`) cost ~7 ms of the hook's
+# ~25 ms budget, so annotations stay unevaluated and these classes are written out by hand.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 APP = "claude-mem"
 ENV_PREFIX = "CLAUDE_MEM_"
@@ -25,14 +29,17 @@ class SettingsError(ValueError):
     """A setting is unknown or has a value that cannot be used."""
 
 
-@dataclass(frozen=True)
 class Setting:
-    key: str
-    kind: str  # str | int | float | bool | list | choice
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
+    __slots__ = ("key", "kind", "default", "help", "choices", "minimum")
+
+    def __init__(self, key: str, kind: str, default: Any, help: str, *, choices: tuple[str, ...] = (),
+                 minimum: float | None = None) -> None:
+        self.key = key
+        self.kind = kind  # str | int | float | bool | list | choice
+        self.default = default
+        self.help = help
+        self.choices = choices
+        self.minimum = minimum
 
     @property
     def env(self) -> str:
@@ -132,12 +139,13 @@ def default_data_dir() -> str:
     return platformdirs.user_data_dir(APP, appauthor=False)
 
 
-@dataclass
 class Config:
-    data_dir: str
-    values: dict[str, Any]
-    sources: dict[str, str] = field(default_factory=dict)  # key -> default | file | env
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self, data_dir: str, values: dict[str, Any], sources: dict[str, str] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.values = values
+        self.sources = sources if sources is not None else {}  # key -> default | file | env
+        self.warnings = warnings if warnings is not None else []
 
     def __getattr__(self, key: str) -> Any:
         try:

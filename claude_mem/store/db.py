@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 
 from claude_mem.resources import resource_dir
 
@@ -24,11 +24,9 @@ class SchemaTooNewError(RuntimeError):
     """The database was written by a newer claude-mem."""
 
 
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    path: str
+# A namedtuple, not a dataclass: this module is on the hook path, and dataclasses imports inspect.
+class Migration(namedtuple("Migration", "version name path")):
+    __slots__ = ()
 
     def statements(self) -> list[str]:
         with open(self.path, encoding="utf-8") as fh:

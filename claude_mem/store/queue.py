@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from claude_mem.store.db import now_iso, now_ms
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 QUEUE_COLUMNS = (
     "id, session_id, kind, tool_name, tool_input, tool_response, tool_use_id, is_error, "

@@ -6,9 +6,12 @@ On the hook path: standard library only.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from claude_mem.store.db import now_iso, now_ms
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def ensure_session(conn: sqlite3.Connection, session_id: str, *, project: str | None,

@@ -12,7 +12,6 @@ On the hook path: standard library only (subprocess is imported only when spawni
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
@@ -27,6 +26,8 @@ def session_key(session_id: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:64]
     if safe == session_id:
         return safe
+    import hashlib  # only for odd ids: ~3 ms the hook path need not pay
+
     return f"{safe}-{hashlib.sha1(session_id.encode('utf-8', 'replace')).hexdigest()[:10]}"
 
 
