@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from claude_mem import hooks, settings  # noqa: E402
-from claude_mem.replay import transcript_payloads  # noqa: E402
+from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
@@ -77,17 +77,7 @@ def measure(path: Path, config: settings.Config) -> dict:
     baseline = BASELINE_INIT_CHARS + sum(len(baseline_message(p)) for p in tool_payloads) + stops * BASELINE_FINALIZE_CHARS
 
     conn = connect(config.db_path)
-    for p in payloads:
-        event = p["hook_event_name"]
-        record = None
-        if event == "UserPromptSubmit":
-            record = hooks.sanitize_prompt(config, p)
-        elif event in ("PostToolUse", "PostToolUseFailure"):
-            record = hooks.sanitize_tool(config, p)
-        elif event == "Stop":
-            record = hooks.sanitize_finalize(config, p)
-        if record is not None:
-            hooks.apply_event(conn, record)
+    store_in_process(config, conn, payloads)
     rows = queue.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
     ours = len(fill("init", project="bench", date="2026-01-01"))
