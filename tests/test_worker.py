@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -15,7 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from claude_mem import settings
 from claude_mem.demo import scripted_session
+from claude_mem.recall.index import Index
+from claude_mem.recall.search import search
+from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
 from tests.fakes.fake_claude import write_wrapper
 
@@ -56,6 +61,8 @@ def fake_env(tmp_path: Path, steps: list[dict], default: dict | None = None, **e
         "FAKE_CLAUDE_SCRIPT": str(script),
         "FAKE_CLAUDE_LOG": str(tmp_path / "fake.log"),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+        # Loading chromadb and the model costs each worker ~1.5 s of CPU: only tests about the index pay it.
+        "CLAUDE_MEM_SEMANTIC_INDEX": "0",
         **extra,
     }
 
@@ -296,7 +303,8 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     rng = random.Random(run)
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [], default={"per_event": True, "sleep": rng.choice([0, 0.05, 0.2])},
-                   CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 12000])))
+                   CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 12000])),
+                   CLAUDE_MEM_SEMANTIC_INDEX="1" if run % 5 == 0 else "0")  # some kills land in Chroma writes
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(rng.uniform(0.3, 3.0))
@@ -310,6 +318,12 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     tools = [r for r in queue if r["kind"] == "tool"]
     assert len(titles) == len(set(titles)) == len(tools)
     assert len(cli_json("summaries")) == 2
+    if env["CLAUDE_MEM_SEMANTIC_INDEX"] == "1":
+        conn = connect(str(data_dir / "claude-mem.db"))
+        try:
+            assert Index(settings.load()).drift(conn)["in_sync"], "the second worker caught the index up"
+        finally:
+            conn.close()
     deadline = time.time() + 10
     while time.time() < deadline and fake_processes(tmp_path):
         time.sleep(0.2)
@@ -340,3 +354,63 @@ def test_session_end_of_an_unknown_session_creates_nothing(data_dir: Path) -> No
     proc = run_hook("summary", {"session_id": "never-seen", "cwd": "/tmp", "hook_event_name": "SessionEnd", "reason": "other"})
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     assert cli_json("sessions") == []
+
+
+# --- the semantic index, kept in step by the worker ------------------------------------------------
+
+def _index_state(data_dir: Path) -> dict[str, set[int]]:
+    with db(data_dir) as conn:
+        rows = conn.execute("SELECT kind, row_id FROM index_state").fetchall()
+    out: dict[str, set[int]] = {"observation": set(), "summary": set(), "prompt": set()}
+    for r in rows:
+        out[r["kind"]].add(r["row_id"])
+    return out
+
+
+def test_worker_indexes_what_it_commits_and_vector_search_finds_it(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}],
+                   CLAUDE_MEM_SEMANTIC_INDEX="1")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    [obs] = cli_json("observations")
+    state = _index_state(data_dir)
+    with db(data_dir) as conn:
+        every = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {table}")}
+                 for kind, table in (("observation", "observations"), ("summary", "session_summaries"), ("prompt", "user_prompts"))}
+    assert state == every and len(every["prompt"]) == 2 and len(every["summary"]) == 2
+    conn = connect(str(data_dir / "claude-mem.db"))
+    try:
+        index = Index(settings.load())
+        # Words the observation does not contain: only the vector side can find it.
+        result = search(conn, "arithmetic operator mistake", index=index, mode="vector", kinds=("observation",), limit=3)
+        assert result.mode == "vector" and result.note is None
+        assert [h.id for h in result.hits] == [obs["id"]]
+        assert index.drift(conn)["in_sync"]
+    finally:
+        conn.close()
+
+
+def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    chroma = data_dir / "chroma"
+    chroma.mkdir(parents=True)
+    (chroma / "chroma.sqlite3").write_bytes(b"not a database " * 200)
+    env = fake_env(tmp_path, [], default={"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="1")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    assert all(r["status"] == "done" for r in cli_json("queue"))
+    observations = cli_json("observations")
+    assert len(observations) == len([r for r in cli_json("queue") if r["kind"] == "tool"])
+    assert _index_state(data_dir) == {"observation": set(), "summary": set(), "prompt": set()}
+    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
+    assert log_text.count("semantic index unavailable") == 1, "logged once, not once per batch"
+
+    # Chroma repaired (here: its broken folder removed): the next worker catches up on start.
+    shutil.rmtree(chroma)
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    state = _index_state(data_dir)
+    assert state["observation"] == {o["id"] for o in observations}
+    assert len(state["summary"]) == 2 and len(state["prompt"]) == 2
+    assert f"index caught up: {len(observations) + 4} row(s) indexed" in (data_dir / "logs" / "claude-mem.log").read_text()

@@ -30,6 +30,7 @@ from claude_mem.store import queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
 from claude_mem.worker import heuristic, spawn
+from claude_mem.worker.indexer import Indexer
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
 
@@ -38,6 +39,9 @@ POLL_S = 0.2
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
 NOTHING_MARK = "<nothing/>"  # compared with whitespace removed
+# How long an exiting worker lets the indexer finish: what it leaves is indexed by the next one.
+INDEX_WAIT_S = 60.0
+INDEX_WAIT_ON_SIGNAL_S = 3.0
 
 
 class Stopping(Exception):
@@ -72,6 +76,7 @@ class Worker:
         self.run_id: int | None = None
         self.stats = {"events": 0, "observations": 0}
         self.stop_requested = False
+        self.indexer: Indexer | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -94,6 +99,9 @@ class Worker:
             if released:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
             drain_spool(config, self.conn)
+            if config.semantic_index:
+                self.indexer = Indexer(config, self.session_id, self.log)
+                self.indexer.start()
             task = asyncio.current_task()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -109,6 +117,7 @@ class Worker:
             return reason
         finally:
             await self._close_observer()
+            self._close_indexer(INDEX_WAIT_ON_SIGNAL_S if reason == "signal" else INDEX_WAIT_S)
             if self.conn is not None:
                 self._unregister(reason)
                 self.conn.close()
@@ -117,6 +126,10 @@ class Worker:
             except OSError:
                 pass
             os.close(lock_fd)
+
+    def _close_indexer(self, timeout_s: float) -> None:
+        if self.indexer is not None and not self.indexer.close(timeout_s):
+            self.log(f"indexing not finished after {timeout_s:g} s; the next worker indexes the rest")
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -231,15 +244,18 @@ class Worker:
         prompt_number = events[0].prompt_number
         synth = "model" if self.use_model else "heuristic"
         model = self.config.model if synth == "model" else None
-        stored = 0
+        new_ids: list[int] = []
+        summary_ids: list[int] = []
         with transaction(self.conn):
             for obs in outcome.observations:
-                if insert_observation(self.conn, self.session_id, project, obs, prompt_number=prompt_number,
-                                      source=synth, model=model) is not None:
-                    stored += 1
+                new_id = insert_observation(self.conn, self.session_id, project, obs, prompt_number=prompt_number,
+                                            source=synth, model=model)
+                if new_id is not None:
+                    new_ids.append(new_id)
             if outcome.summary is not None:
-                upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
-                               source=outcome.summary_source, model=model if outcome.summary_source == "model" else None)
+                summary_model = model if outcome.summary_source == "model" else None
+                summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
+                                                  source=outcome.summary_source, model=summary_model))
                 self.conn.execute(
                     "UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
                     " completed_at_epoch = ? WHERE claude_session_id = ?",
@@ -250,8 +266,10 @@ class Worker:
                     " VALUES (?, ?, ?, ?, datetime('now'), ?)",
                     (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
             queue.mark_done(self.conn, ids, synth)
+        if self.indexer is not None:
+            self.indexer.committed(new_ids, summary_ids)
         self.stats["events"] += len(ids)
-        self.stats["observations"] += stored
+        self.stats["observations"] += len(new_ids)
 
     async def _fail(self, ids: list[int], outcome: Outcome) -> None:
         attempts = self.conn.execute(

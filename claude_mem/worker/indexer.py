@@ -1,0 +1,102 @@
+"""Keeps the semantic index in step with what a worker commits, off the worker's event loop.
+
+One background thread per worker, with its own SQLite connection: importing chromadb and
+loading the embedding model (~1.5 s) and embedding a batch must never hold up the queue. Jobs
+are handed over after each commit; the first job catches up rows missed earlier (Chroma down,
+a worker killed before it indexed). When the index fails, the failure is logged once, the
+worker goes on, and the next job catches up everything still missing: SQLite is the source of
+truth, so nothing is lost while Chroma is away.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+
+from claude_mem.recall.index import Index
+from claude_mem.settings import Config
+from claude_mem.store.db import connect
+
+_CATCH_UP = "catch-up"
+_STOP = "stop"
+
+# This session's prompts not yet sent to the index (the hooks store prompts, the worker indexes them).
+_UNINDEXED_PROMPTS = ("SELECT p.id FROM user_prompts p LEFT JOIN index_state s ON s.kind = 'prompt' AND s.row_id = p.id"
+                      " WHERE p.session_id = ? AND s.row_id IS NULL")
+
+
+class Indexer:
+    def __init__(self, config: Config, session_id: str, log: Callable[[str], None]) -> None:
+        self.config = config
+        self.session_id = session_id
+        self.log = log
+        self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.failing = False  # the index failed and the failure was logged; log again only on recovery
+        self.behind = True  # rows may be missing from the index: the next job catches up first
+        self.indexed = 0
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
+        self.thread.start()
+        self.jobs.put((_CATCH_UP, [], []))
+
+    def committed(self, observation_ids: Iterable[int], summary_ids: Iterable[int]) -> None:
+        """Rows a worker transaction just committed (prompts of the session are picked up too)."""
+        self.jobs.put(("rows", list(observation_ids), list(summary_ids)))
+
+    def close(self, timeout_s: float) -> bool:
+        """Let queued jobs finish for up to `timeout_s`; True when the thread is done."""
+        if self.thread is None:
+            return True
+        self.jobs.put((_STOP, [], []))
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+    def _run(self) -> None:
+        index = Index(self.config)
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                kind, observation_ids, summary_ids = self.jobs.get()
+                if kind == _STOP:
+                    return
+                try:
+                    if conn is None:
+                        conn = connect(self.config.db_path)
+                    self._index(index, conn, observation_ids, summary_ids)
+                except Exception as exc:  # IndexUnavailable mostly; whatever it is, capture must not stop
+                    self._failed(exc)
+                    continue
+                if self.failing:
+                    self.failing = False
+                    self.log("semantic index is back")
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _index(self, index: Index, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int]) -> None:
+        if self.behind:
+            counts = index.index_missing(conn)
+            caught_up = sum(v for k, v in counts.items() if k != "removed")
+            self.indexed += caught_up
+            if caught_up or counts.get("removed"):
+                self.log(f"index caught up: {caught_up} row(s) indexed, {counts.get('removed', 0)} removed")
+            self.behind = False
+            return
+        self.indexed += index.index_observations(conn, observation_ids)
+        self.indexed += index.index_summaries(conn, summary_ids)
+        prompts = [r[0] for r in conn.execute(_UNINDEXED_PROMPTS, (self.session_id,))]
+        self.indexed += index.index_prompts(conn, prompts)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.behind = True
+        if not self.failing:
+            self.failing = True
+            self.log(f"semantic index unavailable, capture goes on and rows are indexed later: {_one_line(exc)}")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
