@@ -1,0 +1,237 @@
+"""What the viewer reads, shaped for the page.
+
+Store functions are used wherever they exist; the few queries here are ones nothing else needs
+(rows after a cursor, the newest prompts across sessions, table counts, the last error). Every
+connection is opened with `query_only`, so SQLite itself refuses a write from the viewer.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from claude_mem.store import memories, records
+from claude_mem.store import queue as queue_mod
+from claude_mem.store.db import connect
+
+KINDS = ("prompt", "observation", "summary")  # also the order of a turn: asked, done, summed up
+_KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
+FEED_TEXT_CHARS = 400
+STREAM_BATCH = 200  # rows per kind per poll; a bigger backlog goes out over the next polls
+_COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
+            "summaries": "session_summaries"}
+
+
+class DatabaseMissing(RuntimeError):
+    """The database file went away while the viewer was running."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The newest row id of each kind a client has seen; serialised as `obs.sum.prompt`."""
+
+    observation: int = 0
+    summary: int = 0
+    prompt: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.observation}.{self.summary}.{self.prompt}"
+
+    @classmethod
+    def parse(cls, text: str) -> Cursor:
+        parts = text.strip().split(".")
+        if len(parts) != 3 or not all(p.isdigit() and len(p) <= 18 for p in parts):
+            raise ValueError(f"a cursor looks like 12.3.7 (the last observation, summary and prompt ids seen), got {text[:40]!r}")
+        return cls(*(int(p) for p in parts))
+
+
+def open_reader(db_path: str) -> sqlite3.Connection:
+    if not os.path.exists(db_path):
+        raise DatabaseMissing(f"no database at {db_path}")
+    conn = connect(db_path, migrate=False)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+@contextmanager
+def reader(db_path: str) -> Iterator[sqlite3.Connection]:
+    conn = open_reader(db_path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction, so a cursor and the rows listed with it agree."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def _cut(text: str | None, limit: int = FEED_TEXT_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | None = None) -> dict[str, Any]:
+    return {"kind": kind, "id": row["id"], "session_id": row["session_id"], "project": row.get("project") or "",
+            "type": type_, "title": _cut(title, 200), "text": _cut(text), "prompt_number": row.get("prompt_number"),
+            "created_at_epoch": row["created_at_epoch"]}
+
+
+def observation_item(row: dict[str, Any]) -> dict[str, Any]:
+    return _item("observation", row, row["title"], row.get("subtitle") or row.get("narrative") or "", row["type"])
+
+
+def summary_item(row: dict[str, Any]) -> dict[str, Any]:
+    fields = [row.get(name) or "" for name in memories.SUMMARY_FIELDS]
+    title = row.get("request") or next((f for f in fields if f.strip()), "")
+    return _item("summary", row, title, row.get("completed") or row.get("learned") or "")
+
+
+def prompt_item(row: dict[str, Any]) -> dict[str, Any]:
+    return _item("prompt", row, row["prompt_text"], "")
+
+
+def sort_items(items: list[dict[str, Any]], newest_first: bool = False) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda i: (i["created_at_epoch"], _KIND_RANK[i["kind"]], i["id"]), reverse=newest_first)
+
+
+# -- the feed -----------------------------------------------------------------------------------
+
+def _prompts(conn: sqlite3.Connection, *, after: int = 0, project: str | None = None, limit: int,
+             newest_first: bool = False) -> list[dict[str, Any]]:
+    # The store lists prompts per session only; the feed needs them across sessions, with their project.
+    sql = ("SELECT p.id, p.session_id, p.prompt_number, p.prompt_text, p.created_at, p.created_at_epoch, s.project"
+           " FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id > ?")
+    params: list[Any] = [after]
+    if project:
+        sql += " AND s.project = ?"
+        params.append(project)
+    sql += f" ORDER BY p.id {'DESC' if newest_first else 'ASC'} LIMIT ?"
+    return [dict(r) for r in conn.execute(sql, [*params, limit])]
+
+
+def current_cursor(conn: sqlite3.Connection) -> Cursor:
+    row = conn.execute("SELECT (SELECT MAX(id) FROM observations), (SELECT MAX(id) FROM session_summaries),"
+                       " (SELECT MAX(id) FROM user_prompts)").fetchone()
+    return Cursor(*(int(v or 0) for v in row))
+
+
+def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 50) -> tuple[list[dict[str, Any]], Cursor]:
+    """The newest prompts, observations and summaries (newest first) and the cursor to stream from."""
+    with snapshot(conn):
+        cursor = current_cursor(conn)
+        items = [observation_item(r) for r in memories.list_observations(conn, project=project, limit=limit, newest_first=True)]
+        items += [summary_item(r) for r in memories.list_summaries(conn, project=project, limit=limit, newest_first=True)]
+        items += [prompt_item(r) for r in _prompts(conn, project=project, limit=limit, newest_first=True)]
+    return sort_items(items, newest_first=True)[:limit], cursor
+
+
+def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = None) -> tuple[list[dict[str, Any]], Cursor, bool]:
+    """Rows stored after `cursor` (oldest first), the cursor past them, and whether more are waiting.
+
+    The cursor moves past rows of other projects too, so they are not read again on every poll.
+    Ids only grow as rows commit (one writer at a time), which is what makes a cursor enough.
+    """
+    obs = [memories.decode(r) for r in conn.execute(
+        "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))]
+    sums = [memories.decode(r) for r in conn.execute(
+        "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (cursor.summary, STREAM_BATCH))]
+    prompts = _prompts(conn, after=cursor.prompt, limit=STREAM_BATCH)
+    new_cursor = Cursor(obs[-1]["id"] if obs else cursor.observation, sums[-1]["id"] if sums else cursor.summary,
+                        prompts[-1]["id"] if prompts else cursor.prompt)
+    items = [observation_item(r) for r in obs] + [summary_item(r) for r in sums] + [prompt_item(r) for r in prompts]
+    if project:
+        items = [i for i in items if i["project"] == project]
+    more = STREAM_BATCH in (len(obs), len(sums), len(prompts))
+    return sort_items(items), new_cursor, more
+
+
+def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Projects with their session count, most recently active first."""
+    found: dict[str, dict[str, Any]] = {}
+    for s in records.list_sessions(conn):
+        entry = found.setdefault(s["project"], {"project": s["project"], "sessions": 0, "last_epoch": 0})
+        entry["sessions"] += 1
+        entry["last_epoch"] = max(entry["last_epoch"], s["updated_at_epoch"] or 0)
+    return sorted(found.values(), key=lambda p: (-p["last_epoch"], p["project"]))
+
+
+# -- details ------------------------------------------------------------------------------------
+
+def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
+    """One observation with its session and the prompt that led to it."""
+    rows = memories.get_observations(conn, [observation_id])
+    if not rows:
+        return None
+    obs = rows[0]
+    session = records.get_session(conn, obs["session_id"])
+    prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
+    return {"observation": obs, "session": session, "prompt": prompt}
+
+
+def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """A session and everything stored for it, turn by turn: prompt, observations, summary."""
+    with snapshot(conn):
+        session = records.get_session(conn, session_id)
+        if session is None:
+            return None
+        entries = [{"kind": "prompt", **p} for p in records.list_prompts(conn, session_id)]
+        entries += [{"kind": "observation", **o} for o in memories.list_observations(conn, session_id=session_id)]
+        entries += [{"kind": "summary", **s} for s in memories.list_summaries(conn, session_id=session_id)]
+    entries.sort(key=lambda e: (e["prompt_number"], _KIND_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
+    return {"session": session, "entries": entries}
+
+
+# -- health -------------------------------------------------------------------------------------
+
+def _log_error(logs_dir: str) -> dict[str, Any] | None:
+    from claude_mem.logs import read_tail
+
+    for line in reversed(read_tail(logs_dir, 200)):
+        if "error" not in line.lower():
+            continue
+        stamp, _, message = line.partition(" ")
+        try:
+            at = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) * 1000
+        except ValueError:
+            at = 0
+        return {"source": "log", "message": message, "at_epoch": at, "session_id": None}
+    return None
+
+
+def last_error(conn: sqlite3.Connection, logs_dir: str) -> dict[str, Any] | None:
+    """The most recent of: a queue row's failure, a session's model outage, an error in the log."""
+    found = [_log_error(logs_dir)]
+    row = conn.execute("SELECT last_error, updated_at_epoch, session_id FROM observation_queue WHERE last_error IS NOT NULL"
+                       " ORDER BY updated_at_epoch DESC LIMIT 1").fetchone()
+    if row:
+        found.append({"source": "queue", "message": row[0], "at_epoch": row[1], "session_id": row[2]})
+    row = conn.execute("SELECT observer_error, observer_error_at_epoch, claude_session_id FROM sdk_sessions"
+                       " WHERE observer_error IS NOT NULL ORDER BY observer_error_at_epoch DESC LIMIT 1").fetchone()
+    if row:
+        found.append({"source": "observer", "message": row[0], "at_epoch": row[1] or 0, "session_id": row[2]})
+    errors = [e for e in found if e]
+    return max(errors, key=lambda e: e["at_epoch"]) if errors else None
+
+
+def health(conn: sqlite3.Connection, *, workers_dir: str, logs_dir: str) -> dict[str, Any]:
+    from claude_mem.worker.processes import list_workers
+
+    with snapshot(conn):
+        counts = {name: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for name, table in _COUNTED.items()}
+        queue = queue_mod.counts_by_status(conn)
+        error = last_error(conn, logs_dir)
+    workers = [w.as_dict() for w in list_workers(workers_dir) if w.alive]
+    return {"counts": counts, "queue": queue, "workers": workers, "last_error": error}

@@ -1,0 +1,345 @@
+// claude-mem viewer: plain JS, no build step, nothing fetched from outside this server.
+// Stored text only ever reaches the page through text nodes (see el()): nothing is parsed as
+// HTML, so a memory holding markup shows that markup as text.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const FEED_LIMIT = 100;
+const FEED_KEEP = 500; // items kept in the live list; older ones drop off the bottom
+const SUMMARY_FIELDS = [["request", "Request"], ["investigated", "Investigated"], ["learned", "Learned"],
+  ["completed", "Completed"], ["next_steps", "Next steps"], ["notes", "Notes"]];
+
+const state = { project: "", seen: new Set(), source: null, mode: "feed", query: "", searchSeq: 0, routeSeq: 0, sessions: -1 };
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false || child === "") continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+// Class names built from data keep letters only, so a value can never add another class.
+const token = (value) => String(value || "").toLowerCase().replace(/[^a-z]/g, "");
+
+async function api(path, params) {
+  const url = new URL(path, location.origin);
+  for (const [key, value] of Object.entries(params || {})) if (value) url.searchParams.set(key, value);
+  const res = await fetch(url, { headers: { Accept: "application/json" } });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.error || `the server answered ${res.status}`);
+  return body;
+}
+
+function whenText(ms) {
+  const date = new Date(ms);
+  const minutes = Math.floor((Date.now() - ms) / 60000);
+  if (minutes < 1) return "just now";
+  if (minutes < 60) return `${minutes} min ago`;
+  if (new Date().toDateString() === date.toDateString()) return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleString([], { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit" });
+}
+
+// A <time> that keeps its "N min ago" current (see refreshTimes).
+function when(ms) {
+  if (!ms) return null;
+  return el("time", { datetime: new Date(ms).toISOString(), title: new Date(ms).toLocaleString(), dataset: { at: ms } }, whenText(ms));
+}
+
+function refreshTimes() {
+  for (const node of document.querySelectorAll("time[data-at]")) node.textContent = whenText(Number(node.dataset.at));
+}
+
+const shortId = (id) => (id && id.length > 12 ? `${id.slice(0, 8)}…` : id || "");
+const sessionHref = (id) => `#/session/${encodeURIComponent(id)}`;
+const itemHref = (item) => (item.kind === "observation" ? `#/observation/${item.id}` : sessionHref(item.session_id));
+const badge = (item) => el("span", { class: `badge t-${token(item.type || item.kind)}` }, item.type || item.kind);
+
+// -- the list pane: live feed and search results ------------------------------------------------
+
+function itemNode(item, extra) {
+  return el("li", { class: `item kind-${token(item.kind)}`, dataset: { kind: item.kind, id: item.id } },
+    el("a", { href: itemHref(item) },
+      el("div", { class: "item-head" }, badge(item), el("span", { class: "title" }, item.title || "(untitled)")),
+      item.text ? el("p", { class: "text" }, item.text) : null,
+      extra || null,
+      el("div", { class: "meta" },
+        el("span", { class: "proj" }, item.project), el("span", {}, when(item.created_at_epoch)),
+        item.prompt_number ? el("span", {}, `turn ${item.prompt_number}`) : null,
+        el("span", { class: "sid", title: item.session_id }, shortId(item.session_id)))));
+}
+
+function addItem(item, live) {
+  const key = `${item.kind}:${item.id}`;
+  if (state.seen.has(key)) return;
+  state.seen.add(key);
+  const node = itemNode(item);
+  const feed = $("feed");
+  if (live) {
+    node.classList.add("fresh");
+    feed.prepend(node);
+    while (feed.children.length > FEED_KEEP) feed.lastElementChild.remove();
+  } else {
+    feed.append(node);
+  }
+  markSelected();
+  updateEmpty();
+}
+
+function updateEmpty() {
+  const empty = $("empty");
+  if (state.mode === "feed") {
+    empty.hidden = $("feed").children.length > 0;
+    empty.textContent = state.project ? "Nothing stored for this project yet." : "Nothing stored yet: memories appear here as they are stored.";
+  }
+}
+
+function setLive(stateName, text) {
+  const live = $("live");
+  live.dataset.state = stateName;
+  live.textContent = text;
+}
+
+function closeStream() {
+  if (state.source) state.source.close();
+  state.source = null;
+}
+
+function openStream(cursor) {
+  closeStream();
+  const url = new URL("/api/stream", location.origin);
+  url.searchParams.set("after", cursor);
+  if (state.project) url.searchParams.set("project", state.project);
+  const source = new EventSource(url);
+  source.addEventListener("open", () => setLive("live", "live"));
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CLOSED) setLive("offline", "offline: reload to retry");
+    else setLive("reconnecting", "reconnecting…");
+  });
+  source.addEventListener("item", (event) => addItem(JSON.parse(event.data), true));
+  source.addEventListener("health", (event) => renderHealth(JSON.parse(event.data)));
+  state.source = source;
+}
+
+async function loadFeed() {
+  closeStream();
+  setLive("connecting", "connecting…");
+  try {
+    const { items, cursor } = await api("/api/feed", { project: state.project, limit: FEED_LIMIT });
+    state.seen.clear();
+    $("feed").replaceChildren();
+    for (const item of items) addItem(item, false);
+    updateEmpty();
+    openStream(cursor);
+  } catch (err) {
+    setLive("offline", "offline");
+    showListError(err);
+  }
+}
+
+function showListError(err) {
+  const empty = $("empty");
+  empty.hidden = false;
+  empty.textContent = `Could not load: ${err.message}`;
+}
+
+function showFeed() {
+  state.mode = "feed";
+  state.searchSeq += 1; // a search still running must not replace the feed
+  $("list-title").textContent = "Live feed";
+  $("back-to-feed").hidden = true;
+  $("note").hidden = true;
+  $("results").hidden = true;
+  $("feed").hidden = false;
+  $("q").value = "";
+  updateEmpty();
+}
+
+function hitNode(hit) {
+  const files = hit.files && hit.files.length ? el("p", { class: "files" }, hit.files.slice(0, 3).join(", ")) : null;
+  return itemNode({ ...hit, text: hit.snippet }, files);
+}
+
+async function runSearch(query) {
+  const seq = ++state.searchSeq;
+  state.mode = "search";
+  state.query = query;
+  $("list-title").textContent = `Search: ${query}`;
+  $("back-to-feed").hidden = false;
+  $("feed").hidden = true;
+  $("empty").hidden = true;
+  const results = $("results");
+  results.hidden = false;
+  results.replaceChildren(el("li", { class: "loading" }, "Searching…"));
+  try {
+    const found = await api("/api/search", { q: query, project: state.project, limit: 30 });
+    if (seq !== state.searchSeq) return;
+    const note = $("note");
+    note.hidden = !found.note;
+    note.textContent = found.note ? `Note: ${found.note}` : "";
+    results.replaceChildren(...found.hits.map(hitNode));
+    results.dataset.mode = found.mode;
+    if (!found.hits.length) results.append(el("li", { class: "empty" }, "No memories match."));
+    markSelected();
+  } catch (err) {
+    if (seq === state.searchSeq) results.replaceChildren(el("li", { class: "load-error" }, `Search failed: ${err.message}`));
+  }
+}
+
+// -- the header: projects and health ----------------------------------------------------------
+
+async function loadProjects() {
+  const { projects } = await api("/api/projects");
+  const select = $("project");
+  const options = [el("option", { value: "" }, "All projects"),
+    ...projects.map((p) => el("option", { value: p.project }, `${p.project} (${p.sessions})`))];
+  select.replaceChildren(...options);
+  select.value = state.project;
+  if (select.value !== state.project) select.value = "";
+}
+
+function stat(name, label, value, level, title) {
+  return el("div", { class: `stat ${level || ""}`, dataset: { stat: name }, title },
+    el("span", { class: "label" }, label), el("span", { class: "value" }, value));
+}
+
+function renderHealth(health) {
+  const q = health.queue;
+  const c = health.counts;
+  const workers = health.workers;
+  const error = health.last_error;
+  $("health").replaceChildren(
+    stat("queue", "Queue", `${q.pending} pending · ${q.processing} processing · ${q.done} done · ${q.skipped} skipped`,
+      q.skipped ? "warn" : q.pending || q.processing ? "busy" : "ok"),
+    stat("workers", "Workers", workers.length ? `${workers.length} live` : "none running", workers.length ? "ok" : "",
+      workers.map((w) => `pid ${w.pid} · session ${w.session_id}`).join("\n") || null),
+    stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
+    stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
+      error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null));
+  if (c.sessions !== state.sessions) {
+    if (state.sessions >= 0) loadProjects().catch(() => {});
+    state.sessions = c.sessions;
+  }
+}
+
+// -- the detail pane --------------------------------------------------------------------------
+
+function section(title, ...content) {
+  return el("section", { class: "block" }, el("h3", {}, title), ...content);
+}
+
+function list(items, cls) {
+  return items && items.length ? el("ul", { class: cls || "" }, items.map((i) => el("li", {}, i))) : null;
+}
+
+function field(label, value) {
+  return value === null || value === undefined || value === "" ? null : [el("dt", {}, label), el("dd", {}, value)];
+}
+
+function renderObservation({ observation: o, session, prompt }) {
+  const files = [];
+  if (o.files_read.length) files.push(section("Files read", list(o.files_read, "files")));
+  if (o.files_modified.length) files.push(section("Files modified", list(o.files_modified, "files")));
+  return el("article", { class: "observation", dataset: { id: o.id } },
+    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null),
+    el("dl", { class: "facts-meta" },
+      field("Project", o.project),
+      [el("dt", {}, "Session"), el("dd", {}, el("a", { href: sessionHref(o.session_id) }, o.session_id))],
+      field("Turn", o.prompt_number || null),
+      field("Stored", when(o.created_at_epoch)),
+      field("Source", [o.source, o.model].filter(Boolean).join(" · ")),
+      field("Session status", session ? session.status : null)),
+    prompt ? section("Prompt", el("blockquote", { class: "prompt" }, prompt.prompt_text)) : null,
+    o.narrative ? section("Narrative", el("p", { class: "narrative" }, o.narrative)) : null,
+    o.facts.length ? section("Facts", list(o.facts)) : null,
+    o.concepts.length ? section("Concepts", el("p", { class: "chips" }, o.concepts.map((c) => el("span", { class: "chip" }, c)))) : null,
+    ...files);
+}
+
+function timelineEntry(entry) {
+  if (entry.kind === "prompt") {
+    return el("li", { class: "t-entry tl-prompt", dataset: { kind: "prompt", id: entry.id } },
+      el("div", { class: "t-head" }, el("span", { class: "badge t-prompt" }, `turn ${entry.prompt_number}`), el("span", { class: "meta" }, when(entry.created_at_epoch))),
+      el("p", { class: "prompt-text" }, entry.prompt_text));
+  }
+  if (entry.kind === "observation") {
+    return el("li", { class: "t-entry tl-observation", dataset: { kind: "observation", id: entry.id } },
+      el("a", { href: `#/observation/${entry.id}` },
+        el("div", { class: "t-head" }, badge(entry), el("span", { class: "title" }, entry.title)),
+        entry.subtitle ? el("p", { class: "text" }, entry.subtitle) : null));
+  }
+  return el("li", { class: "t-entry tl-summary", dataset: { kind: "summary", id: entry.id } },
+    el("div", { class: "t-head" }, el("span", { class: "badge t-summary" }, "summary"), el("span", { class: "meta" }, when(entry.created_at_epoch))),
+    el("dl", {}, SUMMARY_FIELDS.map(([key, label]) => field(label, entry[key]))));
+}
+
+function renderSession({ session: s, entries }) {
+  return el("article", { class: "session" },
+    el("header", {}, el("h2", {}, "Session ", el("code", {}, s.claude_session_id))),
+    el("dl", { class: "facts-meta" },
+      field("Project", s.project), field("Status", s.status), field("Started", when(s.started_at_epoch)),
+      field("Prompts", s.prompt_counter), field("Directory", s.cwd), field("Model outage", s.observer_error)),
+    entries.length ? el("ol", { class: "timeline" }, entries.map(timelineEntry)) : el("p", { class: "empty" }, "Nothing stored for this session yet."));
+}
+
+async function route() {
+  const seq = ++state.routeSeq;
+  const detail = $("detail");
+  const match = location.hash.match(/^#\/(observation|session)\/(.+)$/);
+  markSelected();
+  if (!match) {
+    detail.replaceChildren(el("p", { class: "placeholder" },
+      "Pick an observation to see its details, or a prompt or summary to see its session's timeline."));
+    return;
+  }
+  const [, what, raw] = match;
+  detail.replaceChildren(el("p", { class: "loading" }, "Loading…"));
+  try {
+    // Decoded and encoded again, so the address can only ever name one path segment.
+    const body = await api(`/api/${what}/${encodeURIComponent(decodeURIComponent(raw))}`);
+    if (seq !== state.routeSeq) return;
+    detail.replaceChildren(what === "observation" ? renderObservation(body) : renderSession(body));
+    detail.scrollTop = 0;
+  } catch (err) {
+    if (seq === state.routeSeq) detail.replaceChildren(el("p", { class: "load-error" }, err.message));
+  }
+}
+
+function markSelected() {
+  const hash = location.hash;
+  for (const link of document.querySelectorAll(".list-pane .item > a")) {
+    link.parentElement.classList.toggle("selected", link.getAttribute("href") === hash);
+  }
+}
+
+// -- start ------------------------------------------------------------------------------------
+
+function init() {
+  $("project").addEventListener("change", () => {
+    state.project = $("project").value;
+    loadFeed();
+    if (state.mode === "search") runSearch(state.query);
+  });
+  $("search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = $("q").value.trim();
+    if (query) runSearch(query);
+    else showFeed();
+  });
+  $("back-to-feed").addEventListener("click", showFeed);
+  window.addEventListener("hashchange", route);
+  setInterval(refreshTimes, 30000);
+  api("/api/health").then(renderHealth).catch(() => {});
+  loadProjects().catch((err) => showListError(err));
+  loadFeed();
+  route();
+}
+
+init();
