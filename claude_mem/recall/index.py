@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -64,6 +64,8 @@ class VectorMatch:
     distance: float
     doc_id: str
     text: str
+    # The stored unit vector (numpy float32), when asked for with `with_embeddings`.
+    embedding: Any = field(default=None, compare=False, repr=False)
 
 
 def _files(*columns: str | None) -> list[str]:
@@ -336,25 +338,31 @@ class Index:
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
     def query_documents(self, text: str | Sequence[float], n: int = 10, where: dict[str, Any] | None = None, *,
-                        with_text: bool = False) -> list[VectorMatch]:
+                        with_text: bool = False, with_embeddings: bool = False) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text is fetched only when asked for (it
-        costs more than the search itself, and SQLite has it anyway)."""
+        costs more than the search itself, and SQLite has it anyway), the stored vectors too."""
+        import numpy as np
+
         if n <= 0:
             return []
         embedding = self.embed_query(text) if isinstance(text, str) else text
-        include = ["distances", "documents"] if with_text else ["distances"]
+        include = ["distances"] + (["documents"] if with_text else []) + (["embeddings"] if with_embeddings else [])
         with self._use("query") as store:
             result = store.collection.query(query_embeddings=[[float(x) for x in embedding]], n_results=int(n),
                                             where=where or None, include=include)
-        docs = result["documents"][0] if with_text else [""] * len(result["ids"][0])
+        count = len(result["ids"][0])
+        docs = result["documents"][0] if with_text else [""] * count
+        vectors = result["embeddings"][0] if with_embeddings else [None] * count
         out = []
-        for doc_id, dist, doc in zip(result["ids"][0], result["distances"][0], docs, strict=True):
+        for doc_id, dist, doc, vec in zip(result["ids"][0], result["distances"][0], docs, vectors, strict=True):
             kind, row_id = parse_doc_id(doc_id)
-            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or ""))
+            stored = np.asarray(vec, dtype=np.float32) if vec is not None else None
+            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or "", stored))
         return out
 
-    def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float]) -> list[VectorMatch]:
+    def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float], *,
+                      with_embeddings: bool = False) -> list[VectorMatch]:
         """All documents of these rows with their distance to `embedding` (for rows keyword
         search found but the nearest-neighbour query did not return)."""
         import numpy as np
@@ -367,10 +375,14 @@ class Index:
         with self._use("get") as store:
             for chunk in _chunks(wanted, 500):
                 got = store.collection.get(where=kind_where(kind, chunk), include=["embeddings"])
-                for doc_id, vec in zip(got["ids"], got["embeddings"], strict=True):
-                    # Stored vectors are unit length (embed.py), so cosine distance is 1 - dot.
-                    distance = 1.0 - float(np.dot(np.asarray(vec, dtype=np.float32), query))
-                    out.append(VectorMatch(kind, parse_doc_id(doc_id)[1], distance, doc_id, ""))
+                if not got["ids"]:
+                    continue
+                vectors = np.asarray(got["embeddings"], dtype=np.float32)
+                # Stored vectors are unit length (embed.py), so cosine distance is 1 - dot.
+                distances = 1.0 - vectors @ query
+                for n, doc_id in enumerate(got["ids"]):
+                    out.append(VectorMatch(kind, parse_doc_id(doc_id)[1], float(distances[n]), doc_id, "",
+                                           vectors[n] if with_embeddings else None))
         return out
 
     def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
