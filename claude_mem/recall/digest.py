@@ -1,18 +1,27 @@
 """The SessionStart digest: the project's latest summary and recent observations, bounded.
 
-Reads SQLite only (no index, no model) so the `context` hook stays fast. The best-known
-system of this kind injects unbounded context that Claude Code silently truncates past 10 KB;
-this one stops at `max_chars`, dropping the oldest lines first.
+Reads SQLite only (no index, no model, standard library only) so the `context` hook stays fast.
+The best-known system of this kind injects unbounded context that Claude Code silently truncates
+past 10 KB; this one never exceeds `max_chars`: the summary is shortened to leave room for
+observations, the oldest observations are dropped first, and the line saying how to fetch
+details always fits. An empty project gets nothing at all.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from typing import Any
 
 from claude_mem.store.memories import list_observations, list_summaries
 
 RECENT_OBSERVATIONS = 50
+SUMMARY_FIELD_CHARS = 600
+TITLE_CHARS = 160
+_SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
+OBSERVATIONS_HEADING = "\n## Recent observations\n"
+FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor=\"obs:<id>\") -> "
+          "get_observations(ids=[<id>, ...]).\n")
 
 
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
@@ -21,50 +30,71 @@ def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 800
     if not summaries and not observations:
         return ""
     header = f"# claude-mem: what happened recently in {project}\n"
-    footer = ("\nDetails: use the claude-mem MCP tools: search(query) -> timeline(id) -> "
-              "get_observations([ids]).\n")
-    parts = [header]
-    if summaries:
-        s = summaries[0]
-        lines = [f"\n## Last summary ({_when(s['created_at_epoch'])})"]
-        for label, key in (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"),
-                           ("Next steps", "next_steps")):
-            value = " ".join(str(s.get(key) or "").split())
-            if value:
-                lines.append(f"- {label}: {value[:600]}")
-        parts.append("\n".join(lines) + "\n")
-    budget = max_chars - sum(map(len, parts)) - len(footer)
-    obs_lines: list[str] = []
-    day = None
-    # Newest first while filling the budget, then shown oldest first, grouped by day.
-    kept = []
-    used = len("\n## Recent observations\n")
-    for o in observations:
-        line = f"- #{o['id']} {_clock(o['created_at_epoch'])} [{o['type']}] {' '.join(o['title'].split())[:160]}\n"
-        cost = len(line) + 16  # a possible day heading
-        if used + cost > budget:
+    budget = max_chars - len(header) - len(FOOTER)
+    # The summary may take half the room when observations want the rest, all of it otherwise.
+    summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
+    text = header + summary + _observation_block(observations, budget - len(summary)) + FOOTER
+    return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
+
+
+def _summary_block(s: dict[str, Any], room: int) -> str:
+    """The latest summary, its fields cut shorter (then dropped from the end) until it fits."""
+    title = f"\n## Last summary ({local_stamp(s['created_at_epoch'])})\n"
+    fields = [(label, " ".join(str(s.get(key) or "").split())) for label, key in _SUMMARY_LABELS]
+    fields = [(label, value) for label, value in fields if value]
+    width = SUMMARY_FIELD_CHARS
+    while fields:
+        block = title + "".join(f"- {label}: {_cut(value, width)}\n" for label, value in fields)
+        if len(block) <= room:
+            return block
+        if width > 60:
+            width //= 2
+        else:
+            fields.pop()
+    return title if len(title) <= room else ""
+
+
+def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
+    """Newest observations that fit, shown oldest first under one heading per day."""
+    used = len(OBSERVATIONS_HEADING)
+    kept: list[tuple[str, str]] = []
+    days: set[str] = set()
+    for o in observations:  # newest first: the oldest are the ones left out
+        day = local_day(o["created_at_epoch"])
+        line = f"- obs:{o['id']} {local_clock(o['created_at_epoch'])} [{o['type']}] {_cut(' '.join(o['title'].split()), TITLE_CHARS)}\n"
+        cost = len(line) + (0 if day in days else len(_day_heading(day)))
+        if used + cost > room:
             break
         used += cost
-        kept.append((o, line))
-    if kept:
-        obs_lines.append("\n## Recent observations\n")
-        for o, line in reversed(kept):
-            this_day = _day(o["created_at_epoch"])
-            if this_day != day:
-                obs_lines.append(f"### {this_day}\n")
-                day = this_day
-            obs_lines.append(line)
-    text = "".join(parts) + "".join(obs_lines) + footer
-    return text[:max_chars]
+        days.add(day)
+        kept.append((day, line))
+    if not kept:
+        return ""
+    parts = [OBSERVATIONS_HEADING]
+    shown_day = None
+    for day, line in reversed(kept):
+        if day != shown_day:
+            parts.append(_day_heading(day))
+            shown_day = day
+        parts.append(line)
+    return "".join(parts)
 
 
-def _day(epoch_ms: int) -> str:
+def _day_heading(day: str) -> str:
+    return f"### {day}\n"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def local_day(epoch_ms: int) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(epoch_ms / 1000))
 
 
-def _clock(epoch_ms: int) -> str:
+def local_clock(epoch_ms: int) -> str:
     return time.strftime("%H:%M", time.localtime(epoch_ms / 1000))
 
 
-def _when(epoch_ms: int) -> str:
+def local_stamp(epoch_ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch_ms / 1000))

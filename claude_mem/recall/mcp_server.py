@@ -1,0 +1,308 @@
+"""The MCP server (`claude-mem mcp`, stdio): four read-only tools that let the agent recall
+memory in few tokens, in three steps: `search` lists compact index rows (with what each full
+record would cost), `timeline` shows what happened around one of them, `get_observations` fetches
+the few records worth reading in full. `recent_sessions` answers "where did we leave off".
+
+Nothing is opened until a tool is called: the database on first use, the semantic index (and
+with it chromadb and the embedding model) on the first search. Without a usable index, search
+answers from SQLite FTS5 alone and says so. Output is plain text (see views.py), bounded in
+size. Arguments are typed (pydantic constraints, Literal choices), so a bad call comes back as
+an `is_error` result naming the problem, never a traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+import threading
+from typing import Annotated, Any, Literal, get_args
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BeforeValidator, Field, ValidationError
+
+from claude_mem.project import project_for
+from claude_mem.recall import views
+from claude_mem.recall.search import search
+from claude_mem.settings import Config
+from claude_mem.store.memories import OBSERVATION_TYPES
+
+SERVER_NAME = "claude-mem"
+ALL_PROJECTS = "*"
+MAX_SEARCH_CHARS = 12_000
+MAX_TIMELINE_CHARS = 12_000
+MAX_RECORDS_CHARS = 30_000
+MAX_SESSIONS_CHARS = 12_000
+
+ObservationType = Literal["decision", "bugfix", "feature", "refactor", "discovery", "change"]
+assert set(get_args(ObservationType)) == set(OBSERVATION_TYPES)
+
+INSTRUCTIONS = """claude-mem remembers earlier Claude Code sessions: observations (decisions, bugfixes, features, \
+refactors, discoveries, changes), per-turn summaries and user prompts. Recall in three cheap steps:
+1. search(query) -> compact rows: ref (obs:12, sum:3, prompt:7), date, type, title, files, ~tokens of the full record;
+2. timeline(anchor="obs:12") -> what happened around that row in its session, in order;
+3. get_observations(ids=[12, ...]) -> full records, only for the observations worth their ~tokens.
+recent_sessions() shows where recent sessions left off. The current project is searched unless you pass
+project="*" (all projects) or another project's name."""
+
+SEARCH_DOC = """Search memory of earlier sessions: step 1 of search -> timeline -> get_observations.
+Returns one compact row per match: ref (obs:N observation, sum:N turn summary, prompt:N user prompt), date, type,
+title, files, and ~tokens (what reading the full record costs). Matches words and meaning. Optional filters:
+project (default: the current one; '*' for all), type, session_id, since/until (dates), file (part of a path).
+Next: timeline(anchor=<ref>) for what happened around a row, get_observations(ids=[N, ...]) for full records."""
+
+TIMELINE_DOC = """What happened around one memory, in order: step 2 of search -> timeline -> get_observations.
+Shows the prompts, observations and turn summaries of its session before and after it, one line each.
+Give anchor (a ref from search, e.g. "obs:12" or "sum:3"), or a query to anchor on its best match.
+before/after: how many items on each side."""
+
+GET_DOC = """Full observation records (title, narrative, facts, concepts, files, session, date): step 3 of
+search -> timeline -> get_observations. ids are the numbers of obs:N refs ("obs:12" is accepted too), at most 20
+per call. Ask only for the records whose ~tokens in search are worth reading."""
+
+RECENT_DOC = """Where the latest sessions of a project left off, newest first: each session's most recent turn
+summary (request, completed, learned, next steps). project: default the current one; '*' for all."""
+
+Query = Annotated[str, Field(min_length=1, max_length=500, description="Words or a question, e.g. 'why did login crash'.")]
+Project = Annotated[str | None, Field(
+    min_length=1, max_length=300, description="A project name as shown in results; default: the current project; '*': all.")]
+
+
+def _day_or_moment(value: Any) -> Any:
+    # pydantic would read "2026-05-01" as midnight, and "until" a day must include that day.
+    if isinstance(value, str) and len(value.strip()) == 10:
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    return value
+
+
+When = Annotated[dt.datetime | dt.date | None, BeforeValidator(_day_or_moment), Field(
+    description="A date (YYYY-MM-DD) or date-time (YYYY-MM-DDTHH:MM), local time unless it has an offset.")]
+Count = Annotated[int, Field(ge=0, le=25)]
+
+
+def _obs_number(value: Any) -> Any:
+    """"obs:12" -> 12, so refs copied from search rows work too."""
+    if isinstance(value, str) and value.strip().lower().startswith("obs:"):
+        return value.strip()[4:]
+    return value
+
+
+ObsId = Annotated[int, BeforeValidator(_obs_number), Field(ge=1)]
+
+
+class Memory:
+    """What the tools share: settings, the default project, and the database and index,
+    opened on first use. Tools run on worker threads: one lock serialises them."""
+
+    def __init__(self, config: Config, cwd: str | None = None) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.lock = threading.Lock()
+        self._project: str | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._index: Any = None
+
+    def project(self, value: str | None) -> str | None:
+        """The project a call is about; None means every project."""
+        if value is not None and value.strip() == ALL_PROJECTS:
+            return None
+        if value is not None and value.strip():
+            return value.strip()
+        if self._project is None:
+            self._project = project_for(self.cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+        return self._project
+
+    def conn(self) -> sqlite3.Connection | None:
+        """The database, or None while nothing was captured (a read does not create it)."""
+        if self._conn is None:
+            if not os.path.exists(self.config.db_path):
+                return None
+            from claude_mem.store.db import SchemaTooNewError, connect
+
+            try:
+                self._conn = connect(self.config.db_path)
+            except (SchemaTooNewError, sqlite3.Error) as exc:
+                raise ToolError(f"the memory database cannot be opened: {exc}") from None
+        return self._conn
+
+    def index(self) -> tuple[Any, str | None]:
+        """The semantic index, or None and why not."""
+        if not self.config.semantic_index:
+            return None, "the semantic index is off (setting semantic_index): keyword results only"
+        if self._index is None:
+            from claude_mem.recall.index import Index
+
+            self._index = Index(self.config)
+        if self._index.path and not os.path.exists(os.path.join(self._index.path, "chroma.sqlite3")):
+            # Opening it would create an empty one; a worker or `claude-mem reindex` builds it.
+            return None, "no semantic index yet (workers build it; so does `claude-mem reindex`): keyword results only"
+        return self._index, None
+
+    def known_projects(self, conn: sqlite3.Connection) -> list[str]:
+        return [r[0] for r in conn.execute(
+            "SELECT project FROM sdk_sessions GROUP BY project ORDER BY MAX(updated_at_epoch) DESC LIMIT 10")]
+
+    def close(self) -> None:
+        with self.lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class _Server(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_argument_problems(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
+def _argument_problems(tool: str, error: ValidationError) -> str:
+    """One short line per bad argument (pydantic's own text names its model and links to docs)."""
+    seen: dict[str, str] = {}
+    for problem in error.errors():
+        name = str(problem["loc"][0]) if problem["loc"] else "arguments"
+        if name not in seen:
+            got = problem.get("input")
+            shown = f" (got {got!r:.60})" if problem["type"] != "missing" and not isinstance(got, dict) else ""
+            seen[name] = f"{name}: {problem['msg']}{shown}"
+    return f"invalid arguments for {tool}: " + "; ".join(seen.values()) + ". See the tool's input schema."
+
+
+def _epoch_ms(value: dt.date | None, *, end_of_day: bool = False) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, dt.datetime):
+        start = dt.datetime.combine(value, dt.time())
+        value = start + dt.timedelta(days=1) if end_of_day else start  # "until 2026-05-01" includes that day
+    if value.tzinfo is None:
+        value = value.astimezone()  # local time, as a person writing a date means it
+    return int(value.timestamp() * 1000)
+
+
+def _scope_text(project: str | None) -> str:
+    return f"project {project}" if project else "all projects"
+
+
+def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
+    memory = Memory(config, cwd)
+    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    nothing_yet = "No memories yet: nothing has been captured on this machine."
+
+    def nothing_in(conn: sqlite3.Connection, project: str | None, what: str) -> str:
+        others = [p for p in memory.known_projects(conn) if p != project] if project else []
+        hint = f" Projects with memories: {', '.join(others)} (or project='*')." if others else ""
+        return f"No {what} in {_scope_text(project)}.{hint}"
+
+    def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, **filters: Any) -> tuple[list[Any], str | None]:
+        index, why_not = memory.index()
+        result = search(conn, query, index=index, project=project, limit=limit, **filters)
+        return result.hits, why_not or result.note
+
+    @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
+    def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,
+                    session_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+                    since: When = None, until: When = None,
+                    file: Annotated[str | None, Field(min_length=1, max_length=300,
+                                                      description="Only memories touching a file whose path contains this.")] = None,
+                    limit: Annotated[int, Field(ge=1, le=50, description="Most rows to return.")] = 10) -> str:
+        if not query.strip():
+            raise ToolError("query is empty: give some words to look for")
+        since_ms, until_ms = _epoch_ms(since), _epoch_ms(until, end_of_day=True)
+        if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+            raise ToolError("since must be before until")
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return nothing_yet
+            scope = memory.project(project)
+            hits, note = find(conn, query, scope, limit, type_=type, session_id=session_id, since_ms=since_ms,
+                              until_ms=until_ms, file=file)
+            if not hits:
+                return nothing_in(conn, scope, "memories match") + (f"\nNote: {note}" if note else "")
+            lines = [f"{len(hits)} match(es) in {_scope_text(scope)}, best first:", *views.search_rows(conn, hits)]
+        if note:
+            lines.append(f"Note: {note}")
+        lines.append('Next: timeline(anchor="<ref>") for what happened around a row; get_observations(ids=[N, ...]) for full'
+                     " obs:N records.")
+        return views.bounded(lines, MAX_SEARCH_CHARS, "rows")
+
+    @server.tool(name="timeline", description=TIMELINE_DOC, annotations=read_only, structured_output=False)
+    def timeline_tool(anchor: Annotated[str | None, Field(pattern=views.REF_PATTERN, description='A ref from search, e.g. "obs:12".')]
+                      = None,
+                      query: Annotated[str | None, Field(min_length=1, max_length=500,
+                                                         description="Instead of anchor: anchor on the best match.")] = None,
+                      before: Count = 5, after: Count = 5, project: Project = None) -> str:
+        if (anchor is None) == (query is None):
+            raise ToolError('give either anchor (a ref like "obs:12") or query, not both and not neither')
+        note = None
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return nothing_yet
+            if anchor is not None:
+                parsed = views.parse_ref(anchor)
+                assert parsed is not None  # the pattern was checked
+                kind, row_id = parsed
+            else:
+                scope = memory.project(project)
+                hits, note = find(conn, query or "", scope, 1)
+                if not hits:
+                    return nothing_in(conn, scope, "memories match")
+                kind, row_id = hits[0].kind, hits[0].id
+            items = views.session_items(conn, kind, row_id)
+        if items is None:
+            raise ToolError(f"there is no {views.ref(kind, row_id)}")
+        note_line = f"\nNote: {note}" if note else ""
+        return views.timeline(items, kind, row_id, before, after, MAX_TIMELINE_CHARS - len(note_line)) + note_line
+
+    @server.tool(name="get_observations", description=GET_DOC, annotations=read_only, structured_output=False)
+    def get_observations_tool(ids: Annotated[list[ObsId], Field(min_length=1, max_length=20,
+                                                                description="Observation numbers (obs:N), at most 20.")]) -> str:
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return nothing_yet
+            wanted = list(dict.fromkeys(ids))
+            text, missing = views.observation_records(conn, wanted, MAX_RECORDS_CHARS)
+        if len(missing) == len(wanted):
+            raise ToolError(f"no such observation: {', '.join(views.ref('observation', i) for i in missing)}")
+        return text
+
+    @server.tool(name="recent_sessions", description=RECENT_DOC, annotations=read_only, structured_output=False)
+    def recent_sessions_tool(project: Project = None,
+                             limit: Annotated[int, Field(ge=1, le=20, description="How many sessions.")] = 5) -> str:
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return nothing_yet
+            scope = memory.project(project)
+            rows = views.latest_summaries(conn, scope, limit)
+            if not rows:
+                return nothing_in(conn, scope, "session summaries")
+        lines = [f"Latest {len(rows)} session(s) in {_scope_text(scope)}, newest first:",
+                 *views.recent_session_lines(rows, all_projects=scope is None)]
+        return views.bounded(lines, MAX_SESSIONS_CHARS, "lines")
+
+    server.memory = memory  # type: ignore[attr-defined]  # closed by serve() and by tests
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdio until the client goes away."""
+    from claude_mem import settings
+
+    # A bad setting must not take recall away: run on defaults for what is wrong.
+    server = build_server(settings.load(strict=False))
+    try:
+        server.run()
+    finally:
+        server.memory.close()  # type: ignore[attr-defined]

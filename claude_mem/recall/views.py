@@ -1,0 +1,242 @@
+"""Plain-text views of memory for an agent to read: search rows, a session's timeline, full
+observation records, where recent sessions left off. Compact by design (one line per item, no
+JSON punctuation) and bounded: a view that would grow past its limit says what it left out.
+
+Rows are named by references the agent can pass back: `obs:12`, `sum:3`, `prompt:7` (the same
+names the CLI's `show` and the index's document ids use).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from typing import Any
+
+from claude_mem.recall.digest import local_clock, local_day, local_stamp
+from claude_mem.recall.search import Hit
+from claude_mem.store.memories import SUMMARY_FIELDS
+
+PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
+KIND_OF_PREFIX = {prefix: kind for kind, prefix in PREFIX.items()}
+REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
+_REF = re.compile(REF_PATTERN)
+TABLE = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
+NARRATIVE_CHARS = 3_000
+FACT_CHARS = 300
+MAX_FACTS = 20
+MAX_FILES = 30
+FILES_SHOWN = 3
+_SUMMARY_LABELS = {"request": "request", "investigated": "investigated", "learned": "learned", "completed": "completed",
+                   "next_steps": "next steps", "notes": "notes"}
+_KIND_RANK = {"prompt": 0, "observation": 1, "summary": 2}
+
+
+def ref(kind: str, row_id: int) -> str:
+    return f"{PREFIX[kind]}:{row_id}"
+
+
+def parse_ref(text: str) -> tuple[str, int] | None:
+    text = text.strip()
+    if not _REF.match(text):
+        return None
+    prefix, number = text.split(":")
+    return KIND_OF_PREFIX[prefix], int(number)
+
+
+def one_line(text: Any, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def tokens(chars: int) -> int:
+    return max(1, round(chars / 4))  # ~4 characters per token for English prose and code
+
+
+def files_text(files: list[str]) -> str:
+    shown = [f if len(f) <= 60 else "…" + f[-59:] for f in files[:FILES_SHOWN]]
+    more = f" +{len(files) - FILES_SHOWN}" if len(files) > FILES_SHOWN else ""
+    return ", ".join(shown) + more
+
+
+def bounded(lines: list[str], limit: int, what: str) -> str:
+    """Lines joined up to `limit` characters; what was cut is said, not silently dropped."""
+    out: list[str] = []
+    used = 0
+    for n, line in enumerate(lines):
+        if used + len(line) + 1 > limit - 100:
+            out.append(f"… {len(lines) - n} more {what} cut to keep this result under {limit} characters.")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def _json_list(raw: Any) -> list[str]:
+    if isinstance(raw, list):
+        return [str(x) for x in raw]
+    try:
+        items = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(x) for x in items] if isinstance(items, list) else []
+
+
+# -- search rows ----------------------------------------------------------------------------------
+
+def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
+    """About how long the full record of this row is, as get_observations / timeline show it."""
+    keys = {"observation": ("title", "subtitle", "narrative", "facts", "concepts", "files_read", "files_modified"),
+            "summary": (*SUMMARY_FIELDS, "files_read", "files_edited"), "prompt": ("prompt_text",)}[kind]
+    return 100 + sum(len(str(row[k] or "")) for k in keys)
+
+
+def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
+    """A header and one `ref | date | type | title | files | ~tokens` row per hit."""
+    costs: dict[tuple[str, int], int] = {}
+    for kind, table in TABLE.items():
+        ids = [h.id for h in hits if h.kind == kind]
+        if ids:
+            for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
+                costs[(kind, row["id"])] = tokens(record_chars(kind, row))
+    lines = ["ref | date | type | title | files | ~tokens"]
+    for h in hits:
+        lines.append(" | ".join([ref(h.kind, h.id), local_stamp(h.created_at_epoch), h.type or h.kind,
+                                 one_line(h.title, 120) or "(untitled)", files_text(h.files) or "-",
+                                 str(costs.get((h.kind, h.id), "?"))]))
+    return lines
+
+
+# -- full records ---------------------------------------------------------------------------------
+
+def observation_record(row: dict[str, Any]) -> str:
+    lines = [f"## {ref('observation', row['id'])} · {row['type']} · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
+             f" · session {row['session_id']} turn {row['prompt_number']}",
+             one_line(row["title"], 300) + (f" — {one_line(row['subtitle'], 300)}" if row["subtitle"] else "")]
+    narrative = (row["narrative"] or "").strip()
+    if narrative:
+        lines.append(narrative if len(narrative) <= NARRATIVE_CHARS else narrative[:NARRATIVE_CHARS - 1] + "…")
+    facts = [f for f in _json_list(row["facts"]) if f.strip()]
+    if facts:
+        lines.append("Facts:")
+        lines += [f"- {one_line(f, FACT_CHARS)}" for f in facts[:MAX_FACTS]]
+        if len(facts) > MAX_FACTS:
+            lines.append(f"- … {len(facts) - MAX_FACTS} more facts")
+    concepts = _json_list(row["concepts"])
+    if concepts:
+        lines.append("Concepts: " + ", ".join(one_line(c, 60) for c in concepts[:20]))
+    for label, key in (("Files read", "files_read"), ("Files modified", "files_modified")):
+        files = _json_list(row[key])
+        if files:
+            lines.append(f"{label}: " + ", ".join(files[:MAX_FILES]) + (f" +{len(files) - MAX_FILES}" if len(files) > MAX_FILES else ""))
+    return "\n".join(lines)
+
+
+def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) -> tuple[str, list[int]]:
+    """Full records in the order asked, up to `limit` characters; returns the text and the ids
+    that do not exist."""
+    marks = ",".join("?" * len(ids))
+    rows = {r["id"]: dict(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks})", ids)}
+    missing = [i for i in ids if i not in rows]
+    tail = [f"Not found: {', '.join(ref('observation', i) for i in missing)}."] if missing else []
+    parts: list[str] = []
+    used = sum(map(len, tail))
+    present = [i for i in ids if i in rows]
+    for n, row_id in enumerate(present):
+        record = observation_record(rows[row_id])
+        if used + len(record) + 2 > limit - 200:
+            left = ", ".join(str(i) for i in present[n:])
+            tail.insert(0, f"Left out to stay under {limit} characters: ids {left} (ask for them in another call).")
+            break
+        parts.append(record)
+        used += len(record) + 2
+    return "\n\n".join(parts + tail), missing
+
+
+def summary_lines(row: dict[str, Any], width: int) -> list[str]:
+    return [f"{_SUMMARY_LABELS[name]}: {one_line(row[name], width)}" for name in SUMMARY_FIELDS if (row[name] or "").strip()]
+
+
+# -- a session's timeline -------------------------------------------------------------------------
+
+def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict[str, Any]] | None:
+    """Everything stored for the anchor's session, in the order it happened (by turn: the
+    prompt, its observations, its summary), or None when the anchor does not exist."""
+    found = conn.execute(f"SELECT session_id FROM {TABLE[kind]} WHERE id = ?", (row_id,)).fetchone()
+    if found is None:
+        return None
+    session_id = found[0]
+    project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    items: list[dict[str, Any]] = []
+    for item_kind, table in TABLE.items():
+        for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
+            items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
+    items.sort(key=lambda i: (i["prompt_number"], _KIND_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
+    return items
+
+
+def timeline(items: list[dict[str, Any]], kind: str, anchor_id: int, before: int, after: int, limit: int) -> str:
+    """The window around the anchor, narrowed (the longer side first) until it fits `limit`."""
+    while True:
+        text = "\n".join(timeline_lines(items, kind, anchor_id, before, after))
+        if len(text) <= limit or before + after == 0:
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+        if before >= after:
+            before -= 1
+        else:
+            after -= 1
+
+
+def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, before: int, after: int) -> list[str]:
+    at = next(n for n, i in enumerate(items) if i["kind"] == kind and i["id"] == anchor_id)
+    start, end = max(0, at - before), min(len(items), at + after + 1)
+    anchor = items[at]
+    lines = [f"Session {anchor['session_id']} (project {anchor['project']}): items {start + 1}-{end} of {len(items)} in order,"
+             f" > marks {ref(kind, anchor_id)}."]
+    shown_day = None
+    for n in range(start, end):
+        item = items[n]
+        day = local_day(item["created_at_epoch"])
+        if day != shown_day:
+            lines.append(f"[{day}]")
+            shown_day = day
+        width = 600 if n == at else 160  # the anchor itself is shown more fully
+        prefix = f"{'>' if n == at else ' '} {local_clock(item['created_at_epoch'])} turn {item['prompt_number']}" \
+                 f" {ref(item['kind'], item['id'])}"
+        if item["kind"] == "prompt":
+            lines.append(f"{prefix} user asked: {one_line(item['prompt_text'], width)}")
+        elif item["kind"] == "observation":
+            files = _json_list(item["files_modified"]) or _json_list(item["files_read"])
+            extra = f" [{files_text(files)}]" if files else ""
+            cost = tokens(record_chars("observation", item))
+            lines.append(f"{prefix} {item['type']}: {one_line(item['title'], width)}{extra} ~{cost}t")
+        else:
+            body = summary_lines(item, width)
+            lines.append(f"{prefix} turn summary: " + (" · ".join(body) if body else "(empty)"))
+    if start > 0 or end < len(items):
+        lines.append(f"({start} earlier and {len(items) - end} later items not shown: raise before/after to see them.)")
+    return lines
+
+
+# -- recent sessions ------------------------------------------------------------------------------
+
+def latest_summaries(conn: sqlite3.Connection, project: str | None, limit: int) -> list[dict[str, Any]]:
+    """Per session, its most recent summary (with the number of turns summarized and of
+    observations), newest sessions first."""
+    where = "WHERE s.project = ?" if project else ""
+    sql = (f"SELECT s.*, (SELECT COUNT(*) FROM session_summaries c WHERE c.session_id = s.session_id) AS turns,"
+           f" (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.session_id) AS observation_count"
+           f" FROM session_summaries s {where} {'AND' if where else 'WHERE'} s.id = (SELECT l.id FROM session_summaries l"
+           " WHERE l.session_id = s.session_id ORDER BY l.created_at_epoch DESC, l.id DESC LIMIT 1)"
+           " ORDER BY s.created_at_epoch DESC, s.id DESC LIMIT ?")
+    return [dict(r) for r in conn.execute(sql, [project, limit] if project else [limit])]
+
+
+def recent_session_lines(rows: list[dict[str, Any]], all_projects: bool) -> list[str]:
+    lines: list[str] = []
+    for r in rows:
+        where = f" · project {r['project']}" if all_projects else ""
+        lines.append(f"## {local_stamp(r['created_at_epoch'])} · session {r['session_id']}{where} · {r['turns']} turn(s) summarized,"
+                     f" {r['observation_count']} observation(s); latest: {ref('summary', r['id'])} (turn {r['prompt_number']})")
+        lines += summary_lines(r, 400)
+    return lines

@@ -1,0 +1,74 @@
+"""The MCP server end to end with the real Claude Code CLI (bundled with claude-agent-sdk):
+`claude-mem install` registers `claude-mem mcp`, `claude -p` runs against the fake Messages API,
+the scripted model calls the search tool, and the tool result the CLI sends back to the model
+must hold the stored observation. No network beyond 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from claude_mem import settings
+from claude_mem.recall.index import Index
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation, insert_observation
+from claude_mem.store.records import ensure_session
+from tests.fakes.messages_api import FakeMessagesAPI, tool_use
+from tests.test_e2e_claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, run_claude, sandbox  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.slow
+
+TOOL = "mcp__claude-mem__search"
+
+
+def remember(data_dir: Path) -> int:
+    """An earlier session's observation, stored and indexed as a worker would leave it."""
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(os.path.join(data_dir, "claude-mem.db"))
+    try:
+        with transaction(conn):
+            ensure_session(conn, "earlier-session", project=PROJECT, cwd=None, transcript_path=None)
+            obs_id = insert_observation(conn, "earlier-session", PROJECT, Observation(
+                type="decision", title="Retries use exponential backoff capped at 30 s", narrative="Chosen after the 529 storms.",
+                facts=["the HTTP client retries 5 times"], files_modified=["src/http_client.py"]), prompt_number=1)
+        Index(config).index_missing(conn)
+    finally:
+        conn.close()
+    assert obs_id is not None
+    return obs_id
+
+
+def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  # noqa: F811
+    obs_id = remember(sandbox["data"])
+    proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    registered = json.loads((Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / ".claude.json").read_text())["mcpServers"]["claude-mem"]
+    assert registered["args"][-1] == "mcp" and os.path.isabs(registered["command"])
+    sandbox["settings"].write_text(json.dumps({**json.loads(sandbox["settings"].read_text()),
+                                               "permissions": {"allow": [TOOL]}}))
+    # MCP tools are otherwise deferred behind a ToolSearch step.
+    sandbox["env"]["ENABLE_TOOL_SEARCH"] = "false"
+
+    steps = [tool_use(TOOL, {"query": "how do retries back off?", "limit": 5})]
+    with FakeMessagesAPI(steps, final_text="Retries back off exponentially.") as api:
+        result = run_claude(sandbox, api, "How do our HTTP retries back off?")
+        [issued] = api.issued_tool_use_ids
+        first, last = api.agent_requests()[0], api.agent_requests()[-1]
+
+    offered = {t.get("name"): t for t in first.tools}
+    assert TOOL in offered and "search -> timeline -> get_observations" in " ".join(offered[TOOL]["description"].split())
+    assert {f"mcp__claude-mem__{name}" for name in ("timeline", "get_observations", "recent_sessions")} <= set(offered)
+    [answer] = [block for block in last.tool_results() if block["tool_use_id"] == issued]
+    text = json.dumps(answer["content"])
+    assert not answer.get("is_error"), text
+    assert f"obs:{obs_id} | " in text and "Retries use exponential backoff capped at 30 s" in text
+    assert "src/http_client.py" in text and f"in project {PROJECT}" in text
+    assert result["result"] == "Retries back off exponentially."
+    # Recalling is not itself remembered: the hooks skip claude-mem's own tools.
+    queued = [r for r in mem(sandbox, "queue") if r["kind"] == "tool"]
+    assert not any(r["tool_name"].startswith("mcp__claude-mem") for r in queued)
