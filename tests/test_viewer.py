@@ -430,6 +430,19 @@ def test_a_database_removed_under_the_viewer_is_a_clear_503(client: TestClient, 
     assert_error(client.get("/api/feed"), 503, "no database at")
 
 
+def test_a_broken_database_is_a_json_500_and_a_log_line(config: settings.Config, store: Any) -> None:
+    Path(config.db_path).write_bytes(b"this is not an SQLite database" * 200)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(config.db_path + suffix):
+            os.unlink(config.db_path + suffix)
+    with TestClient(create_app(config, use_index=False), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        assert_error(c.get("/api/health", params={"token": "never-logged"}), 500, "DatabaseError")
+    from claude_mem.logs import read_tail
+
+    logged = read_tail(config.logs_dir)[-1]
+    assert "viewer: error: /api/health failed: DatabaseError" in logged and "never-logged" not in logged
+
+
 def test_stored_markup_comes_back_as_json_text(client: TestClient, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
     conn, _ = store
     new = insert(conn, "sess-search-2", WEBSHOP, HOSTILE, narrative="</script><b>bold</b>")

@@ -278,6 +278,14 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
                                                                                                             str(exc.detail))
         return _error(exc.status_code, message)
 
+    async def server_error(request: Request, exc: Exception) -> Response:
+        from claude_mem.logs import log_line
+
+        # The exception only, never the request: its query string may hold a token or search words.
+        detail = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        log_line(config.logs_dir, "viewer", f"error: {request.url.path[:100]} failed: {detail}")
+        return _error(500, f"the viewer failed ({detail}); see `claude-mem logs`")
+
     async def missing_db(request: Request, exc: Exception) -> Response:
         return _error(503, f"{exc}: was the data dir removed? Restart the viewer once claude-mem has captured something")
 
@@ -293,7 +301,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        BadRequest: bad_request, HTTPException: http_error, data.DatabaseMissing: missing_db}
+        BadRequest: bad_request, HTTPException: http_error, data.DatabaseMissing: missing_db, Exception: server_error}
     app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, token=token, loopback_only=loopback_only)
 
