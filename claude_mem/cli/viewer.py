@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import socket
@@ -46,6 +47,14 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.set_inheritable(True)
     return sock
+
+
+def _has_display() -> bool:
+    """Whether a browser window can open. Without one, webbrowser falls back to text browsers
+    (lynx, w3m) that would take over the terminal the server runs in."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _warm(index: Index) -> None:
@@ -97,7 +106,7 @@ def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str
         click.echo("(the token in this address is required on every request; it changes on each start)")
     click.echo("Ctrl-C stops it.")
     sys.stdout.flush()
-    if not no_open:
+    if not no_open and _has_display():
         import webbrowser
 
         webbrowser.open(open_url)
