@@ -1,164 +1,461 @@
-"""Looking at what is stored: sessions, the queue."""
+"""Looking at what is stored: sessions, show, observations, summaries, the queue, logs."""
 
 from __future__ import annotations
 
-from datetime import UTC
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, cli, emit_json, pass_app
+from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
+from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
+from claude_mem.store import overview
 from claude_mem.store import queue as queue_mod
-from claude_mem.store import records
+from claude_mem.store.memories import OBSERVATION_TYPES
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def require_session(conn: Any, session_id: str | None) -> None:
+    """An unknown --session is a mistake worth saying, not an empty list."""
+    if session_id and overview.find_sessions(conn, session_id)[:1] != [session_id]:
+        raise NotFound(f"no session {session_id!r} (list them with `claude-mem sessions`)")
 
 
 @cli.command("sessions")
 @click.option("--project", help="Only this project.")
+@click.option("--since", help="Only sessions active since this date (YYYY-MM-DD[THH:MM] or an age like 7d).")
+@click.option("--until", help="Only sessions started before this date.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many, newest first.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
-def sessions_list(app: AppContext, project: str | None, limit: int | None, as_json: bool) -> None:
-    """List captured Claude Code sessions."""
-    rows = records.list_sessions(app.db(), project=project, limit=limit)
+def sessions_list(app: AppContext, project: str | None, since: str | None, until: str | None, limit: int | None,
+                  as_json: bool) -> None:
+    """List captured Claude Code sessions, newest first."""
+    rows = overview.list_sessions(app.db(), project=project, since_ms=parse_when(since, "--since"),
+                                  until_ms=parse_when(until, "--until"), limit=limit)
     if as_json:
         emit_json(rows)
         return
-    for r in rows:
-        click.echo(f"{r['claude_session_id']}  {r['status']:<9} prompts={r['prompt_counter']:<3} {r['project']}")
+    echo_table(
+        [Column("SESSION"), Column("PROJECT"), Column("STATUS", colour=status_colour), Column("PROMPTS", ">"),
+         Column("OBS", ">"), Column("SUMS", ">"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
+        [(r["claude_session_id"], r["project"], r["status"], r["prompt_counter"], r["observations"], r["summaries"],
+          local_time(r["started_at_epoch"]), r["user_prompt"] or "") for r in rows],
+        empty="no sessions match" if (project or since or until) else "no sessions captured yet")
 
 
-@cli.command("queue")
-@click.option("--session", "session_id", help="Only this Claude session id.")
-@click.option("--status", type=click.Choice(["pending", "processing", "done", "skipped"]))
-@click.option("--limit", type=click.IntRange(min=1))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@cli.command("show")
+@click.argument("ref")
+@json_option
 @pass_app
-def queue_list(app: AppContext, session_id: str | None, status: str | None, limit: int | None, as_json: bool) -> None:
-    """Show queued hook events and their processing status."""
-    rows = queue_mod.list_rows(app.db(), session_id=session_id, status=status, limit=limit)
-    if as_json:
-        emit_json(rows)
+def show(app: AppContext, ref: str, as_json: bool) -> None:
+    """Show one session (its prompts, observations and summaries in order) or one row.
+
+    REF is a session id (or its first characters), an observation id (`12` or `obs:12`), a
+    summary (`sum:3`) or a prompt (`prompt:5`).
+    """
+    conn = app.db()
+    parsed = parse_ref(ref)
+    if parsed:
+        kind, row_id = parsed
+        row = overview.get_row(conn, kind, row_id)
+        if row is None:
+            raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
+        if as_json:
+            emit_json({"kind": kind, **row})
+        else:
+            _SHOW_ROW[kind](row)
         return
-    for r in rows:
-        what = r["tool_name"] if r["kind"] == "tool" else "(end of turn)"
-        err = f"  {r['last_error']}" if r.get("last_error") else ""
-        click.echo(f"{r['id']:>6} {r['status']:<10} #{r['prompt_number']:<3} {what}{err}")
+    matches = overview.find_sessions(conn, ref)
+    if not matches:
+        raise NotFound(f"no session or observation {ref!r} (list sessions with `claude-mem sessions`)")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+        raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
+    timeline = overview.session_timeline(conn, matches[0])
+    assert timeline is not None
+    if as_json:
+        emit_json(timeline)
+    else:
+        _show_session(timeline)
 
 
-def _parse_when(value: str | None, name: str) -> int | None:
-    """A date (YYYY-MM-DD) or datetime (ISO 8601) as epoch ms."""
-    if value is None:
-        return None
-    from datetime import datetime
+def _show_session(t: dict[str, Any]) -> None:
+    s = t["session"]
+    heading(f"session {s['claude_session_id']}")
+    echo_fields([("project", s["project"]), ("status", paint(s["status"], status_colour(s["status"]))),
+                 ("started", local_time(s["started_at_epoch"])), ("last activity", local_time(s["updated_at_epoch"])),
+                 ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]), ("model outage", s["observer_error"])])
+    numbers = sorted({r["prompt_number"] for kind in ("prompts", "observations", "summaries") for r in t[kind]})
+    if not numbers:
+        click.echo("\n(nothing stored for this session yet)")
+    for n in numbers:
+        click.echo()
+        prompt = next((p for p in t["prompts"] if p["prompt_number"] == n), None)
+        title = f"prompt #{n}" if n else "before the first prompt"
+        when = local_time(prompt["created_at_epoch"]) if prompt else ""
+        heading(f"{title}  {paint(when, dim=True)}".rstrip())
+        if prompt:
+            click.echo(f"  > {_one_line(prompt['prompt_text'], 300)}")
+        for o in (o for o in t["observations"] if o["prompt_number"] == n):
+            source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
+            click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}")
+        for m in (m for m in t["summaries"] if m["prompt_number"] == n):
+            click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
+            echo_fields([(name.replace("_", " "), _one_line(m[name], 300) or None)
+                         for name in ("request", "completed", "learned", "next_steps")], indent="    ")
 
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-11-22 or 2026-11-22T14:30", param_hint=name) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # local time, as a person typing a date means it
-    return int(parsed.astimezone(UTC).timestamp() * 1000)
+
+def _one_line(text: str | None, limit: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
-def _memory_filters(f):
+def _echo_list(label: str, items: list[str]) -> None:
+    if items:
+        click.echo(paint(label, dim=True))
+        for item in items:
+            click.echo(f"  - {item}")
+
+
+def _show_observation(o: dict[str, Any]) -> None:
+    heading(f"obs:{o['id']}  {o['title']}")
+    echo_fields([("type", o["type"] + (f" (model said {o['raw_type']!r})" if o["raw_type"] else "")),
+                 ("subtitle", o["subtitle"] or None), ("session", o["session_id"]), ("project", o["project"]),
+                 ("prompt", f"#{o['prompt_number']}"), ("source", o["source"] + (f" ({o['model']})" if o["model"] else "")),
+                 ("created", local_time(o["created_at_epoch"]))])
+    if o["narrative"]:
+        click.echo()
+        click.echo(o["narrative"])
+    click.echo()
+    _echo_list("facts", o["facts"])
+    _echo_list("concepts", o["concepts"])
+    _echo_list("files read", o["files_read"])
+    _echo_list("files modified", o["files_modified"])
+
+
+def _show_summary(m: dict[str, Any]) -> None:
+    heading(f"sum:{m['id']}  summary of prompt #{m['prompt_number']}")
+    echo_fields([("session", m["session_id"]), ("project", m["project"]),
+                 ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_time(m["created_at_epoch"]))])
+    click.echo()
+    echo_fields([(name.replace("_", " "), m[name] or None)
+                 for name in ("request", "investigated", "learned", "completed", "next_steps", "notes")])
+    _echo_list("files read", m["files_read"])
+    _echo_list("files edited", m["files_edited"])
+
+
+def _show_prompt(p: dict[str, Any]) -> None:
+    heading(f"prompt:{p['id']}  prompt #{p['prompt_number']} of {p['session_id']}")
+    echo_fields([("created", local_time(p["created_at_epoch"]))])
+    click.echo()
+    click.echo(p["prompt_text"])
+
+
+_SHOW_ROW: dict[str, Callable[[dict[str, Any]], None]] = {
+    "observation": _show_observation, "summary": _show_summary, "prompt": _show_prompt}
+
+
+def _memory_filters(f: Callable[..., Any]) -> Callable[..., Any]:
     for decorator in reversed([
         click.option("--session", "session_id", help="Only this Claude session id."),
         click.option("--project", help="Only this project."),
-        click.option("--since", help="Only from this date/time on (YYYY-MM-DD[THH:MM])."),
+        click.option("--since", help="Only from this date/time on (YYYY-MM-DD[THH:MM], local time, or an age like 7d)."),
         click.option("--until", help="Only before this date/time."),
         click.option("--file", help="Only those touching a file path containing this text."),
-        click.option("--limit", type=click.IntRange(min=1), help="At most this many (newest)."),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+        click.option("--limit", type=click.IntRange(min=1), help="At most this many (the newest)."),
+        json_option,
     ]):
         f = decorator(f)
     return f
 
 
+def _filters(conn: Any, session_id: str | None, project: str | None, since: str | None, until: str | None,
+             file: str | None, limit: int | None) -> dict[str, Any]:
+    require_session(conn, session_id)
+    return {"session_id": session_id, "project": project, "since_ms": parse_when(since, "--since"),
+            "until_ms": parse_when(until, "--until"), "file": file, "limit": limit, "newest_first": bool(limit)}
+
+
+def _no_match(what: str, *given: Any) -> str:
+    return f"no {what} match" if any(given) else f"no {what} stored yet"
+
+
 @cli.command("observations")
 @_memory_filters
-@click.option("--type", "type_", type=click.Choice(["decision", "bugfix", "feature", "refactor", "discovery", "change"]))
+@click.option("--type", "type_", type=click.Choice(OBSERVATION_TYPES), help="Only this type.")
 @pass_app
-def observations_list(app: AppContext, session_id, project, since, until, file, limit, as_json, type_) -> None:
-    """List stored observations, oldest first."""
+def observations_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
+                      file: str | None, limit: int | None, as_json: bool, type_: str | None) -> None:
+    """List stored observations, oldest first (`show ID` prints one in full)."""
     from claude_mem.store.memories import list_observations
 
-    rows = list_observations(app.db(), session_id=session_id, project=project, type_=type_,
-                             since_ms=_parse_when(since, "--since"), until_ms=_parse_when(until, "--until"),
-                             file=file, limit=limit, newest_first=bool(limit))
+    conn = app.db()
+    rows = list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit))
     if limit:
         rows.reverse()
     if as_json:
         emit_json(rows)
         return
-    for o in rows:
-        flag = " (heuristic)" if o["source"] == "heuristic" else ""
-        click.echo(f"#{o['id']:<5} {o['created_at'][:16]} {o['type']:<9} {o['title']}{flag}")
+    echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
+               [(o["id"], local_time(o["created_at_epoch"]), o["type"], o["source"], o["project"], o["title"]) for o in rows],
+               empty=_no_match("observations", session_id, project, since, until, file, type_))
 
 
 @cli.command("summaries")
 @_memory_filters
 @pass_app
-def summaries_list(app: AppContext, session_id, project, since, until, file, limit, as_json) -> None:
-    """List per-turn session summaries, oldest first."""
+def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
+                   file: str | None, limit: int | None, as_json: bool) -> None:
+    """List per-turn session summaries, oldest first (`show sum:ID` prints one in full)."""
     from claude_mem.store.memories import list_summaries
 
-    rows = list_summaries(app.db(), session_id=session_id, project=project, since_ms=_parse_when(since, "--since"),
-                          until_ms=_parse_when(until, "--until"), file=file, limit=limit, newest_first=bool(limit))
+    conn = app.db()
+    rows = list_summaries(conn, **_filters(conn, session_id, project, since, until, file, limit))
     if limit:
         rows.reverse()
     if as_json:
         emit_json(rows)
         return
-    for s in rows:
-        click.echo(f"#{s['id']:<5} {s['created_at'][:16]} {s['session_id'][:12]} #{s['prompt_number']} {s['request'][:80]}")
-        if s["completed"]:
-            click.echo(f"       completed: {s['completed'][:120]}")
+    echo_table([Column("ID", ">"), Column("WHEN"), Column("SESSION"), Column("#", ">"), Column("REQUEST", fit=True),
+                Column("COMPLETED", fit=True)],
+               [(s["id"], local_time(s["created_at_epoch"]), s["session_id"][:12], s["prompt_number"], s["request"],
+                 s["completed"]) for s in rows],
+               empty=_no_match("summaries", session_id, project, since, until, file))
+
+
+@cli.command("queue")
+@click.option("--session", "session_id", help="Only this Claude session id.")
+@click.option("--status", type=click.Choice(["pending", "processing", "done", "skipped"]), help="Only this status.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
+@json_option
+@pass_app
+def queue_list(app: AppContext, session_id: str | None, status: str | None, limit: int | None, as_json: bool) -> None:
+    """Show queued hook events and their processing status."""
+    conn = app.db()
+    require_session(conn, session_id)
+    rows = queue_mod.list_rows(conn, session_id=session_id, status=status, limit=limit)
+    if as_json:
+        emit_json(rows)
+        return
+    echo_table([Column("ID", ">"), Column("STATUS", colour=status_colour), Column("#", ">"), Column("SESSION"), Column("EVENT"),
+                Column("TRIES", ">"), Column("LAST ERROR", fit=True)],
+               [(r["id"], r["status"], r["prompt_number"], r["session_id"][:12],
+                 (r["tool_name"] + (" (failed)" if r["is_error"] else "")) if r["kind"] == "tool" else "(end of turn)",
+                 r["attempts"], r.get("last_error") or "") for r in rows],
+               empty="the queue is empty" if not (session_id or status) else "no queued events match")
+
+
+# --- logs ---------------------------------------------------------------------------------------
+
+def _log_path(app: AppContext, session_id: str | None) -> str:
+    if session_id is None:
+        return os.path.join(app.config.logs_dir, "claude-mem.log")
+    from claude_mem.worker.spawn import session_key
+
+    return os.path.join(app.config.logs_dir, f"worker-{session_key(session_id)}.log")
+
+
+def _paint_log(line: str) -> str:
+    lowered = line.lower()
+    return paint(line, "red" if "error" in lowered else ("yellow" if "warning" in lowered else None))
+
+
+def _follow(fh: Any, path: str, emit: Callable[[str], None], poll_s: float = 0.2) -> None:
+    """Print lines appended to the open log `fh` until Ctrl-C, reopening `path` when the log is
+    rotated. Reading goes on from where the tail ended, so no line written meanwhile is lost."""
+    inode = os.fstat(fh.fileno()).st_ino
+    pending = ""
+    try:
+        while True:
+            chunk = fh.read()
+            if chunk:
+                pending += chunk
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    emit(line)
+                continue
+            try:
+                rotated = os.stat(path).st_ino != inode
+            except FileNotFoundError:
+                rotated = False  # between the rename and the next write: keep reading the old file
+            if rotated:
+                fh.close()
+                fh = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 (closed in finally)
+                inode = os.fstat(fh.fileno()).st_ino
+                continue
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fh.close()
+
+
+@cli.command("logs")
+@click.option("-n", "--lines", "n", type=click.IntRange(min=0), default=40, show_default=True, help="How many of the last lines.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+@click.option("--session", "session_id", help="The log of this session's worker process instead of the main log.")
+@json_option
+@pass_app
+def logs(app: AppContext, n: int, follow: bool, session_id: str | None, as_json: bool) -> None:
+    """Print the end of claude-mem's log (hooks, workers) from <data dir>/logs/.
+
+    With --json, the lines are printed as one JSON list, or as one JSON string per line with -f.
+    """
+    path = _log_path(app, session_id)
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 (kept open to follow)
+    except FileNotFoundError:
+        where = f"for session {session_id} " if session_id else ""
+        raise NotFound(f"no log {where}yet at {path} (it is written once hooks or workers run)") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
+    text = fh.read()
+    lines = text.splitlines()[-n:] if n else []
+    if not follow:
+        fh.close()
+        if as_json:
+            emit_json({"path": path, "lines": lines})
+            return
+    emit: Callable[[str], None] = (lambda line: click.echo(json.dumps(line, ensure_ascii=False))) if as_json else (
+        lambda line: click.echo(_paint_log(line)))
+    for line in lines:
+        emit(line)
+    if follow:
+        _follow(fh, path, emit)
+
+
+# --- status ---------------------------------------------------------------------------------------
+
+# Where the Claude Code CLI (which the observer runs) finds a login; the values are never read.
+_CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                   "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+
+
+def model_credentials() -> str | None:
+    """Where a model login would come from, without calling the network; None when there is none
+    we can see (macOS keeps Claude Code's login in the Keychain, which is not looked at)."""
+    for name in _CREDENTIAL_ENV:
+        if os.environ.get(name, "").strip():
+            return f"{name} is set"
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+    path = os.path.join(config_dir, ".credentials.json")
+    if os.path.exists(path):
+        return f"Claude Code login in {path}"
+    return None
+
+
+def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
+    """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
+    from claude_mem.cli.params import open_index
+    from claude_mem.recall.index import IndexUnavailable
+
+    index = open_index(app.config, create=False)
+    if index is None:
+        rows = sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                   for t in ("observations", "session_summaries", "user_prompts"))
+        return {"state": "not built", "rows_to_index": rows}
+    try:
+        drift = index.drift(conn)
+    except IndexUnavailable as exc:
+        return {"state": "unavailable", "reason": str(exc), "location": index.location}
+    return {"state": "in sync" if drift["in_sync"] else "drift", **drift}
+
+
+def _index_line(health: dict[str, Any]) -> str:
+    state = health["state"]
+    if state == "not built":
+        return f"not built yet ({health['rows_to_index']} rows to index; `claude-mem doctor --fix` builds it)"
+    if state == "unavailable":
+        return paint(f"unavailable: {health['reason']}", "red")
+    from claude_mem.cli.format import plural
+
+    kinds = ("observation", "summary", "prompt")
+    line = ", ".join(f"{health[k]['indexed']}/{plural(health[k]['sqlite'], k, 'summaries' if k == 'summary' else None)}"
+                     for k in kinds)
+    if state == "in sync":
+        return f"{paint('in sync', 'green')} ({line} indexed)"
+    missing = sum(health[k]["missing"] for k in kinds)
+    stale = sum(health[k]["stale"] for k in kinds)
+    return paint(f"drift: {missing} rows missing, {stale} stale ({line}); `claude-mem doctor --fix` repairs it", "yellow")
+
+
+def _last_log_error(logs_dir: str) -> str | None:
+    from claude_mem.logs import read_tail
+
+    errors = [line for line in read_tail(logs_dir, 500) if "error" in line.lower()]
+    return errors[-1] if errors else None
 
 
 @cli.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:
-    """Data dir, counts, queue, workers, the model, the last error."""
-    import os
-
-    from claude_mem.logs import read_tail
+    """Data dir, counts, queue, workers, index health, the model, the last error."""
     from claude_mem.worker.processes import list_workers
 
     config = app.config
-    info: dict = {"data_dir": config.data_dir, "database": config.db_path, "model": config.model,
-                  "synthesizer": config.synthesizer}
-    if os.path.exists(config.db_path):
+    info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path,
+                            "database_exists": os.path.exists(config.db_path), "model": config.model,
+                            "synthesizer": config.synthesizer, "credentials": model_credentials()}
+    info["database_bytes"] = overview.database_bytes(config.db_path)
+    info.update(counts={}, queue={}, model_outages=[], last_queue_error=None, index=None)
+    if info["database_exists"]:
         conn = app.db()
-        info["database_bytes"] = sum(os.path.getsize(p) for p in (config.db_path, config.db_path + "-wal") if os.path.exists(p))
-        info["counts"] = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                          for t in ("sdk_sessions", "user_prompts", "observations", "session_summaries", "raw_replies")}
+        info["counts"] = overview.counts(conn)
         info["queue"] = queue_mod.counts_by_status(conn)
-        outages = [dict(r) for r in conn.execute(
-            "SELECT claude_session_id, observer_error, observer_error_at_epoch FROM sdk_sessions"
-            " WHERE observer_error IS NOT NULL ORDER BY observer_error_at_epoch DESC LIMIT 5")]
-        info["model_outages"] = outages
-    else:
-        info["database_bytes"] = 0
-        info["counts"] = {}
-        info["queue"] = {}
-        info["model_outages"] = []
+        info["model_outages"] = overview.model_outages(conn)
+        info["last_queue_error"] = overview.last_queue_error(conn)
+        info["index"] = index_health(app, conn)
     info["workers"] = [w.as_dict() for w in list_workers(config.workers_dir) if w.alive]
-    errors = [line for line in read_tail(config.logs_dir, 200) if "error" in line]
-    info["last_error"] = errors[-1] if errors else None
+    info["last_error"] = _last_log_error(config.logs_dir)
     if as_json:
         emit_json(info)
         return
-    click.echo(f"data dir     {info['data_dir']}")
-    click.echo(f"database     {info['database']} ({info['database_bytes'] / 1024:.0f} KiB)")
-    if info["counts"]:
-        c = info["counts"]
-        click.echo(f"stored       {c['sdk_sessions']} sessions, {c['user_prompts']} prompts, {c['observations']} observations,"
-                   f" {c['session_summaries']} summaries")
-        q = info["queue"]
-        click.echo(f"queue        {q['pending']} pending, {q['processing']} processing, {q['done']} done, {q['skipped']} skipped")
-    click.echo(f"model        {info['model']} (synthesizer: {info['synthesizer']})")
-    for o in info["model_outages"]:
-        click.echo(f"  outage     session {o['claude_session_id'][:12]}: {o['observer_error']}")
-    click.echo(f"workers      {len(info['workers'])} live")
+    _print_status(info)
+
+
+def _model_line(info: dict[str, Any]) -> str:
+    if info["synthesizer"] == "heuristic":
+        return f"{info['model']} (not used: synthesizer is heuristic)"
+    login = info["credentials"]
+    reach = login if login else paint("no credentials found", "yellow") + " (the heuristic synthesizer stands in)"
+    return f"{info['model']}, synthesizer {info['synthesizer']}; {reach}"
+
+
+def _print_status(info: dict[str, Any]) -> None:
+    fields: list[tuple[str, Any]] = [("data dir", info["data_dir"])]
+    if not info["database_exists"]:
+        fields.append(("database", paint(f"none yet at {info['database']}", "yellow")
+                       + " (nothing captured; `claude-mem install` sets up the hooks)"))
+    else:
+        from claude_mem.cli.format import human_bytes, plural
+
+        c, q = info["counts"], info["queue"]
+        fields += [
+            ("database", f"{info['database']} ({human_bytes(info['database_bytes'])})"),
+            ("stored", f"{plural(c['sessions'], 'session')}, {plural(c['prompts'], 'prompt')}, "
+                       f"{plural(c['observations'], 'observation')}, {plural(c['summaries'], 'summary', 'summaries')}"),
+            ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
+                                for s in ("pending", "processing", "done", "skipped"))),
+            ("index", _index_line(info["index"])),
+        ]
+    workers = info["workers"]
+    fields.append(("workers", f"{len(workers)} live" + (": " + ", ".join(
+        f"pid {w['pid']} ({w['session_id'][:12]})" for w in workers[:5]) if workers else "")))
+    fields.append(("model", _model_line(info)))
+    for o in info["model_outages"][:1]:
+        fields.append(("last outage", paint(f"{local_time(o['observer_error_at_epoch'])} session {o['claude_session_id'][:12]}: "
+                                            f"{o['observer_error']}", "yellow")))
+    qe = info["last_queue_error"]
+    if qe:
+        fields.append(("queue error", f"{local_time(qe['updated_at_epoch'])} event {qe['id']} ({qe['status']}): "
+                                      f"{_one_line(qe['last_error'], 200)}"))
     if info["last_error"]:
-        click.echo(f"last error   {info['last_error']}")
+        fields.append(("last error", paint(info["last_error"], "red")))
+    echo_fields(fields)

@@ -1,1 +1,345 @@
-"""Placeholder: commands are added here as they are built."""
+"""Changing what is stored: forget, prune, export, import, and the settings."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import time
+from typing import Any
+
+import click
+
+from claude_mem import settings as settings_mod
+from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
+from claude_mem.cli.inspect import json_option, require_session
+from claude_mem.cli.params import UsageProblem, open_index, parse_ref, parse_when
+from claude_mem.store import forget as forget_mod
+
+# --- forget and prune ----------------------------------------------------------------------------
+
+yes_option = click.option("--yes", is_flag=True, help="Really remove them (without it: a dry run that only lists them).")
+vacuum_option = click.option("--vacuum/--no-vacuum", default=True, show_default=True,
+                             help="After removing, compact the database so the forgotten text leaves the file too.")
+
+
+def _describe(counts: dict[str, int]) -> str:
+    words = {"sessions": "session", "prompts": "prompt", "observations": "observation", "summaries": "summary",
+             "queued_events": "queued event", "raw_replies": "raw model reply"}
+    parts = [plural(n, words[k], "summaries" if k == "summaries" else None) for k, n in counts.items() if n]
+    return ", ".join(parts) or "nothing"
+
+
+def _live_sessions(app: AppContext) -> dict[str, int]:
+    from claude_mem.worker.processes import list_workers
+
+    return {w.session_id: w.pid for w in list_workers(app.config.workers_dir) if w.alive}
+
+
+def _preview(conn: Any, planned: forget_mod.Plan, limit: int = 10) -> None:
+    if planned.sessions:
+        rows = conn.execute(
+            f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
+            f" ({','.join('?' * len(planned.sessions[:limit]))}) ORDER BY started_at_epoch", planned.sessions[:limit]).fetchall()
+        echo_table([Column("SESSION"), Column("PROJECT"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
+                   [(r[0], r[1], local_time(r[2]), r[3] or "") for r in rows])
+        if len(planned.sessions) > limit:
+            click.echo(f"... and {len(planned.sessions) - limit} more session(s)")
+        return
+    if planned.observations:
+        ids = planned.observations[:limit]
+        rows = conn.execute(f"SELECT id, type, project, title FROM observations WHERE id IN ({','.join('?' * len(ids))})"
+                            " ORDER BY id", ids).fetchall()
+        echo_table([Column("ID", ">"), Column("TYPE"), Column("PROJECT"), Column("TITLE", fit=True)], [tuple(r) for r in rows])
+        if len(planned.observations) > limit:
+            click.echo(f"... and {len(planned.observations) - limit} more observation(s)")
+
+
+def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool, as_json: bool) -> None:
+    """The dry run, or the removal from SQLite and the index together, then compaction."""
+    conn = app.db()
+    counts = planned.counts()
+    if not yes:
+        if as_json:
+            emit_json({"dry_run": True, "counts": counts, "sessions": planned.sessions, **planned.by_kind()})
+            return
+        click.echo(f"would forget {_describe(counts)}:")
+        _preview(conn, planned)
+        click.echo(paint("dry run: nothing was removed; run again with --yes to forget these", "yellow"))
+        return
+    outcome = forget_mod.forget(conn, planned, open_index(app.config, create=False))
+    compact_error = forget_mod.compact(conn) if vacuum else None
+    if as_json:
+        emit_json({"dry_run": False, "counts": outcome.counts, "index_error": outcome.index_error,
+                   "vacuumed": vacuum and compact_error is None, "vacuum_error": compact_error})
+        return
+    click.echo(f"forgot {_describe(outcome.counts)}")
+    if outcome.index_error:
+        click.echo(paint(f"warning: {outcome.index_error}; the semantic index drops these documents once it can be used"
+                         " again (`claude-mem doctor --fix`)", "yellow"), err=True)
+    if compact_error:
+        click.echo(paint(f"warning: could not compact the database ({compact_error}); run `claude-mem prune --vacuum` later",
+                         "yellow"), err=True)
+    elif vacuum:
+        click.echo("database compacted")
+
+
+def _refs(values: tuple[str, ...]) -> list[tuple[str, int]]:
+    refs = []
+    for value in values:
+        ref = parse_ref(value)
+        if ref is None:
+            raise UsageProblem(f"{value!r} is not a row id; use an observation id like 12 or obs:12 (or sum:3, prompt:5)")
+        refs.append(ref)
+    return refs
+
+
+@cli.command("forget")
+@click.argument("ids", nargs=-1)
+@click.option("--session", "session_id", help="Forget this whole session.")
+@click.option("--project", help="Forget everything of this project.")
+@click.option("--before", help="Forget what is older than this date (YYYY-MM-DD[THH:MM], local time, or an age like 90d).")
+@yes_option
+@vacuum_option
+@json_option
+@pass_app
+def forget(app: AppContext, ids: tuple[str, ...], session_id: str | None, project: str | None, before: str | None,
+           yes: bool, vacuum: bool, as_json: bool) -> None:
+    """Remove memories from the database, its keyword index and the semantic index together.
+
+    Name observations by id (12 or obs:12; also sum:3, prompt:5), or a scope: --session, --project,
+    --before (which combine). Without --yes, only lists what would go.
+    """
+    refs = _refs(ids)
+    if refs and (session_id or project or before):
+        raise UsageProblem("give either ids or --session/--project/--before, not both")
+    if not refs and not (session_id or project or before):
+        raise UsageProblem("say what to forget: observation ids, --session ID, --project NAME or --before DATE")
+    before_ms = parse_when(before, "--before")
+    conn = app.db()
+    live = _live_sessions(app)
+    try:
+        planned = forget_mod.plan(conn, refs=refs, session_id=session_id, project=project, before_ms=before_ms,
+                                  keep_sessions=live if before_ms is not None else ())
+    except forget_mod.ForgetError as exc:
+        raise NotFound(f"{exc} (nothing was forgotten)") from None
+    busy = [s for s in planned.sessions if s in live]
+    if busy:
+        raise click.ClickException(f"session {busy[0]} has a live worker (pid {live[busy[0]]}); forget it once the worker"
+                                   " has finished (`claude-mem workers`)")
+    if planned.is_empty():
+        raise NotFound("nothing to forget: no stored rows match")
+    _apply(app, planned, yes=yes, vacuum=vacuum, as_json=as_json)
+
+
+@cli.command("prune")
+@click.option("--days", type=click.IntRange(min=1), help="Keep this many days instead of the retention_days setting.")
+@yes_option
+@vacuum_option
+@json_option
+@pass_app
+def prune(app: AppContext, days: int | None, yes: bool, vacuum: bool, as_json: bool) -> None:
+    """Forget everything older than the retention_days setting (dry run without --yes).
+
+    Sessions with a live worker keep their session row; their old rows still go.
+    """
+    days = days or app.config.retention_days
+    if not days:
+        raise NotFound("retention_days is 0 (keep everything), so there is nothing to prune; set it with"
+                       " `claude-mem settings set retention_days 90` or pass --days")
+    conn = app.db()
+    planned = forget_mod.plan(conn, before_ms=int(time.time() * 1000) - days * 86_400_000, keep_sessions=_live_sessions(app))
+    if planned.is_empty():
+        if yes and vacuum:
+            error = forget_mod.compact(conn)
+            if error is None and not as_json:
+                click.echo("database compacted")
+        raise NotFound(f"nothing to prune: nothing is older than {days} days")
+    _apply(app, planned, yes=yes, vacuum=vacuum, as_json=as_json)
+
+
+# --- export and import ---------------------------------------------------------------------------
+
+@cli.command("export")
+@click.option("--project", help="Only this project's sessions.")
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file (default: stdout).")
+@json_option
+@pass_app
+def export(app: AppContext, project: str | None, session_id: str | None, output: str | None, as_json: bool) -> None:
+    """Write sessions, prompts, observations and summaries as JSON Lines (a backup, or a move to
+    another machine with `claude-mem import`)."""
+    from claude_mem.store.transfer import write_export
+
+    conn = app.db()
+    require_session(conn, session_id)
+    from claude_mem.store.overview import count_sessions
+
+    if not count_sessions(conn, project=project, session_id=session_id):
+        raise NotFound("nothing to export: no sessions match" if project else "nothing to export: no sessions stored yet")
+    if output is None:
+        counts = write_export(conn, click.get_text_stream("stdout"), project=project, session_id=session_id)
+    else:
+        counts = _export_to_file(conn, output, project, session_id)
+    if as_json and output is not None:
+        emit_json({"path": os.path.abspath(output), "counts": counts})
+        return
+    described = _describe({f"{k}s" if k != "summary" else "summaries": n for k, n in counts.items()})
+    click.echo(f"exported {described}" + (f" to {output}" if output else ""), err=output is None)
+
+
+def _export_to_file(conn: Any, output: str, project: str | None, session_id: str | None) -> dict[str, int]:
+    from claude_mem.store.transfer import write_export
+
+    # Memory is private: the file is created 0600, and appears whole or not at all.
+    tmp = f"{output}.tmp-{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            counts = write_export(conn, fh, project=project, session_id=session_id)
+        os.replace(tmp, output)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
+    return counts
+
+
+def _read_lines(path: str) -> list[str]:
+    if path == "-":
+        return click.get_text_stream("stdin").read().splitlines()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().splitlines()
+    except FileNotFoundError:
+        raise NotFound(f"no file {path}") from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{path} is not UTF-8 text (is it a claude-mem export?)") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
+
+
+@cli.command("import")
+@click.argument("file")
+@click.option("--dry-run", is_flag=True, help="Check the file and count what would be added, without adding it.")
+@click.option("--no-index", is_flag=True, help="Do not add the imported rows to the semantic index now.")
+@json_option
+@pass_app
+def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: bool) -> None:
+    """Add the rows of an export file (FILE, or - for stdin) that are not here yet.
+
+    Every line is checked first: one bad line (named by its number) and nothing is imported.
+    Importing the same file twice adds nothing the second time.
+    """
+    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.store.transfer import BadImportLine, import_lines
+
+    lines = _read_lines(file)
+    conn = app.db(create=True)
+    try:
+        result = import_lines(conn, lines, dry_run=dry_run)
+    except BadImportLine as exc:
+        raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
+    indexed: dict[str, int] | None = None
+    index_error = None
+    if result.total_added and not dry_run and not no_index:
+        try:
+            indexed = open_index(app.config, create=True).index_missing(conn)  # type: ignore[union-attr]
+        except IndexUnavailable as exc:
+            index_error = str(exc)
+    if as_json:
+        emit_json({"dry_run": dry_run, "added": result.added, "already_present": result.present, "indexed": indexed,
+                   "index_error": index_error})
+        return
+    plural_keys = {"session": "sessions", "prompt": "prompts", "observation": "observations", "summary": "summaries"}
+    added = _describe({plural_keys[k]: n for k, n in result.added.items()})
+    present = sum(result.present.values())
+    if not result.total_added:
+        click.echo(f"nothing new: all {plural(present, 'row')} of {file} are already here")
+        return
+    click.echo(f"{'would import' if dry_run else 'imported'} {added}" + (f" ({present} already here)" if present else ""))
+    if index_error:
+        click.echo(paint(f"warning: {index_error}; the rows are stored and searchable by keyword, and are added to the"
+                         " semantic index by `claude-mem doctor --fix`", "yellow"), err=True)
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+def _load_settings() -> settings_mod.Config:
+    # Not strict: a broken value must not stop `settings set` from repairing it.
+    config = settings_mod.load(strict=False)
+    for warning in config.warnings:
+        click.echo(paint(f"warning: {warning}", "yellow"), err=True)
+    return config
+
+
+def _setting(key: str) -> settings_mod.Setting:
+    setting = settings_mod.SETTINGS.get(key)
+    if setting is None:
+        close = difflib.get_close_matches(key, settings_mod.SETTINGS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageProblem(f"unknown setting {key!r}; {hint}`claude-mem settings list` shows them all")
+    return setting
+
+
+def _show_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@cli.group("settings")
+def settings_group() -> None:
+    """Read and change settings (<data dir>/settings.json; CLAUDE_MEM_<KEY> variables win)."""
+
+
+@settings_group.command("list")
+@json_option
+def settings_list(as_json: bool) -> None:
+    """Every setting with its value and where the value comes from (default, file or env)."""
+    config = _load_settings()
+    rows = [{"key": s.key, "value": config.values[s.key], "source": config.sources[s.key], "default": s.default,
+             "env": s.env, "help": s.help} for s in settings_mod.SETTINGS.values()]
+    if as_json:
+        emit_json(rows)
+        return
+    echo_table([Column("KEY"), Column("VALUE", fit=True), Column("SOURCE", colour=lambda v: None if v == "default" else "cyan"),
+                Column("MEANING", fit=True)],
+               [(r["key"], _show_value(r["value"]) or '""', r["source"], r["help"]) for r in rows])
+
+
+@settings_group.command("get")
+@click.argument("key")
+@json_option
+def settings_get(key: str, as_json: bool) -> None:
+    """Print one setting's value."""
+    setting = _setting(key)
+    config = _load_settings()
+    if as_json:
+        emit_json({"key": key, "value": config.values[key], "source": config.sources[key]})
+        return
+    click.echo(_show_value(config.values[setting.key]))
+
+
+@settings_group.command("set")
+@click.argument("key")
+@click.argument("value")
+@json_option
+def settings_set(key: str, value: str, as_json: bool) -> None:
+    """Check VALUE and write it to settings.json (lists: comma-separated or a JSON list)."""
+    setting = _setting(key)
+    config = _load_settings()
+    try:
+        parsed = settings_mod.write_setting(config, key, value)
+    except settings_mod.SettingsError as exc:
+        raise UsageProblem(f"{exc}; nothing was changed") from None
+    overridden = bool(os.environ.get(setting.env))
+    if as_json:
+        emit_json({"key": key, "value": parsed, "path": config.settings_path, "overridden_by_env": overridden})
+        return
+    click.echo(f"{key} = {_show_value(parsed)} (in {config.settings_path})")
+    if overridden:
+        click.echo(paint(f"warning: {setting.env} is set and wins over the file", "yellow"), err=True)
+

@@ -37,11 +37,10 @@ def workers_list(app: AppContext, as_json: bool) -> None:
     if as_json:
         emit_json([w.as_dict() for w in live])
         return
-    if not live:
-        click.echo("no live workers")
-        return
-    for w in live:
-        click.echo(f"pid {w.pid:<8} {w.synthesizer or '-':<10} {w.session_id}")
+    from claude_mem.cli.format import Column, echo_table, local_time
+
+    echo_table([Column("PID", ">"), Column("SYNTHESIZER"), Column("STARTED"), Column("SESSION")],
+               [(w.pid, w.synthesizer, local_time(w.started_at_epoch), w.session_id) for w in live], empty="no live workers")
 
 
 @cli.command("retry")
@@ -107,7 +106,9 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
-    """Check the database, workers, locks, observer processes and spool."""
+    """Check the database, workers, locks, observer processes, spool and semantic index.
+
+    Exits 1 when a problem is left unrepaired."""
     from claude_mem.hooks import drain_spool
     from claude_mem.store import queue
     from claude_mem.store.db import latest_version, transaction
@@ -175,14 +176,51 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
     note("spool", not spooled, f"{len(spooled)} event(s) waiting in {config.spool_dir}", fixed)
 
+    note(*_index_check(app, conn, fix))
+
     if as_json:
         emit_json(findings)
     else:
+        from claude_mem.cli.format import paint, status_colour
+
         for f in findings:
-            mark = "ok " if f["ok"] else ("fixed" if f["fixed"] else "FAIL")
-            click.echo(f"{mark:<5} {f['check']}: {f['detail']}" + (f" -> {f['fixed']}" if f["fixed"] else ""))
+            mark = "ok" if f["ok"] else ("fixed" if f["fixed"] else "FAIL")
+            click.echo(f"{paint(mark.ljust(5), status_colour(mark))} {f['check']}: {f['detail']}"
+                       + (f" -> {f['fixed']}" if f["fixed"] else ""))
     if any(not f["ok"] and not f["fixed"] for f in findings):
         sys.exit(1)
+
+
+def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]:
+    """Index drift: rows SQLite has and Chroma lacks, documents of rows SQLite no longer has.
+    --fix indexes the missing rows and drops the stale documents (Index.index_missing)."""
+    from claude_mem.cli.params import open_index
+    from claude_mem.recall.index import IndexUnavailable
+
+    index = open_index(app.config, create=fix)
+    if index is None:
+        rows = sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("observations", "session_summaries", "user_prompts"))
+        return "index drift", rows == 0, f"semantic index not built yet ({rows} rows to index)", ""
+    try:
+        drift = index.drift(conn)
+    except IndexUnavailable as exc:
+        if not fix:
+            return "index drift", False, str(exc), ""
+        drift = None  # index_missing rebuilds a removed folder, which drift cannot read
+    kinds = ("observation", "summary", "prompt")
+    if drift is not None:
+        missing, stale = (sum(drift[k][key] for k in kinds) for key in ("missing", "stale"))
+        detail = f"{missing} row(s) missing from {index.location}, documents of {stale} deleted row(s)"
+        if drift["in_sync"] or not fix:
+            return "index drift", drift["in_sync"], detail, ""
+    else:
+        detail = "index unreadable"
+    try:
+        done = index.index_missing(conn)
+    except IndexUnavailable as exc:
+        return "index drift", False, f"{detail}; could not repair: {exc}", ""
+    indexed = sum(done[k] for k in kinds)
+    return "index drift", False, detail, f"indexed {indexed} row(s), removed documents of {done['removed']} deleted row(s)"
 
 
 @cli.command("demo")

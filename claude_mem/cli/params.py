@@ -1,0 +1,74 @@
+"""What the commands share besides formatting: dates and row references typed by people, usage
+errors on one line, and the semantic index when there is one."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from claude_mem.recall.index import Index
+    from claude_mem.settings import Config
+
+_AGE = re.compile(r"^(\d+)\s*([mhdw])$")
+_AGE_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+# What people write for a row: "12" or "obs:12" for an observation; search results and Chroma
+# document ids ("obs:12:fact:0") name rows the same way.
+_REF_KINDS = {"obs": "observation", "observation": "observation", "sum": "summary", "summary": "summary",
+              "prompt": "prompt"}
+
+
+class UsageProblem(click.ClickException):
+    """Bad input, reported on one line (click's UsageError prints the whole usage block)."""
+
+    exit_code = 2
+
+
+def parse_when(value: str | None, name: str) -> int | None:
+    """A date, a date and time (local unless it says otherwise) or an age like 30d, as epoch ms."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower() in ("today", "yesterday"):
+        day = date.today() - timedelta(days=1 if text.lower() == "yesterday" else 0)
+        return int(datetime.combine(day, datetime.min.time()).astimezone().timestamp() * 1000)
+    age = _AGE.match(text.lower())
+    if age:
+        return int(time.time() * 1000) - int(age.group(1)) * _AGE_MS[age.group(2)]
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageProblem(f"{name}: {value!r} is not a date; use 2026-11-22, 2026-11-22T14:30, today, yesterday"
+                           " or an age like 30d") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # local time, as a person typing a date means it
+    return int(parsed.astimezone(UTC).timestamp() * 1000)
+
+
+def parse_ref(text: str) -> tuple[str, int] | None:
+    """("observation", 12) from "12", "obs:12" or "obs:12:fact:0"; ("summary", 3) from "sum:3";
+    None when the text is not a row reference (a session id, say)."""
+    text = text.strip()
+    if text.isdigit():
+        return "observation", int(text)
+    prefix, sep, rest = text.partition(":")
+    number = rest.split(":", 1)[0]
+    if sep and prefix.lower() in _REF_KINDS and number.isdigit():
+        return _REF_KINDS[prefix.lower()], int(number)
+    return None
+
+
+def open_index(config: Config, *, create: bool) -> Index | None:
+    """The semantic index; without `create`, None when the embedded one was never built (opening
+    it would create an empty one, which a read-only command should not do)."""
+    from claude_mem.recall.index import Index
+
+    index = Index(config)
+    if not create and index.path and not os.path.exists(os.path.join(index.path, "chroma.sqlite3")):
+        return None
+    return index

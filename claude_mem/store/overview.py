@@ -1,0 +1,103 @@
+"""Read-only summaries of the store for people: counts, sessions with their sizes, a session's
+timeline, the latest problems. Used by `claude-mem status`, `sessions` and `show`.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+from claude_mem.store.memories import decode
+
+COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
+           "summaries": "session_summaries", "raw_replies": "raw_replies"}
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    return {name: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for name, table in COUNTED.items()}
+
+
+def database_bytes(path: str) -> int:
+    """The database with its write-ahead log: what it takes on disk."""
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def session_scope(*, project: str | None = None, session_id: str | None = None, since_ms: int | None = None,
+                  until_ms: int | None = None) -> tuple[str, list[Any]]:
+    """A WHERE clause (never empty, so callers can add `AND ...`) over `sdk_sessions s`: the
+    sessions of a project, one session, those active since / started before a time."""
+    clauses, params = ["1"], []
+    for sql, value in (("s.project = ?", project), ("s.claude_session_id = ?", session_id),
+                       ("s.updated_at_epoch >= ?", since_ms), ("s.started_at_epoch < ?", until_ms)):
+        if value is not None and value != "":
+            clauses.append(sql)
+            params.append(value)
+    return " WHERE " + " AND ".join(clauses), params
+
+
+def count_sessions(conn: sqlite3.Connection, **scope: Any) -> int:
+    where, params = session_scope(**scope)
+    return conn.execute(f"SELECT COUNT(*) FROM sdk_sessions s{where}", params).fetchone()[0]
+
+
+def list_sessions(conn: sqlite3.Connection, *, project: str | None = None, since_ms: int | None = None,
+                  until_ms: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """Sessions, newest first, each with how many observations and summaries it holds."""
+    where, params = session_scope(project=project, since_ms=since_ms, until_ms=until_ms)
+    sql = ("SELECT s.*, (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.claude_session_id) AS observations,"
+           " (SELECT COUNT(*) FROM session_summaries m WHERE m.session_id = s.claude_session_id) AS summaries"
+           f" FROM sdk_sessions s{where} ORDER BY s.started_at_epoch DESC, s.id DESC")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [dict(r) for r in conn.execute(sql, params)]
+
+
+def find_sessions(conn: sqlite3.Connection, text: str) -> list[str]:
+    """Session ids equal to `text`, or else starting with it (people copy the first characters)."""
+    exact = conn.execute("SELECT claude_session_id FROM sdk_sessions WHERE claude_session_id = ?", (text,)).fetchone()
+    if exact:
+        return [exact[0]]
+    pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return [r[0] for r in conn.execute(
+        "SELECT claude_session_id FROM sdk_sessions WHERE claude_session_id LIKE ? ESCAPE '\\' ORDER BY started_at_epoch LIMIT 10",
+        (pattern,))]
+
+
+def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """A session with its prompts, observations and summaries, each list in the order they
+    happened (by prompt number, then time)."""
+    row = conn.execute("SELECT * FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    return {
+        "session": dict(row),
+        "prompts": [dict(r) for r in conn.execute(
+            "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
+        "observations": [decode(r) for r in conn.execute(
+            "SELECT * FROM observations WHERE session_id = ? ORDER BY prompt_number, created_at_epoch, id", (session_id,))],
+        "summaries": [decode(r) for r in conn.execute(
+            "SELECT * FROM session_summaries WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
+    }
+
+
+def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> dict[str, Any] | None:
+    table = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}[kind]
+    row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    return decode(row) if row else None
+
+
+def model_outages(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:
+    """Sessions whose observer could not use the model, latest first."""
+    return [dict(r) for r in conn.execute(
+        "SELECT claude_session_id, observer_error, observer_error_at_epoch FROM sdk_sessions"
+        " WHERE observer_error IS NOT NULL ORDER BY observer_error_at_epoch DESC LIMIT ?", (limit,))]
+
+
+def last_queue_error(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT id, session_id, status, last_error, updated_at_epoch FROM observation_queue"
+        " WHERE last_error IS NOT NULL ORDER BY updated_at_epoch DESC, id DESC LIMIT 1").fetchone()
+    return dict(row) if row else None
