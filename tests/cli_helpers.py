@@ -3,12 +3,17 @@ functions (real SQLite, the test's data dir), and a CliRunner helper."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 from click.testing import CliRunner, Result
 
 import claude_mem.cli.commands  # noqa: F401  (registers the commands)
@@ -18,6 +23,7 @@ from claude_mem.store import queue
 from claude_mem.store.db import connect, now_iso, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
+from claude_mem.worker import spawn
 
 DAY_MS = 86_400_000
 OLD_MS = int(time.time() * 1000) - 400 * DAY_MS  # well past any retention a test sets
@@ -89,6 +95,37 @@ def populate() -> Stored:
                      ("sess-old", "<nonsense/>", "no observation", now_iso(), 0))
         _age(conn, "sess-old", OLD_MS)
     return Stored(conn, obs, sums)
+
+
+@contextlib.contextmanager
+def registered_worker(session_id: str) -> Iterator[str]:
+    """This test process registered as the session's live worker, the way a worker registers
+    (holding the session's lock, with an info file naming its pid)."""
+    config = settings.load()
+    os.makedirs(config.workers_dir, exist_ok=True)
+    fd = spawn.acquire_lock(config.workers_dir, session_id)
+    assert fd is not None
+    with open(spawn.info_path(config.workers_dir, session_id), "w") as fh:
+        json.dump({"session_id": session_id, "pid": os.getpid(), "create_time": psutil.Process().create_time(),
+                   "started_at_epoch": int(time.time() * 1000), "synthesizer": "heuristic"}, fh)
+    try:
+        yield session_id
+    finally:
+        os.close(fd)
+
+
+def dead_chroma() -> dict[str, str]:
+    """Settings that point the index at a port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return {"CLAUDE_MEM_CHROMA_URL": f"http://127.0.0.1:{s.getsockname()[1]}"}
+
+
+def one_error_line(output: str) -> str:
+    lines = output.strip().splitlines()
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    return lines[0]
 
 
 def invoke(*args: str, code: int = 0, env: dict[str, str] | None = None, input: str | None = None) -> Result:

@@ -4,25 +4,23 @@ terminal or a signal is the point."""
 
 from __future__ import annotations
 
-import json
 import os
 import pty
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from claude_mem import settings
 from claude_mem.cli.format import Column, table_lines
 from claude_mem.worker import spawn
-from tests.cli_helpers import Stored, invoke, invoke_json, populate
+from tests.cli_helpers import Stored, dead_chroma, invoke, invoke_json, one_error_line, populate, registered_worker
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -30,13 +28,6 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 @pytest.fixture
 def stored(data_dir: Path) -> Stored:
     return populate()
-
-
-def one_error_line(output: str) -> str:
-    lines = output.strip().splitlines()
-    assert len(lines) == 1, output
-    assert "Traceback" not in output
-    return lines[0]
 
 
 def columns_start_alike(lines: list[str]) -> None:
@@ -167,17 +158,9 @@ def test_no_database_yet(data_dir: Path, args: tuple[str, ...]) -> None:
 # --- workers and status ------------------------------------------------------------------------------
 
 @pytest.fixture
-def live_worker(stored: Stored) -> str:
-    """This test process registered as the worker of sess-alpha, the way a worker registers."""
-    config = settings.load()
-    os.makedirs(config.workers_dir, exist_ok=True)
-    fd = spawn.acquire_lock(config.workers_dir, "sess-alpha")
-    assert fd is not None
-    with open(spawn.info_path(config.workers_dir, "sess-alpha"), "w") as fh:
-        json.dump({"session_id": "sess-alpha", "pid": os.getpid(), "create_time": psutil.Process().create_time(),
-                   "started_at_epoch": int(time.time() * 1000), "synthesizer": "heuristic"}, fh)
-    yield "sess-alpha"
-    os.close(fd)
+def live_worker(stored: Stored) -> Iterator[str]:
+    with registered_worker("sess-alpha") as session_id:
+        yield session_id
 
 
 def test_workers_table(live_worker: str) -> None:
@@ -185,12 +168,6 @@ def test_workers_table(live_worker: str) -> None:
     assert lines[0].split() == ["PID", "SYNTHESIZER", "STARTED", "SESSION"]
     assert lines[1].split()[0] == str(os.getpid()) and lines[1].endswith("sess-alpha")
     assert [w["session_id"] for w in invoke_json("workers")] == ["sess-alpha"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_status_reports_counts_queue_workers_model_and_errors(stored: Stored, live_worker: str, data_dir: Path,
@@ -238,7 +215,7 @@ def test_status_index_health_in_sync_drift_and_unavailable(stored: Stored) -> No
     health = invoke_json("status")["index"]
     assert health["state"] == "drift" and health["observation"]["stale"] == 1
     assert "drift: 0 rows missing, 1 stale" in invoke("status").output
-    dead = {"CLAUDE_MEM_CHROMA_URL": f"http://127.0.0.1:{free_port()}"}
+    dead = dead_chroma()
     health = invoke_json("status", env=dead)["index"]
     assert health["state"] == "unavailable" and "127.0.0.1" in health["reason"]
     assert re.search(r"^index +unavailable: semantic index at http://127.0.0.1", invoke("status", env=dead).output, re.M)

@@ -357,9 +357,7 @@ def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
 
     index = open_index(app.config, create=False)
     if index is None:
-        rows = sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                   for t in ("observations", "session_summaries", "user_prompts"))
-        return {"state": "not built", "rows_to_index": rows}
+        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn)}
     try:
         drift = index.drift(conn)
     except IndexUnavailable as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import time
 from typing import Any
 
@@ -178,7 +179,7 @@ def export(app: AppContext, project: str | None, session_id: str | None, output:
     if not count_sessions(conn, project=project, session_id=session_id):
         raise NotFound("nothing to export: no sessions match" if project else "nothing to export: no sessions stored yet")
     if output is None:
-        counts = write_export(conn, click.get_text_stream("stdout"), project=project, session_id=session_id)
+        counts = write_export(conn, sys.stdout, project=project, session_id=session_id)
     else:
         counts = _export_to_file(conn, output, project, session_id)
     if as_json and output is not None:
@@ -207,7 +208,7 @@ def _export_to_file(conn: Any, output: str, project: str | None, session_id: str
 
 def _read_lines(path: str) -> list[str]:
     if path == "-":
-        return click.get_text_stream("stdin").read().splitlines()
+        return sys.stdin.read().splitlines()
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read().splitlines()

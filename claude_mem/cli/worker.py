@@ -199,26 +199,27 @@ def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]
 
     index = open_index(app.config, create=fix)
     if index is None:
-        rows = sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("observations", "session_summaries", "user_prompts"))
+        from claude_mem.store.overview import indexable_rows
+
+        rows = indexable_rows(conn)
         return "index drift", rows == 0, f"semantic index not built yet ({rows} rows to index)", ""
+    kinds = ("observation", "summary", "prompt")
     try:
         drift = index.drift(conn)
-    except IndexUnavailable as exc:
-        if not fix:
-            return "index drift", False, str(exc), ""
-        drift = None  # index_missing rebuilds a removed folder, which drift cannot read
-    kinds = ("observation", "summary", "prompt")
-    if drift is not None:
         missing, stale = (sum(drift[k][key] for k in kinds) for key in ("missing", "stale"))
         detail = f"{missing} row(s) missing from {index.location}, documents of {stale} deleted row(s)"
         if drift["in_sync"] or not fix:
             return "index drift", drift["in_sync"], detail, ""
-    else:
-        detail = "index unreadable"
+    except IndexUnavailable as exc:
+        # With --fix, index_missing may still succeed: it rebuilds a removed folder.
+        detail = str(exc)
+        if not fix:
+            return "index drift", False, detail, ""
+        drift = None
     try:
         done = index.index_missing(conn)
     except IndexUnavailable as exc:
-        return "index drift", False, f"{detail}; could not repair: {exc}", ""
+        return "index drift", False, f"{detail}; could not repair: {exc}" if drift else f"{detail} (could not repair)", ""
     indexed = sum(done[k] for k in kinds)
     return "index drift", False, detail, f"indexed {indexed} row(s), removed documents of {done['removed']} deleted row(s)"
 

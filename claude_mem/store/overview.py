@@ -20,6 +20,12 @@ def counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {name: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for name, table in COUNTED.items()}
 
 
+def indexable_rows(conn: sqlite3.Connection) -> int:
+    """Rows the semantic index holds documents for: observations, summaries, prompts."""
+    c = counts(conn)
+    return c["observations"] + c["summaries"] + c["prompts"]
+
+
 def database_bytes(path: str) -> int:
     """The database with its write-ahead log: what it takes on disk."""
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
