@@ -109,6 +109,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("worker_autostart", "bool", True, "Start background workers by themselves (hooks, retry, doctor --fix)."),
         Setting("worker_idle_s", "float", 300.0, "Seconds a worker waits for new events before it exits.", minimum=0),
         Setting("max_attempts", "int", 3, "Model failures before an event is skipped.", minimum=1),
+        Setting("observer_timeout_s", "float", 120.0, "Seconds the model may take to answer one message before the try fails.",
+                minimum=1),
         Setting("retry_backoff_s", "float", 5.0, "First wait after a model failure (then x4 per attempt).", minimum=0),
         Setting("batch_chars", "int", 12000, "Most characters of events sent to the model in one message.", minimum=500),
         Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),

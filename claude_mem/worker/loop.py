@@ -423,7 +423,8 @@ class Worker:
         os.makedirs(observer_dir, mode=0o700, exist_ok=True)
         system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
         self.observer = Observer(model=self.config.model, system_prompt=system, cwd=observer_dir,
-                                 cli_path=self.config.cli_path or None, resume=resume)
+                                 cli_path=self.config.cli_path or None, resume=resume,
+                                 turn_timeout_s=self.config.observer_timeout_s)
         await self.observer.start()
         self.turns = 0
         self.last_request_number = -1
