@@ -303,7 +303,7 @@ def _matching_ids(conn: sqlite3.Connection, kind: str, f: _Filters) -> list[int]
 
 
 def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters) -> dict[str, Any] | None:
-    """The same filters as a Chroma `where`; None when they exclude everything."""
+    """The same filters as a Chroma `where` ({} for none); None when they exclude everything."""
     per_kind: list[dict[str, Any]] = []
     for kind in kinds:
         if _sql_filters(kind, f, "t") is None:
@@ -315,7 +315,11 @@ def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters)
             per_kind.append({"$and": [{"kind": kind}, {"sqlite_id": {"$in": ids}}]})
     if not per_kind:
         return None
-    clauses: list[dict[str, Any]] = [per_kind[0] if len(per_kind) == 1 else {"$or": per_kind}]
+    clauses: list[dict[str, Any]] = []
+    if len(per_kind) < len(KINDS) or any(set(clause) != {"kind"} for clause in per_kind):
+        # Every kind wanted, unfiltered by file: no clause at all. Each clause makes Chroma filter
+        # its metadata before the nearest-neighbour search (bench/scale.py: see the docstring).
+        clauses.append(per_kind[0] if len(per_kind) == 1 else {"$or": per_kind})
     for key, value in (("project", f.project), ("type", f.type_), ("session_id", f.session_id)):
         if value:
             clauses.append({key: value})
@@ -323,7 +327,7 @@ def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters)
         clauses.append({"created_at_ms": {"$gte": int(f.since_ms)}})
     if f.until_ms is not None:
         clauses.append({"created_at_ms": {"$lt": int(f.until_ms)}})
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses} if clauses else {}
 
 
 # -- the one function -------------------------------------------------------------------------
@@ -387,16 +391,22 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, text: str, ki
         return
     embedding = index.embed_query(text)
     # Several documents per observation (main text and each fact): ask for more than `pool`.
-    matches = index.query_documents(embedding, pool * 2, where, with_embeddings=True)
-    for match in matches:
-        candidates.get((match.kind, match.sqlite_id)) or candidates.setdefault((match.kind, match.sqlite_id),
-                                                                                _Candidate(match.kind, match.sqlite_id))
+    matches = index.query_documents(embedding, pool * 2, where or None, with_embeddings=True)
+    reached = {(m.kind, m.sqlite_id) for m in matches}
+    for key in reached:
+        candidates.setdefault(key, _Candidate(*key))
     if fill_missing:
         # Keyword hits the nearest-neighbour query did not reach still need their true cosine, or
-        # the blend would treat "not in the top N" as "unrelated".
-        for kind in kinds:
-            missing = [c.id for c in candidates.values() if c.kind == kind and c.cosine is None]
-            matches.extend(index.documents_for(kind, missing, embedding, with_embeddings=True))
+        # the blend would treat "not in the top N" as "unrelated". Their documents are named from
+        # the SQLite rows and fetched by id (a metadata filter costs ~5x more, see Index.vectors).
+        from claude_mem.recall.index import VectorMatch, document_texts
+
+        missing = {key: c for key, c in candidates.items() if key not in reached}
+        _load_rows(conn, missing)
+        wanted = {doc_id: c for c in missing.values() if c.row for doc_id, _, _ in document_texts(c.kind, c.row)}
+        for doc_id, vector in index.vectors(list(wanted)).items():
+            c = wanted[doc_id]
+            matches.append(VectorMatch(c.kind, c.id, 1.0 - float(vector @ embedding), doc_id, "", vector))
     _set_cosines(matches, embedding, candidates)
 
 
@@ -469,7 +479,7 @@ _ROWS_SQL = {
 
 def _load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate]) -> None:
     for kind in KINDS:
-        ids = [c.id for c in candidates.values() if c.kind == kind]
+        ids = [c.id for c in candidates.values() if c.kind == kind and not c.row]
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             sql = _ROWS_SQL[kind].format(marks=",".join("?" * len(chunk)))
