@@ -309,3 +309,38 @@ def test_colour_on_a_terminal_and_never_with_no_color(stored: Stored) -> None:
     plain = run_in_terminal(["queue"], {**env, "NO_COLOR": "1"})
     assert "\x1b[" not in plain and "pending" in plain
     assert ANSI.sub("", coloured).replace("\r\n", "\n") == plain.replace("\r\n", "\n")
+
+
+# --- every command ---------------------------------------------------------------------------------
+
+def all_commands() -> list[tuple[str, ...]]:
+    import click
+
+    from claude_mem.cli import cli
+
+    found: list[tuple[str, ...]] = []
+    for name, command in sorted(cli.commands.items()):
+        found.append((name,))
+        if isinstance(command, click.Group):
+            found += [(name, sub) for sub in sorted(command.commands)]
+    return found
+
+
+def test_every_command_has_help(data_dir: Path) -> None:
+    names = all_commands()
+    for expected in ("status", "sessions", "show", "observations", "summaries", "queue", "retry", "workers", "logs",
+                     "forget", "prune", "export", "import", "doctor", "settings"):
+        assert (expected,) in names
+    for args in names:
+        out = invoke(*args, "--help").output
+        assert out.startswith("Usage: ") and len(out.splitlines()) > 3, args
+    assert not data_dir.exists()  # asking for help touches nothing
+
+
+def test_semantic_index_off(stored: Stored) -> None:
+    off = {"CLAUDE_MEM_SEMANTIC_INDEX": "false"}
+    assert invoke_json("status", env=off)["index"] == {"state": "off"}
+    assert "off (setting semantic_index)" in invoke("status", env=off).output
+    assert "ok    index drift: the semantic index is off" in invoke("doctor", env={**off, "CLAUDE_MEM_WORKER_AUTOSTART": "0"},
+                                                                   code=1).output
+    assert not (Path(settings.load().data_dir) / "chroma").exists()

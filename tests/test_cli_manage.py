@@ -282,3 +282,21 @@ def test_doctor_with_chroma_unavailable_fails_one_check_without_a_traceback(stor
     out = invoke("doctor", "--fix", code=1, env=dead_chroma()).output
     assert "FAIL  index drift: semantic index at http://127.0.0.1" in out and "(could not repair)" in out
     assert "Traceback" not in out and "ok    integrity: ok" in out
+
+
+def test_settings_cannot_write_or_read_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(blocker / "data"))  # below a file
+    assert "cannot read" in one_error_line(invoke("settings", "set", "model", "m", code=1).output)
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", "/proc/claude-mem-test")  # nobody, not even root, creates that
+    assert "cannot write" in one_error_line(invoke("settings", "set", "model", "m", code=1).output)
+    assert "cannot create the data dir" in one_error_line(invoke("import", "-", input="", code=1).output)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "settings.json").write_text("{broken")
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(data))
+    result = invoke("settings", "set", "model", "m", code=1)
+    line = one_error_line(result.output)
+    assert "settings.json is not valid JSON" in line and line.endswith("fix or remove the file, then try again")
+    assert (data / "settings.json").read_text() == "{broken"

@@ -355,6 +355,8 @@ def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
     from claude_mem.cli.params import open_index
     from claude_mem.recall.index import IndexUnavailable
 
+    if not app.config.semantic_index:
+        return {"state": "off"}
     index = open_index(app.config, create=False)
     if index is None:
         return {"state": "not built", "rows_to_index": overview.indexable_rows(conn)}
@@ -367,6 +369,8 @@ def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
 
 def _index_line(health: dict[str, Any]) -> str:
     state = health["state"]
+    if state == "off":
+        return "off (setting semantic_index): search is by keyword only"
     if state == "not built":
         return f"not built yet ({health['rows_to_index']} rows to index; `claude-mem doctor --fix` builds it)"
     if state == "unavailable":

@@ -77,10 +77,10 @@ def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool
     click.echo(f"forgot {_describe(outcome.counts)}")
     if outcome.index_error:
         click.echo(paint(f"warning: {outcome.index_error}; the semantic index drops these documents once it can be used"
-                         " again (`claude-mem doctor --fix`)", "yellow"), err=True)
+                         " again (`claude-mem doctor --fix`)", "yellow", err=True), err=True)
     if compact_error:
-        click.echo(paint(f"warning: could not compact the database ({compact_error}); run `claude-mem prune --vacuum` later",
-                         "yellow"), err=True)
+        click.echo(paint(f"warning: could not compact the database ({compact_error}); forgotten text may stay in its free"
+                         " pages until the next forget or prune", "yellow", err=True), err=True)
     elif vacuum:
         click.echo("database compacted")
 
@@ -151,10 +151,6 @@ def prune(app: AppContext, days: int | None, yes: bool, vacuum: bool, as_json: b
     conn = app.db()
     planned = forget_mod.plan(conn, before_ms=int(time.time() * 1000) - days * 86_400_000, keep_sessions=_live_sessions(app))
     if planned.is_empty():
-        if yes and vacuum:
-            error = forget_mod.compact(conn)
-            if error is None and not as_json:
-                click.echo("database compacted")
         raise NotFound(f"nothing to prune: nothing is older than {days} days")
     _apply(app, planned, yes=yes, vacuum=vacuum, as_json=as_json)
 
@@ -236,14 +232,17 @@ def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: 
     from claude_mem.store.transfer import BadImportLine, import_lines
 
     lines = _read_lines(file)
-    conn = app.db(create=True)
+    try:
+        conn = app.db(create=True)
+    except OSError as exc:
+        raise click.ClickException(f"cannot create the data dir {app.config.data_dir}: {exc.strerror}") from None
     try:
         result = import_lines(conn, lines, dry_run=dry_run)
     except BadImportLine as exc:
         raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
     indexed: dict[str, int] | None = None
     index_error = None
-    if result.total_added and not dry_run and not no_index:
+    if result.total_added and not dry_run and not no_index and app.config.semantic_index:
         try:
             indexed = open_index(app.config, create=True).index_missing(conn)  # type: ignore[union-attr]
         except IndexUnavailable as exc:
@@ -261,7 +260,7 @@ def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: 
     click.echo(f"{'would import' if dry_run else 'imported'} {added}" + (f" ({present} already here)" if present else ""))
     if index_error:
         click.echo(paint(f"warning: {index_error}; the rows are stored and searchable by keyword, and are added to the"
-                         " semantic index by `claude-mem doctor --fix`", "yellow"), err=True)
+                         " semantic index by `claude-mem doctor --fix`", "yellow", err=True), err=True)
 
 
 # --- settings ----------------------------------------------------------------------------------
@@ -270,7 +269,7 @@ def _load_settings() -> settings_mod.Config:
     # Not strict: a broken value must not stop `settings set` from repairing it.
     config = settings_mod.load(strict=False)
     for warning in config.warnings:
-        click.echo(paint(f"warning: {warning}", "yellow"), err=True)
+        click.echo(paint(f"warning: {warning}", "yellow", err=True), err=True)
     return config
 
 
@@ -331,16 +330,23 @@ def settings_get(key: str, as_json: bool) -> None:
 def settings_set(key: str, value: str, as_json: bool) -> None:
     """Check VALUE and write it to settings.json (lists: comma-separated or a JSON list)."""
     setting = _setting(key)
-    config = _load_settings()
+    config = settings_mod.load(strict=False)
+    try:
+        settings_mod.read_settings_file(config.settings_path)
+    except settings_mod.SettingsError as exc:
+        raise click.ClickException(f"{exc}; fix or remove the file, then try again") from None
+    _load_settings()  # its warnings: what else is wrong in the file
     try:
         parsed = settings_mod.write_setting(config, key, value)
     except settings_mod.SettingsError as exc:
         raise UsageProblem(f"{exc}; nothing was changed") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {config.settings_path}: {exc.strerror}") from None
     overridden = bool(os.environ.get(setting.env))
     if as_json:
         emit_json({"key": key, "value": parsed, "path": config.settings_path, "overridden_by_env": overridden})
         return
     click.echo(f"{key} = {_show_value(parsed)} (in {config.settings_path})")
     if overridden:
-        click.echo(paint(f"warning: {setting.env} is set and wins over the file", "yellow"), err=True)
+        click.echo(paint(f"warning: {setting.env} is set and wins over the file", "yellow", err=True), err=True)
 

@@ -197,6 +197,8 @@ def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]
     from claude_mem.cli.params import open_index
     from claude_mem.recall.index import IndexUnavailable
 
+    if not app.config.semantic_index:
+        return "index drift", True, "the semantic index is off (setting semantic_index)", ""
     index = open_index(app.config, create=fix)
     if index is None:
         from claude_mem.store.overview import indexable_rows
