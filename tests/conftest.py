@@ -47,3 +47,23 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
                           timeout=60, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False,
+                     help="deeper hardening runs (tests/hardening): every event, more kills, more fuzz cases")
+
+
+@pytest.fixture(scope="session")
+def long_run(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--long"))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
+    """The hardening suite's numbers, one table (the README's reliability section shows it)."""
+    from tests.hardening.support import REPORT, report_table
+
+    if REPORT:
+        terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
+        for line in report_table(REPORT):
+            terminalreporter.write_line(line)

@@ -18,7 +18,9 @@ A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
   {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
-  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
+  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked;
+                                        with "tag_project": true each title ends with " @<project>", the
+                                        project named in the system prompt (which worker sent it)
   {"error": "auth"|"overloaded"|"rate_limit"|"api_error"}   an API failure shaped like the real CLI's
   {"crash": true, "exit_code": 3, "partial": "text"}        exit mid-turn (after the partial reply, if any)
   any step may add "sleep": seconds (before answering) and "ignore_sigterm": true.
@@ -156,7 +158,7 @@ def result(session_id: str, text: str, *, turn: int, started: float, status: int
     return out
 
 
-def per_event_reply(text: str) -> str:
+def per_event_reply(text: str, tag: str = "") -> str:
     """A model stand-in whose answer is a pure function of the events it was shown: one
     observation per rendered event line (`[HH:MM:SS] headline`), a summary when asked for one.
     However events are batched, each event yields the same observation, so tests can check
@@ -171,7 +173,7 @@ def per_event_reply(text: str) -> str:
         if line.startswith("[") and len(line) > 11 and line[9] == "]":
             # The headline plus its first detail line tells apart two edits of one file.
             detail = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("  ") else ""
-            what = (line[11:].strip() + (" | " + detail if detail else ""))[:150]
+            what = (line[11:].strip() + (" | " + detail if detail else ""))[:150] + tag
             blocks.append(f"<observation><type>change</type><title>{escape(what)}</title>"
                           f"<facts><fact>{escape(what)}</fact></facts><narrative>seen</narrative></observation>")
     return "\n".join(blocks) or "<nothing/>"
@@ -203,7 +205,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
     elif "reply" in step:
         reply = str(step["reply"])
     elif step.get("per_event"):
-        reply = per_event_reply(text)
+        reply = per_event_reply(text, f" @{PROJECT}" if step.get("tag_project") else "")
     else:  # echo, the default
         reply = f"ECHO turn={turn} chars={len(text)}\n{text}"
     emit(assistant(session_id, model, reply))
@@ -211,8 +213,15 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
     emit(result(session_id, reply, turn=turn, started=started, tokens=tokens))
 
 
+PROJECT = ""  # from the system prompt: 'the software project "NAME"'
+
+
 def main() -> int:
+    global PROJECT
     argv = sys.argv[1:]
+    system = flag(argv, "--system-prompt") or ""
+    if 'project "' in system:
+        PROJECT = system.split('project "', 1)[1].split('"', 1)[0]
     log("start", argv=argv, cwd=os.getcwd(), env={k: os.environ[k] for k in LOGGED_ENV if k in os.environ})
     model = flag(argv, "--model") or os.environ.get("FAKE_CLAUDE_MODEL", "claude-haiku-4-5")
     resume = flag(argv, "--resume")
