@@ -64,6 +64,7 @@ HOOK_COMMANDS: dict[str, str] = {
     "PostToolUse": "save",
     "PostToolUseFailure": "save",
     "Stop": "summary",
+    "SessionEnd": "summary",  # transcripts do not record it; scripted sessions may send it
 }
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")

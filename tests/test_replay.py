@@ -10,12 +10,9 @@ tests then read what the hooks stored, and the raw database and log bytes.
 from __future__ import annotations
 
 import collections
-import copy
 import json
 import os
-import re
 import sqlite3
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +36,7 @@ from claude_mem.replay import (
 )
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
+from tests.planted import MARKER, leaks_in, plant, raw_leaks, stored_text
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 FIXTURE_SESSION = "7d3c1f0e-5b2a-4c8e-9a61-2f4e8b0c9d17"
@@ -116,143 +114,6 @@ def check_hook_results(results: list[HookResult]) -> None:
             assert r.stdout == "" or "hookSpecificOutput" in json.loads(r.stdout), where
         else:
             assert r.stdout.strip() == QUIET, where
-
-
-# --- planting secrets -------------------------------------------------------------------------
-
-# One regex per planted kind; each matches every planted instance (any serial number), so one
-# pass over the database bytes finds any leak, even a partial one.
-LEAKS = {
-    "anthropic": r"Pl\d{6}antedAnthropicKey",
-    "openai": r"Pl\d{6}antedOpenAIKey",
-    "aws": r"AKIAPL\d{6}ANTEDXYZ",
-    "github": r"Pl\d{6}antedGitHubToken",
-    "bearer": r"pl\d{6}\.bearerTokenValue",
-    "private key": r"PlantedKeyBody\d{6}",
-    "password": r"pw-\d{6}-Hunter2",
-    "postgres": r"pgpass-\d{6}-Zq",
-    "private span": r"private-note-\d{6}",
-}
-LEAK_TEXT = re.compile("|".join(f"(?P<{re.sub(r'[^a-z]', '_', k)}>{v})" for k, v in LEAKS.items()))
-LEAK_BYTES = re.compile(LEAK_TEXT.pattern.encode())
-MARKER = re.compile(r"planted-ctx-(\d{6})")  # plain text beside the secrets: it must survive
-
-
-def leaks_in(text: str) -> list[str]:
-    return [m.group() for m in LEAK_TEXT.finditer(text)]
-
-
-def snippet(k: int) -> str:
-    """Secrets of every kind the brief names, in the contexts they turn up in, numbered k."""
-    auth = f"Authorization: Bearer pl{k:06d}.bearerTokenValue.Zz9" if k % 2 else f"then sent Bearer pl{k:06d}.bearerTokenValue.Zz9 upstream"
-    password = f"password=pw-{k:06d}-Hunter2" if k % 2 else f'{{"db_password": "pw-{k:06d}-Hunter2"}}'
-    return (
-        f"\nplanted-ctx-{k:06d}\n"
-        f"ANTHROPIC key sk-ant-api03-Pl{k:06d}antedAnthropicKey0123456789abcdef-XYZ and "
-        f"openai sk-proj-Pl{k:06d}antedOpenAIKey0123456789abcdefGH\n"
-        f"aws id AKIAPL{k:06d}ANTEDXYZ, github ghp_Pl{k:06d}antedGitHubToken0123456789ab\n"
-        f"curl -H '{auth}' https://api.example.com/v1\n"
-        f"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nPlantedKeyBody{k:06d}AAAA\n-----END PRIVATE KEY-----\n"
-        f"{password}\n"
-        f"DATABASE_URL=postgres://app:pgpass-{k:06d}-Zq@db.internal:5432/app\n"
-        f"<private>private-note-{k:06d}: call me at 555-0199</private>\n"
-    )
-
-
-def _strings(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _strings(item, (*path, i))
-
-
-def _set(value: Any, path: tuple, new: Any) -> Any:
-    if not path:
-        return new
-    value[path[0]] = _set(value[path[0]], path[1:], new)
-    return value
-
-
-def _plant_in(value: Any, text: str, *, at_start: bool) -> Any:
-    """Put text into a JSON-like value: into its longest string (at the start or the end, so a
-    head+tail cut keeps it), or as a new field when it has no string."""
-    found = list(_strings(value))
-    if found:
-        path, s = max(found, key=lambda f: len(f[1]))
-        return _set(value, path, text + s if at_start else s + text)
-    if isinstance(value, dict):
-        return {**value, "planted": text}
-    if isinstance(value, list):
-        return [*value, text]
-    return text
-
-
-@dataclass
-class Planted:
-    events: list[HookEvent]
-    markers: dict[int, str]  # serial -> what it was planted into ("prompt", "tool", "stop")
-
-
-def plant(events: list[HookEvent], start: int) -> Planted:
-    out: list[HookEvent] = []
-    markers: dict[int, str] = {}
-    k = start
-
-    def next_snippet(kind: str) -> str:
-        nonlocal k
-        k += 1
-        markers[k] = kind
-        return snippet(k)
-
-    for e in events:
-        p = copy.deepcopy(e.payload)
-        if e.event == "UserPromptSubmit":
-            p["prompt"] = next_snippet("prompt") + p["prompt"] + next_snippet("prompt")
-        elif e.event in TOOL_EVENTS:
-            skipped = matches_skip_list(p["tool_name"], DEFAULT_SKIP_TOOLS)
-            kind = "skipped tool" if skipped else "tool"
-            p["tool_input"] = _plant_in(p.get("tool_input"), next_snippet(kind), at_start=True)
-            if e.event == "PostToolUseFailure":
-                p["error"] = str(p.get("error", "")) + next_snippet(kind)
-            else:
-                p["tool_response"] = _plant_in(p.get("tool_response"), next_snippet(kind), at_start=False)
-        elif e.event in ("Stop", "SubagentStop"):
-            kind = "stop" if e.event == "Stop" else "subagent"
-            p["last_assistant_message"] = (p.get("last_assistant_message") or "") + next_snippet(kind)
-        out.append(HookEvent(p, e.timestamp, e.source, e.group))
-    return Planted(out, markers)
-
-
-def stored_text(db: Path) -> str:
-    """Every value of every table, as text: raw bytes can split a long value across overflow
-    pages, where a byte search would miss it."""
-    conn = sqlite3.connect(db)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        parts = []
-        for table in tables:
-            for row in conn.execute(f'SELECT * FROM "{table}"'):
-                parts.extend(str(v) for v in row if v is not None)
-        return "\n".join(parts)
-    finally:
-        conn.close()
-
-
-def raw_leaks(data_dir: Path, needles: list[str] | None = None) -> list[str]:
-    """Planted secrets found in the bytes of any file under the data dir (database, -wal,
-    -shm, logs, spool): freed pages and old WAL frames included."""
-    found = []
-    for path in sorted(data_dir.rglob("*")):
-        if not path.is_file():
-            continue
-        data = path.read_bytes()
-        found += [f"{path.name}: {m.group()}" for m in LEAK_BYTES.finditer(data)]
-        found += [f"{path.name}: {n}" for n in needles or [] if n.encode() in data]
-    return found
 
 
 # --- the replay itself ---------------------------------------------------------------------------
