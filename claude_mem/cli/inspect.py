@@ -49,7 +49,7 @@ def sessions_list(app: AppContext, project: str | None, since: str | None, until
         empty="no sessions match" if (project or since or until) else "no sessions captured yet")
 
 
-@cli.command("show")
+@cli.command("show", short_help="A session in order, or one observation.")
 @click.argument("ref")
 @json_option
 @pass_app
@@ -186,7 +186,7 @@ def _no_match(what: str, *given: Any) -> str:
     return f"no {what} match" if any(given) else f"no {what} stored yet"
 
 
-@cli.command("observations")
+@cli.command("observations", short_help="List observations (filters, --json).")
 @_memory_filters
 @click.option("--type", "type_", type=click.Choice(OBSERVATION_TYPES), help="Only this type.")
 @pass_app
@@ -207,7 +207,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
                empty=_no_match("observations", session_id, project, since, until, file, type_))
 
 
-@cli.command("summaries")
+@cli.command("summaries", short_help="List per-turn summaries (filters, --json).")
 @_memory_filters
 @pass_app
 def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
@@ -296,7 +296,7 @@ def _follow(fh: Any, path: str, emit: Callable[[str], None], poll_s: float = 0.2
         fh.close()
 
 
-@cli.command("logs")
+@cli.command("logs", short_help="Print or follow (-f) the log.")
 @click.option("-n", "--lines", "n", type=click.IntRange(min=0), default=40, show_default=True, help="How many of the last lines.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
 @click.option("--session", "session_id", help="The log of this session's worker process instead of the main log.")
@@ -394,7 +394,7 @@ def _last_log_error(logs_dir: str) -> str | None:
     return errors[-1] if errors else None
 
 
-@cli.command("status")
+@cli.command("status", short_help="Counts, queue, workers, index, model.")
 @json_option
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:

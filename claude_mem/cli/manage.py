@@ -95,7 +95,7 @@ def _refs(values: tuple[str, ...]) -> list[tuple[str, int]]:
     return refs
 
 
-@cli.command("forget")
+@cli.command("forget", short_help="Remove memories (a dry run unless --yes).")
 @click.argument("ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget this whole session.")
 @click.option("--project", help="Forget everything of this project.")
@@ -133,7 +133,7 @@ def forget(app: AppContext, ids: tuple[str, ...], session_id: str | None, projec
     _apply(app, planned, yes=yes, vacuum=vacuum, as_json=as_json)
 
 
-@cli.command("prune")
+@cli.command("prune", short_help="Forget what is older than retention_days.")
 @click.option("--days", type=click.IntRange(min=1), help="Keep this many days instead of the retention_days setting.")
 @yes_option
 @vacuum_option
@@ -157,7 +157,7 @@ def prune(app: AppContext, days: int | None, yes: bool, vacuum: bool, as_json: b
 
 # --- export and import ---------------------------------------------------------------------------
 
-@cli.command("export")
+@cli.command("export", short_help="Write memory as JSON Lines.")
 @click.option("--project", help="Only this project's sessions.")
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file (default: stdout).")
@@ -216,7 +216,7 @@ def _read_lines(path: str) -> list[str]:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
 
 
-@cli.command("import")
+@cli.command("import", short_help="Add an export's rows (idempotent).")
 @click.argument("file")
 @click.option("--dry-run", is_flag=True, help="Check the file and count what would be added, without adding it.")
 @click.option("--no-index", is_flag=True, help="Do not add the imported rows to the semantic index now.")
@@ -290,7 +290,7 @@ def _show_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-@cli.group("settings")
+@cli.group("settings", short_help="Get, set and list settings.")
 def settings_group() -> None:
     """Read and change settings (<data dir>/settings.json; CLAUDE_MEM_<KEY> variables win)."""
 

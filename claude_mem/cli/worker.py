@@ -101,7 +101,7 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
         spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid)
 
 
-@cli.command("doctor")
+@cli.command("doctor", short_help="Check everything; --fix repairs.")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, and say what was done.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
