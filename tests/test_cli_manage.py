@@ -78,7 +78,8 @@ def test_forget_dry_run_lists_and_removes_nothing(stored: Stored) -> None:
     assert out.startswith("would forget 2 sessions, 3 prompts, 4 observations, 2 summaries, 2 queued events, 1 raw model reply:")
     assert "sess-alpha" in out and "sess-old" in out and "run again with --yes" in out
     plan = invoke_json("forget", str(stored.obs["login"]), f"sum:{stored.sums['beta1']}")
-    assert plan["dry_run"] is True and plan["observation"] == [stored.obs["login"]] and plan["summary"] == [stored.sums["beta1"]]
+    assert plan["dry_run"] is True and plan["observations"] == [stored.obs["login"]] and plan["summaries"] == [stored.sums["beta1"]]
+    assert plan["counts"]["observations"] == 1 and plan["sessions"] == []
     assert count(stored, "observations") == 5 and count(stored, "session_summaries") == 3
 
 

@@ -62,7 +62,8 @@ def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool
     counts = planned.counts()
     if not yes:
         if as_json:
-            emit_json({"dry_run": True, "counts": counts, "sessions": planned.sessions, **planned.by_kind()})
+            emit_json({"dry_run": True, "counts": counts, "sessions": planned.sessions, "prompts": planned.prompts,
+                       "observations": planned.observations, "summaries": planned.summaries})
             return
         click.echo(f"would forget {_describe(counts)}:")
         _preview(conn, planned)
