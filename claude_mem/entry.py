@@ -3,6 +3,7 @@ import) or anything else heavy is loaded; every other command goes to the click 
 
 from __future__ import annotations
 
+import os
 import sys
 
 HOOK_COMMANDS = ("context", "new", "save", "summary")
@@ -10,6 +11,9 @@ HOOK_COMMANDS = ("context", "new", "save", "summary")
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    # Memory is private: whatever this process (or a library it uses: Chroma, onnxruntime, the
+    # observer CLI it starts) creates is for its owner only, not just the files we open ourselves.
+    os.umask(0o077)
     if len(args) == 1 and args[0] in HOOK_COMMANDS:
         from claude_mem.hooks import main as run_hook
 
