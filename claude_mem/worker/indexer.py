@@ -3,9 +3,10 @@
 One background thread per worker, with its own SQLite connection: importing chromadb and
 loading the embedding model (~1.5 s) and embedding a batch must never hold up the queue. Jobs
 are handed over after each commit; the first job catches up rows missed earlier (Chroma down,
-a worker killed before it indexed). When the index fails, the failure is logged once, the
-worker goes on, and the next job catches up everything still missing: SQLite is the source of
-truth, so nothing is lost while Chroma is away.
+a worker killed before it indexed). Jobs that queue up while one runs go in a single pass. When
+the index fails, the failure is logged once, the worker goes on, and a job after a pause (or the
+next worker) catches up everything still missing: SQLite is the source of truth, so nothing is
+lost while Chroma is away.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 from claude_mem.recall.index import Index
@@ -20,6 +22,7 @@ from claude_mem.settings import Config
 from claude_mem.store.db import connect
 
 _CATCH_UP = "catch-up"
+RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 _STOP = "stop"
 
 # This session's prompts not yet sent to the index (the hooks store prompts, the worker indexes them).
@@ -36,6 +39,7 @@ class Indexer:
         self.thread: threading.Thread | None = None
         self.failing = False  # the index failed and the failure was logged; log again only on recovery
         self.behind = True  # rows may be missing from the index: the next job catches up first
+        self.retry_at = 0.0
         self.indexed = 0
 
     def start(self) -> None:
@@ -58,15 +62,22 @@ class Indexer:
     def _run(self) -> None:
         index = Index(self.config)
         conn: sqlite3.Connection | None = None
+        stopping = False
         try:
-            while True:
-                kind, observation_ids, summary_ids = self.jobs.get()
-                if kind == _STOP:
-                    return
+            while not stopping:
+                jobs = [self.jobs.get()]
+                while True:  # what queued up meanwhile goes in one pass: a slow index never falls further behind
+                    try:
+                        jobs.append(self.jobs.get_nowait())
+                    except queue.Empty:
+                        break
+                stopping = any(kind == _STOP for kind, _, _ in jobs)
+                if all(kind == _STOP for kind, _, _ in jobs) or (self.failing and time.monotonic() < self.retry_at):
+                    continue  # while the index is down, a later job (or the next worker) catches up
                 try:
                     if conn is None:
                         conn = connect(self.config.db_path)
-                    self._index(index, conn, observation_ids, summary_ids)
+                    self._index(index, conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
                 except Exception as exc:  # IndexUnavailable mostly; whatever it is, capture must not stop
                     self._failed(exc)
                     continue
@@ -93,6 +104,7 @@ class Indexer:
 
     def _failed(self, exc: BaseException) -> None:
         self.behind = True
+        self.retry_at = time.monotonic() + RETRY_S
         if not self.failing:
             self.failing = True
             self.log(f"semantic index unavailable, capture goes on and rows are indexed later: {_one_line(exc)}")
