@@ -175,6 +175,28 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     assert index.query("night theme", 1, {"kind": "observation"})[0][:2] == ("observation", dark)
 
 
+def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Connection, index: Index) -> None:
+    login = add_rows(conn)["observation"][0]
+
+    def ids() -> list[str]:
+        with index._use("inspect") as store:
+            return sorted(store.collection.get(where={"sqlite_id": login})["ids"])
+
+    index.index_observations(conn, [login])
+    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:fact:1", f"obs:{login}:main"]
+    with conn:
+        conn.execute("UPDATE observations SET facts = '[\"only one fact now\"]' WHERE id = ?", (login,))
+    index.index_observations(conn, [login])
+    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
+    # store/forget.py leaves an empty collection id when Chroma was away; should SQLite hand the
+    # id to a new row, indexing it must still clear what the old row left.
+    with conn:
+        conn.execute("UPDATE index_state SET collection_id = '' WHERE kind = 'observation' AND row_id = ?", (login,))
+        conn.execute("UPDATE observations SET facts = '[]' WHERE id = ?", (login,))
+    index.index_observations(conn, [login])
+    assert ids() == [f"obs:{login}:main"]
+
+
 def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server: ChromaServer,
                                                monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
     monkeypatch.setenv("CLAUDE_MEM_CHROMA_URL", server.url)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claude_mem.recall import search as search_module
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import Hit, SearchResult, date_windows, fts_match, query_terms, search
 from claude_mem.store.db import connect
@@ -91,9 +92,22 @@ def test_hit_contract(store) -> None:
         assert len(hit.title) <= 120 and len(hit.snippet) <= 200 and hit.created_at_epoch > 10**12
 
 
+# How the vector side meets a filter (search._nearest): the defaults find enough passing rows
+# among the nearest documents fetched unfiltered (this index is small); the other two shrink
+# the pools so that too few pass, and the filtered rows are scored from their stored vectors
+# ("brute force") or handed to Chroma's `where` (a filtered set too big for that).
+REGIMES = {"unfiltered-then-sql": {}, "brute-force": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 1000},
+           "chroma-where": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0}}
+
+
+@pytest.mark.parametrize("regime", list(REGIMES))
 @pytest.mark.parametrize("mode", ["hybrid", "fts", "vector"])
-def test_filters_apply_inside_each_search(store, mode: str) -> None:
+def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeypatch: pytest.MonkeyPatch) -> None:
     conn, index, ids = store
+    if regime != "unfiltered-then-sql" and mode == "fts":
+        pytest.skip("the regimes differ on the vector side only")
+    for name, value in REGIMES[regime].items():
+        monkeypatch.setattr(search_module, name, value)
     query = "fixed login crash refresh token dark mode"
     # 30 beta rows outrank alpha's: with the filter outside, a limit of 3 would find nothing.
     alpha = search(conn, query, index=index, project="alpha", kinds=("observation",), limit=3, mode=mode)

@@ -64,7 +64,7 @@ class VectorMatch:
     distance: float
     doc_id: str
     text: str
-    # The stored unit vector (numpy float32), when asked for with `with_embeddings`.
+    # The stored unit vector (numpy float32), when the call read it anyway.
     embedding: Any = field(default=None, compare=False, repr=False)
 
 
@@ -263,12 +263,21 @@ class Index:
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
-                # Stale documents (a summary rewritten, a fact removed) go first.
-                store.collection.delete(where=kind_where(kind, chunk))
+                cid = str(store.collection.id)
+                # Stale documents (a summary rewritten, a fact removed, a forgotten row's id reused)
+                # go first, for every row index_state has heard of (in any collection: an empty
+                # collection id means "maybe still held", see store/forget.py). Rows indexed for
+                # the first time, which is what the worker sends after each commit, have none:
+                # skipping the delete for them matters, as a metadata-filtered delete scans the
+                # collection (0.7 s per call at 34k documents, which held ingest through the worker
+                # path to ~4 observations/s in bench/scale.py).
+                held = [r[0] for r in conn.execute(
+                    f"SELECT row_id FROM index_state WHERE kind = ? AND row_id IN ({marks})", [kind, *chunk])]
+                if held:
+                    store.collection.delete(where=kind_where(kind, held))
                 if docs:
                     store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
                                             metadatas=[d.metadata for d in docs])
-                cid = str(store.collection.id)
             present = [int(r["id"]) for r in rows]
             gone = sorted(set(chunk) - set(present))
             found += len(present)
@@ -347,31 +356,25 @@ class Index:
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
     def query_documents(self, text: str | Sequence[float], n: int = 10, where: dict[str, Any] | None = None, *,
-                        with_text: bool = False, with_embeddings: bool = False) -> list[VectorMatch]:
+                        with_text: bool = False) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text is fetched only when asked for (it
-        costs more than the search itself, and SQLite has it anyway), the stored vectors too."""
-        import numpy as np
-
+        costs more than the search itself, and SQLite has it anyway)."""
         if n <= 0:
             return []
         embedding = self.embed_query(text) if isinstance(text, str) else text
-        include = ["distances"] + (["documents"] if with_text else []) + (["embeddings"] if with_embeddings else [])
+        include = ["distances", "documents"] if with_text else ["distances"]
         with self._use("query") as store:
             result = store.collection.query(query_embeddings=[[float(x) for x in embedding]], n_results=int(n),
                                             where=where or None, include=include)
-        count = len(result["ids"][0])
-        docs = result["documents"][0] if with_text else [""] * count
-        vectors = result["embeddings"][0] if with_embeddings else [None] * count
+        docs = result["documents"][0] if with_text else [""] * len(result["ids"][0])
         out = []
-        for doc_id, dist, doc, vec in zip(result["ids"][0], result["distances"][0], docs, vectors, strict=True):
+        for doc_id, dist, doc in zip(result["ids"][0], result["distances"][0], docs, strict=True):
             kind, row_id = parse_doc_id(doc_id)
-            stored = np.asarray(vec, dtype=np.float32) if vec is not None else None
-            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or "", stored))
+            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or ""))
         return out
 
-    def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float], *,
-                      with_embeddings: bool = False) -> list[VectorMatch]:
+    def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float]) -> list[VectorMatch]:
         """All documents of these rows with their distance to `embedding` (for rows keyword
         search found but the nearest-neighbour query did not return)."""
         import numpy as np
@@ -390,14 +393,13 @@ class Index:
                 # Stored vectors are unit length (embed.py), so cosine distance is 1 - dot.
                 distances = 1.0 - vectors @ query
                 for n, doc_id in enumerate(got["ids"]):
-                    out.append(VectorMatch(kind, parse_doc_id(doc_id)[1], float(distances[n]), doc_id, "",
-                                           vectors[n] if with_embeddings else None))
+                    out.append(VectorMatch(kind, parse_doc_id(doc_id)[1], float(distances[n]), doc_id, "", vectors[n]))
         return out
 
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out). A
-        lookup by id: measured ~5x faster than `documents_for`'s metadata filter (1.2 against
-        6 ms for 60 rows on a 600-observation index), which matters on the search path."""
+        lookup by id: ~5x faster than `documents_for`'s metadata filter (1.2 against 6 ms for
+        60 rows on a 600-observation index), which matters on the search path."""
         import numpy as np
 
         wanted = list(dict.fromkeys(doc_ids))
