@@ -1,8 +1,122 @@
-"""Recall from the command line: `mcp` (the MCP server on stdio)."""
+"""Recall from the command line: `search`, `reindex`, and `mcp` (the MCP server on stdio).
+
+`search` calls the same search function as the MCP server and the viewer. Exit codes: 0 with
+matches, 1 when nothing matched (or nothing is stored yet), 2 for bad input.
+"""
 
 from __future__ import annotations
 
-from claude_mem.cli import cli
+import time
+from dataclasses import asdict
+
+import click
+
+from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, local_time, paint
+from claude_mem.cli.params import UsageProblem, open_index, parse_when
+from claude_mem.store.memories import OBSERVATION_TYPES
+
+_REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
+_FILES_SHOWN = 2
+
+
+class _OneLineErrors(click.Command):
+    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[arg-type]
+        except click.UsageError as exc:
+            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
+
+
+@cli.command("search", cls=_OneLineErrors)
+@click.argument("query")
+@click.option("--project", help="Only this project.")
+@click.option("--type", "type_", type=click.Choice(OBSERVATION_TYPES), help="Only observations of this type.")
+@click.option("--session", "session_id", help="Only this Claude session id.")
+@click.option("--since", help="From this date/time on (2026-11-22, 2026-11-22T14:30, today, 30d).")
+@click.option("--until", help="Before this date/time.")
+@click.option("--file", help="Only memories touching a file path containing this text.")
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True, help="Most results.")
+@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
+              help="hybrid: words and meaning; fts: words only; vector: meaning only.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@pass_app
+def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
+                   since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
+    """Search observations, summaries and prompts by words and meaning."""
+    from claude_mem.recall.search import search
+
+    if not query.strip():
+        raise UsageProblem("QUERY is empty: give some words to look for")
+    since_ms, until_ms = parse_when(since, "--since"), parse_when(until, "--until")
+    if since_ms is not None and until_ms is not None and since_ms >= until_ms:
+        raise UsageProblem("--since must be before --until")
+    conn = app.db()
+    config = app.config
+    # A search must not create an empty embedded index; without one it answers from keywords.
+    index = open_index(config, create=False) if config.semantic_index else None
+    started = time.perf_counter()
+    result = search(conn, query, index=index, project=project, type_=type_, session_id=session_id, since_ms=since_ms,
+                    until_ms=until_ms, file=file, limit=limit, mode=mode)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    note = result.note
+    if index is None and mode != "fts":
+        note = ("semantic index is off (setting semantic_index): keyword results only" if not config.semantic_index
+                else "no semantic index yet (`claude-mem reindex` builds it): keyword results only")
+    if as_json:
+        emit_json({"query": query, "mode": result.mode, "note": note, "took_ms": round(elapsed_ms, 1),
+                   "hits": [asdict(h) for h in result.hits]})
+    else:
+        if note:
+            click.echo(paint(f"note: {note}", "yellow", err=True), err=True)
+        if result.hits:
+            rows = [(f"{_REF_PREFIX[h.kind]}:{h.id}", local_time(h.created_at_epoch), h.type or h.kind, h.title or h.snippet,
+                     _files(h.files)) for h in result.hits]
+            echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
+            click.echo(paint(f"{len(result.hits)} result(s), {result.mode}, {elapsed_ms:.0f} ms."
+                             " `claude-mem show REF` prints one in full.", dim=True))
+    if not result.hits:
+        raise NotFound(f"nothing matches {query!r}" + (" with these filters" if _filtered(project, type_, session_id, since,
+                                                                                           until, file) else ""))
+
+
+def _files(files: list[str]) -> str:
+    shown = ", ".join(files[:_FILES_SHOWN])
+    return shown + (f" +{len(files) - _FILES_SHOWN}" if len(files) > _FILES_SHOWN else "")
+
+
+def _filtered(*values: str | None) -> bool:
+    return any(v for v in values)
+
+
+@cli.command("reindex", cls=_OneLineErrors)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_app
+def reindex_command(app: AppContext, as_json: bool) -> None:
+    """Rebuild the semantic index from the database (the source of truth)."""
+    from claude_mem.recall.index import IndexUnavailable
+
+    config = app.config
+    if not config.semantic_index:
+        raise click.ClickException("the semantic index is off (setting semantic_index); turn it on to build it")
+    conn = app.db()
+    index = open_index(config, create=True)
+    assert index is not None
+    started = time.perf_counter()
+    try:
+        counts = index.reindex(conn)
+    except IndexUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    seconds = time.perf_counter() - started
+    if as_json:
+        emit_json({"location": index.location, "seconds": round(seconds, 2),
+                   **{k: v for k, v in counts.items() if k != "removed"}})
+        return
+    click.echo(f"reindexed {counts['observation']} observations, {counts['summary']} summaries and {counts['prompt']} prompts"
+               f" into {index.location} in {seconds:.1f} s")
 
 
 @cli.command("mcp")
