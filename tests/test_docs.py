@@ -1,0 +1,45 @@
+"""The README cannot drift from the code: its test command is the one CI runs, and every command
+and setting it should describe is there."""
+
+from __future__ import annotations
+
+import re
+
+from claude_mem.cli import cli
+from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
+from claude_mem.entry import HOOK_COMMANDS
+from claude_mem.settings import SETTINGS
+from tests.conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def fenced_commands() -> list[str]:
+    return [line.strip() for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", README, re.S) for line in block.splitlines()]
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    command = ci[-1].strip()
+    assert command.startswith("python3 -m venv .venv && ") and "pytest" in command
+    assert command in fenced_commands(), "README's test command and .ci/run's last line must be the same"
+
+
+def test_readme_has_the_run_it_command() -> None:
+    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/claude-mem demo" in fenced_commands()
+
+
+def test_every_command_is_documented() -> None:
+    missing = [name for name in cli.commands if name not in HOOK_COMMANDS and f"`claude-mem {name}" not in README
+               and f"`{name}`" not in README]
+    assert missing == []
+
+
+def test_every_setting_is_documented() -> None:
+    missing = [key for key in SETTINGS if f"`{key}`" not in README]
+    assert missing == []
+
+
+def test_the_screenshot_exists() -> None:
+    for path in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README):
+        assert (ROOT / path).is_file(), path
