@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC_FIXED = "def add(a, b):\n    return a + b\n"
 
@@ -94,6 +95,10 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     summaries = cli_json("summaries", "--session", session_id)
     echo(f"\n3. Stored: {len(observations)} observations, {len(summaries)} summaries "
          f"({sum(r['status'] == 'done' for r in queue)}/{len(queue)} queued events done)")
+    outage = next((s.get("observer_error") for s in cli_json("sessions") if s.get("claude_session_id") == session_id), None)
+    if outage and any(o["source"] == "heuristic" for o in observations):
+        echo(f"   (no model could be used: {outage}.\n    The heuristic synthesizer wrote these from the events alone; with a Claude login,"
+             f" `claude-mem reprocess --session ID` redoes them with the model.)")
     for o in observations:
         echo(f"   [{o['type']}] {o['title']}  ({o['source']})")
         for fact in o["facts"][:3]:
@@ -101,9 +106,16 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     for s in summaries:
         echo(f"   summary #{s['prompt_number']}: {s['request']}  ->  {s['completed'] or s['notes']}")
 
-    echo("\n4. What the next session in this project starts with (SessionStart hook output):\n")
+    query = "why did test_add fail"
+    found = cli_json("search", query, "--limit", "3")
+    echo(f"\n4. Searching memory for {query!r} ({found['mode']} search, as the MCP tool and the viewer do):")
+    for hit in found["hits"]:
+        echo(f"   {REF_PREFIX[hit['kind']]}:{hit['id']}  {hit['title']}")
+
+    echo("\n5. What the next session in this project starts with (SessionStart hook output):\n")
     nxt = {"session_id": f"demo-next-{uuid.uuid4()}", "cwd": project_dir, "hook_event_name": "SessionStart", "source": "startup"}
     digest = run_hook("context", nxt, env)
     context = json.loads(digest)["hookSpecificOutput"]["additionalContext"] if digest.strip() else ""
     echo(context)
-    return {"session_id": session_id, "queue": queue, "observations": observations, "summaries": summaries, "digest": context}
+    return {"session_id": session_id, "queue": queue, "observations": observations, "summaries": summaries, "digest": context,
+            "search": found}
