@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
 
-from claude_mem.store.memories import list_observations, list_summaries
+from claude_mem.store.reads import list_observations, list_summaries
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 RECENT_OBSERVATIONS = 50
 SUMMARY_FIELD_CHARS = 600

@@ -1,23 +1,26 @@
-"""Observations and summaries: what the worker distils from the queue, and how it is read.
+"""Observations and summaries: what the worker distils from the queue, and how it is stored.
 
 Observations are deduplicated per session by a hash of their content, so a replayed batch (a
 worker killed after the model answered, or the CLI re-sending a failed message) inserts
-nothing new. On the hook path for reading (the digest): standard library only.
+nothing new. Reading them back lives in reads.py (the SessionStart hook imports only that).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
 
 from claude_mem.store.db import now_iso, now_ms
-
-OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
-JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
-SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+from claude_mem.store.reads import (  # noqa: F401  (re-exported: the store's read side lives in reads.py)
+    JSON_LIST_COLUMNS,
+    OBSERVATION_TYPES,
+    SUMMARY_FIELDS,
+    decode,
+    get_observations,
+    list_observations,
+    list_summaries,
+)
 
 
 @dataclass
@@ -38,6 +41,8 @@ class Observation:
 
         parts = [self.type, norm(self.title), norm(self.subtitle), norm(self.narrative),
                  *sorted(norm(f) for f in self.facts)]
+        import hashlib  # not at module level: digest readers need none of this module's imports
+
         return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
 
 
@@ -95,71 +100,3 @@ def upsert_summary(conn: sqlite3.Connection, session_id: str, project: str, summ
 
 def _json(items: list[str]) -> str:
     return json.dumps(list(items), ensure_ascii=False)
-
-
-def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
-    item = dict(row)
-    for key in JSON_LIST_COLUMNS:
-        if isinstance(item.get(key), str):
-            try:
-                item[key] = json.loads(item[key])
-            except ValueError:
-                item[key] = []
-    return item
-
-
-def _filters(session_id: str | None, project: str | None, type_: str | None,
-             since_ms: int | None, until_ms: int | None, file: str | None,
-             file_columns: tuple[str, ...]) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if session_id:
-        clauses.append("session_id = ?")
-        params.append(session_id)
-    if project:
-        clauses.append("project = ?")
-        params.append(project)
-    if type_:
-        clauses.append("type = ?")
-        params.append(type_)
-    if since_ms is not None:
-        clauses.append("created_at_epoch >= ?")
-        params.append(since_ms)
-    if until_ms is not None:
-        clauses.append("created_at_epoch < ?")
-        params.append(until_ms)
-    if file:
-        ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) WHERE value LIKE ? ESCAPE '\\')" for c in file_columns)
-        clauses.append(f"({ors})")
-        pattern = "%" + file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        params.extend([pattern] * len(file_columns))
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-
-def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
-                      type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
-                      file: str | None = None, limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where, params = _filters(session_id, project, type_, since_ms, until_ms, file, ("files_read", "files_modified"))
-    order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT * FROM observations{where} ORDER BY created_at_epoch {order}, id {order}"
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    return [decode(r) for r in conn.execute(sql, params)]
-
-
-def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
-                   since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
-                   limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where, params = _filters(session_id, project, None, since_ms, until_ms, file, ("files_read", "files_edited"))
-    order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT * FROM session_summaries{where} ORDER BY created_at_epoch {order}, id {order}"
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    return [decode(r) for r in conn.execute(sql, params)]
-
-
-def get_observations(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    return [decode(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY id", ids)]

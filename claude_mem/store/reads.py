@@ -1,0 +1,87 @@
+"""Reading observations and summaries back: filtered lists and records by id.
+
+Kept apart from memories.py (which defines the dataclasses the worker writes) because the
+SessionStart hook reads through here: no dataclasses (which import inspect), no typing, no
+hashlib, ~10 ms of the hook's start-up saved. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
+
+OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
+JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
+SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+
+
+def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
+    item = dict(row)
+    for key in JSON_LIST_COLUMNS:
+        if isinstance(item.get(key), str):
+            try:
+                item[key] = json.loads(item[key])
+            except ValueError:
+                item[key] = []
+    return item
+
+
+def _filters(session_id: str | None, project: str | None, type_: str | None,
+             since_ms: int | None, until_ms: int | None, file: str | None,
+             file_columns: tuple[str, ...]) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if session_id:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if project:
+        clauses.append("project = ?")
+        params.append(project)
+    if type_:
+        clauses.append("type = ?")
+        params.append(type_)
+    if since_ms is not None:
+        clauses.append("created_at_epoch >= ?")
+        params.append(since_ms)
+    if until_ms is not None:
+        clauses.append("created_at_epoch < ?")
+        params.append(until_ms)
+    if file:
+        ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) WHERE value LIKE ? ESCAPE '\\')" for c in file_columns)
+        clauses.append(f"({ors})")
+        pattern = "%" + file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        params.extend([pattern] * len(file_columns))
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
+                      type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
+                      file: str | None = None, limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
+    where, params = _filters(session_id, project, type_, since_ms, until_ms, file, ("files_read", "files_modified"))
+    order = "DESC" if newest_first else "ASC"
+    sql = f"SELECT * FROM observations{where} ORDER BY created_at_epoch {order}, id {order}"
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [decode(r) for r in conn.execute(sql, params)]
+
+
+def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
+                   since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
+                   limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
+    where, params = _filters(session_id, project, None, since_ms, until_ms, file, ("files_read", "files_edited"))
+    order = "DESC" if newest_first else "ASC"
+    sql = f"SELECT * FROM session_summaries{where} ORDER BY created_at_epoch {order}, id {order}"
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [decode(r) for r in conn.execute(sql, params)]
+
+
+def get_observations(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    return [decode(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY id", ids)]
