@@ -185,9 +185,12 @@ def test_model_failures_back_off_then_skip_and_retry_requeues(tmp_path: Path, da
     # later events were processed once the head of the queue was skipped
     assert {r["status"] for r in queue if r["prompt_number"] == 2} == {"done"}
 
-    proc = subprocess.run([sys.executable, "-m", "claude_mem", "retry"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "retry", "--json"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=30)
-    assert proc.returncode == 0 and "re-queued 4" in proc.stdout
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"requeued": 4, "sessions": ["sess-demo"]}
+    again = subprocess.run([sys.executable, "-m", "claude_mem", "retry"], capture_output=True, text=True,
+                           env={**os.environ, **env}, timeout=30)
+    assert again.returncode == 1 and "nothing to retry" in again.stderr
     assert run_worker("sess-demo", env).returncode == 0
     assert all(r["status"] == "done" for r in cli_json("queue"))
     titles = [o["title"] for o in cli_json("observations")]
@@ -212,9 +215,10 @@ def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data
     play_demo(tmp_path / "proj")
     assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"}).returncode == 0
     env = fake_env(tmp_path, [], default={"per_event": True})
-    proc = subprocess.run([sys.executable, "-m", "claude_mem", "reprocess", "--session", "sess-demo", "--wait"],
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "reprocess", "--session", "sess-demo", "--wait", "--json"],
                           capture_output=True, text=True, env={**os.environ, **env}, timeout=90)
     assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"requeued": 7, "session": "sess-demo", "worker": "drained"}
     observations = cli_json("observations")
     assert observations and all(o["source"] == "model" for o in observations)
     assert {s["source"] for s in cli_json("summaries")} == {"model"}

@@ -46,8 +46,9 @@ def workers_list(app: AppContext, as_json: bool) -> None:
 @cli.command("retry")
 @click.option("--session", "session_id", help="Only this session.")
 @click.argument("ids", nargs=-1, type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...]) -> None:
+def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json: bool) -> None:
     """Re-queue skipped events (all, a session's, or the given queue ids)."""
     from claude_mem.store import queue
     from claude_mem.store.db import transaction
@@ -59,15 +60,19 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...]) -> None
         after = queue.counts_by_status(conn, session_id)["skipped"]
     if not sessions:
         raise NotFound("nothing to retry: no skipped events match")
-    click.echo(f"re-queued {before - after} event(s) in {len(sessions)} session(s)")
+    if as_json:
+        emit_json({"requeued": before - after, "sessions": sessions})
+    else:
+        click.echo(f"re-queued {before - after} event(s) in {len(sessions)} session(s)")
     _start_workers(app, sessions)
 
 
 @cli.command("reprocess")
 @click.option("--session", "session_id", required=True, help="The session whose heuristic memories to redo.")
 @click.option("--wait", is_flag=True, help="Process in the foreground and wait.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
-def reprocess(app: AppContext, session_id: str, wait: bool) -> None:
+def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> None:
     """Send events the heuristic synthesizer handled through the model again."""
     from claude_mem.store.db import now_ms, transaction
 
@@ -81,12 +86,21 @@ def reprocess(app: AppContext, session_id: str, wait: bool) -> None:
             conn.execute("DELETE FROM session_summaries WHERE session_id = ? AND source = 'heuristic'", (session_id,))
     if not n:
         raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}")
-    click.echo(f"re-queued {n} event(s) of {session_id} for the model")
+    if not as_json:
+        click.echo(f"re-queued {n} event(s) of {session_id} for the model")
     if wait:
+        import contextlib
+
         from claude_mem.worker.loop import run_worker
 
-        run_worker(app.config, session_id, drain=True, synthesizer="model")
+        # The worker narrates on stdout; with --json that must stay one JSON document.
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+            reason = run_worker(app.config, session_id, drain=True, synthesizer="model")
+        if as_json:
+            emit_json({"requeued": n, "session": session_id, "worker": reason})
     else:
+        if as_json:
+            emit_json({"requeued": n, "session": session_id})
         _start_workers(app, [session_id])
 
 
@@ -95,7 +109,7 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
 
     config = app.config
     if not config.worker_autostart:
-        click.echo(f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}")
+        click.echo(f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}", err=True)
         return
     for sid in sessions:
         spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid)
