@@ -22,7 +22,7 @@ from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
-from tests.fakes.fake_claude import write_wrapper
+from tests.hardening.support import model_env
 
 GOOD_XML = """Here is what I noticed.
 
@@ -52,19 +52,8 @@ def play_demo(project_dir: Path, session_id: str = "sess-demo") -> list[tuple[st
 
 
 def fake_env(tmp_path: Path, steps: list[dict], default: dict | None = None, **extra: str) -> dict[str, str]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps({"steps": steps, "default": default or {"per_event": True}}))
-    return {
-        "CLAUDE_MEM_CLI_PATH": write_wrapper(tmp_path / "fakebin"),
-        "CLAUDE_MEM_SYNTHESIZER": "model",
-        "CLAUDE_MEM_RETRY_BACKOFF_S": "0",
-        "FAKE_CLAUDE_SCRIPT": str(script),
-        "FAKE_CLAUDE_LOG": str(tmp_path / "fake.log"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
-        # Loading chromadb and the model costs each worker ~1.5 s of CPU: only tests about the index pay it.
-        "CLAUDE_MEM_SEMANTIC_INDEX": "0",
-        **extra,
-    }
+    # Loading chromadb and the model costs each worker ~1.5 s of CPU: only tests about the index pay it.
+    return model_env(tmp_path, steps, default or {"per_event": True}, **{"CLAUDE_MEM_SEMANTIC_INDEX": "0", **extra})
 
 
 def run_worker(session_id: str, env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
