@@ -85,8 +85,10 @@ import datetime as dt
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +110,7 @@ SESSION_BOOST = 0.7  # times the best score among candidates of the same session
 POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
 RAW_FACTOR = 8  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (_nearest)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (_nearest)
+FTS_BUDGET = 2000  # rows the keyword query may match before its most common words are left out (_fts_search)
 MAX_TERMS = 32  # bounds the FTS query a pasted wall of text can produce
 TITLE_CHARS = 120
 SNIPPET_CHARS = 200
@@ -302,11 +305,13 @@ _TEXT_COLUMNS = {
 }
 
 
+_FTS_TABLE = {"observation": "observations_fts", "summary": "session_summaries_fts", "prompt": "user_prompts_fts"}
+
+
 def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: _Filters,
                 pool: int) -> dict[tuple[str, int], float]:
     if not terms:
         return {}
-    match = fts_match(terms)
     found: dict[tuple[str, int], float] = {}
     for kind in kinds:
         where = _sql_filters(kind, f, "t")
@@ -314,9 +319,42 @@ def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ..
             continue
         clauses, params = where
         sql = _FTS_SQL[kind] + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
+        rare, common = _split_by_frequency(conn, kind, terms)
+        # Every word common: the rows holding all of them (few, so quick to rank). Rows holding
+        # only some would mean ranking most of the table (60-80 ms at 100k, for weak matches):
+        # they are left to the semantic side.
+        match = fts_match(rare) if rare else " AND ".join(fts_match([t]) for t in common)
         for row_id, score in conn.execute(sql, [match, *params, pool]):
             found[(kind, int(row_id))] = float(score)
     return found
+
+
+def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -> tuple[list[str], list[str]]:
+    """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
+    this kind, and the others.
+
+    FTS5 computes bm25() for every row that matches, ~1 us a row: a query OR-ing one word found
+    in half the rows ("tests", "fixed", "configuration" in a project's memory) ranks them all,
+    40-80 ms at 100k observations (bench/scale.py), against 0.3 ms for the rare words alone.
+    Such words weigh little in BM25 (IDF ln 1.8 at half the rows, against ln 700 for a word in
+    150 rows) and the semantic side still sees them, so the keyword query keeps the rarest words
+    that fit the budget. Counting stops at FTS_BUDGET + 1 rows (~0.2 ms a word), and is skipped
+    while the table holds no more rows than the budget: small memories rank exactly as before.
+    """
+    table = _FTS_TABLE[kind]
+    largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    if largest <= FTS_BUDGET:
+        return list(terms), []
+    counts = {term: conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                                 (fts_match([term]), FTS_BUDGET + 1)).fetchone()[0] for term in terms}
+    rare: list[str] = []
+    used = 0
+    for term in sorted(terms, key=lambda t: counts[t]):
+        if used + counts[term] > FTS_BUDGET:
+            break
+        rare.append(term)
+        used += counts[term]
+    return [t for t in terms if t in rare], [t for t in terms if t not in rare]
 
 
 def _matching_ids(conn: sqlite3.Connection, kind: str, f: _Filters) -> list[int] | None:
@@ -385,17 +423,24 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     note: str | None = None
     used = mode
     candidates: dict[tuple[str, int], _Candidate] = {}
+    want = pool * 2  # nearest documents: several per observation (main text and each fact)
+    # The semantic side (embedding the query, the nearest-neighbour query) runs in a thread
+    # while this one runs FTS5 and reads the keyword hits' rows: both wait mostly outside the
+    # GIL (onnxruntime, Chroma, SQLite). At 100k observations this saved ~1/3 of a hybrid query.
+    job = _start_nearest(index, text, kinds, filters, want) if index is not None and mode != "fts" else None
     if mode in ("hybrid", "fts") or index is None:
         for key, score in _fts_search(conn, terms, kinds, filters, pool).items():
             candidates[key] = _Candidate(*key, bm25=score)
+        _load_rows(conn, candidates)
     if mode in ("hybrid", "vector"):
-        if index is None:
+        if index is None or job is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
             from claude_mem.recall.index import IndexUnavailable
 
             try:
-                _add_vector_candidates(conn, index, text, kinds, filters, pool, candidates, fill_missing=mode == "hybrid")
+                _add_vector_candidates(conn, index, job.result(), terms, kinds, filters, want, candidates,
+                                       fill_missing=mode == "hybrid")
             except IndexUnavailable as exc:
                 used, note = "fts", f"{exc}: keyword results only"
                 if mode == "vector":
@@ -413,23 +458,63 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     return SearchResult(hits, used, note)
 
 
-def _add_vector_candidates(conn: sqlite3.Connection, index: Index, text: str, kinds: tuple[str, ...], f: _Filters,
-                           pool: int, candidates: dict[tuple[str, int], _Candidate], *, fill_missing: bool) -> None:
+@dataclass
+class _Raw:
+    """What the semantic side fetched without a SQLite connection (see _start_nearest)."""
+
+    embedding: Any
+    matches: list[VectorMatch]  # nearest first, unfiltered
+    asked: int  # how many were asked for: fewer came back only when the index has no more
+
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters, want: int) -> Future[_Raw]:
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="claude-mem-search")
+    # Unfiltered (all kinds, no filter), the nearest `want` are the answer: fetching 8x as many
+    # costs 10x more (0.6 against 6.4 ms, 34k documents, best of 160). Their vectors are fetched
+    # too, as they will all be candidates; with filters, only once the filters have run.
+    filtered = _has_filters(f) or set(kinds) != set(KINDS)
+    return _EXECUTOR.submit(_raw_nearest, index, text, want * RAW_FACTOR if filtered else want, 0 if filtered else want)
+
+
+def _raw_nearest(index: Index, text: str, n: int, prefetch: int) -> _Raw:
     embedding = index.embed_query(text)
-    # Several documents per observation (main text and each fact): ask for more than `pool`.
-    matches = _nearest(conn, index, embedding, kinds, f, pool * 2)
+    matches = index.query_documents(embedding, n)
+    if prefetch:
+        vectors = index.vectors([m.doc_id for m in matches[:prefetch]])
+        matches = [VectorMatch(m.kind, m.sqlite_id, m.distance, m.doc_id, m.text, vectors.get(m.doc_id)) for m in matches]
+    return _Raw(embedding, matches, n)
+
+
+def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, terms: list[str], kinds: tuple[str, ...],
+                           f: _Filters, want: int, candidates: dict[tuple[str, int], _Candidate], *, fill_missing: bool) -> None:
+    embedding = raw.embedding
+    matches = _nearest(conn, index, raw, kinds, f, want)
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
         candidates.setdefault(key, _Candidate(*key))
     owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
     if fill_missing:
-        # Keyword hits the nearest-neighbour query did not reach still need their true cosine, or
-        # the blend would treat "not in the top N" as "unrelated". Their documents are named from
-        # the SQLite rows and fetched by id.
+        # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the
+        # blend would treat "not in the top N" as "unrelated". Each gets that of its document
+        # holding the most query words (the one keyword search matched), named from the SQLite
+        # row and fetched by id. All of a row's documents would be exact, but they all lie beyond
+        # the nearest `want` anyway, and fetching every one (~4 an observation, 6 a summary) was
+        # a third of a hybrid query at 100k observations (bench/scale.py).
         missing = {key: c for key, c in candidates.items() if key not in reached}
         _load_rows(conn, missing)
-        owners.update((doc_id, (c.kind, c.id)) for c in missing.values() if c.row
-                      for doc_id, _, _ in document_texts(c.kind, c.row))
+        wanted = {_stem(t) for t in terms}
+        for c in missing.values():
+            docs = document_texts(c.kind, c.row) if c.row else []
+            if docs:
+                best = max(docs, key=lambda d: len(wanted & {_stem(w.lower()) for w in _TOKEN.findall(d[1])}))
+                owners[best[0]] = (c.kind, c.id)
     # The stored vectors of every candidate document, for the centring in _set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
     known.update(index.vectors([doc_id for doc_id in owners if doc_id not in known]))
@@ -437,9 +522,9 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, text: str, ki
                  embedding, candidates)
 
 
-def _nearest(conn: sqlite3.Connection, index: Index, embedding: Any, kinds: tuple[str, ...], f: _Filters,
+def _nearest(conn: sqlite3.Connection, index: Index, raw: _Raw, kinds: tuple[str, ...], f: _Filters,
              want: int) -> list[VectorMatch]:
-    """The `want` documents nearest to `embedding` among those passing the filters.
+    """The `want` documents nearest to the query among those passing the filters.
 
     Chroma applies a `where` by scanning its metadata before the vector search, and that costs
     more than everything else in a search: on a 34k-document index, 21 ms (best of 15) for one
@@ -451,12 +536,14 @@ def _nearest(conn: sqlite3.Connection, index: Index, embedding: Any, kinds: tupl
     project, a date range), a filtered set of at most BRUTE_FORCE_ROWS rows is scored directly
     from its stored vectors, and anything larger falls back to Chroma's `where`.
     """
-    # Unfiltered (all kinds, no filter), the nearest `want` are the answer: fetching 8x as many
-    # costs 10x more (0.6 against 6.4 ms, 34k documents, best of 160).
-    n = want * RAW_FACTOR if _has_filters(f) or set(kinds) != set(KINDS) else want
-    raw = index.query_documents(embedding, n)
-    kept = _passing(conn, raw, kinds, f)
-    if len(kept) >= min(want, POOL) or len(raw) < n:
+    embedding = raw.embedding
+    kept: list[VectorMatch] = []
+    step = 2 * want  # the nearest pass first when the query is about the filtered project: stop early
+    for start in range(0, len(raw.matches), step):
+        kept.extend(_passing(conn, raw.matches[start:start + step], kinds, f))
+        if len(kept) >= want:
+            break
+    if len(kept) >= min(want, POOL) or len(raw.matches) < raw.asked:
         return kept[:want]
     rows = _filtered_rows(conn, kinds, f, BRUTE_FORCE_ROWS)
     if rows is not None:
