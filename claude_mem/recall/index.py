@@ -64,7 +64,7 @@ class VectorMatch:
     distance: float
     doc_id: str
     text: str
-    # The stored unit vector (numpy float32), when the call read it anyway.
+    # The stored unit vector (numpy float32), when asked for or read anyway.
     embedding: Any = field(default=None, compare=False, repr=False)
 
 
@@ -356,22 +356,27 @@ class Index:
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
     def query_documents(self, text: str | Sequence[float], n: int = 10, where: dict[str, Any] | None = None, *,
-                        with_text: bool = False) -> list[VectorMatch]:
+                        with_text: bool = False, with_embeddings: bool = False) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text is fetched only when asked for (it
-        costs more than the search itself, and SQLite has it anyway)."""
+        costs more than the search itself, and SQLite has it anyway), the stored vectors too
+        (with the query: 5 ms for 120 at 100k observations, against 7.6 ms for a `vectors` after)."""
+        import numpy as np
+
         if n <= 0:
             return []
         embedding = self.embed_query(text) if isinstance(text, str) else text
-        include = ["distances", "documents"] if with_text else ["distances"]
+        include = ["distances"] + (["documents"] if with_text else []) + (["embeddings"] if with_embeddings else [])
         with self._use("query") as store:
             result = store.collection.query(query_embeddings=[[float(x) for x in embedding]], n_results=int(n),
                                             where=where or None, include=include)
-        docs = result["documents"][0] if with_text else [""] * len(result["ids"][0])
+        count = len(result["ids"][0])
+        docs = result["documents"][0] if with_text else [""] * count
+        vectors = np.asarray(result["embeddings"][0], dtype=np.float32) if with_embeddings and count else [None] * count
         out = []
-        for doc_id, dist, doc in zip(result["ids"][0], result["distances"][0], docs, strict=True):
+        for doc_id, dist, doc, vector in zip(result["ids"][0], result["distances"][0], docs, vectors, strict=True):
             kind, row_id = parse_doc_id(doc_id)
-            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or ""))
+            out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or "", vector))
         return out
 
     def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float]) -> list[VectorMatch]:

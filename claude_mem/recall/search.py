@@ -85,10 +85,8 @@ import datetime as dt
 import json
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -309,7 +307,9 @@ _FTS_TABLE = {"observation": "observations_fts", "summary": "session_summaries_f
 
 
 def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: _Filters,
-                pool: int) -> dict[tuple[str, int], float]:
+                pool: int, *, alone: bool = True) -> dict[tuple[str, int], float]:
+    """The `pool` best keyword matches per kind. `alone` says no semantic side will rank what
+    keywords cannot tell apart (see below)."""
     if not terms:
         return {}
     found: dict[tuple[str, int], float] = {}
@@ -320,10 +320,17 @@ def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ..
         clauses, params = where
         sql = _FTS_SQL[kind] + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
         rare, common = _split_by_frequency(conn, kind, terms)
-        # Every word common: the rows holding all of them (few, so quick to rank). Rows holding
-        # only some would mean ranking most of the table (60-80 ms at 100k, for weak matches):
-        # they are left to the semantic side.
-        match = fts_match(rare) if rare else " AND ".join(fts_match([t]) for t in common)
+        if rare:
+            match = fts_match(rare)
+        else:
+            # Every word common: the rows holding all of them. Rows holding only some would mean
+            # ranking most of the table (60-80 ms at 100k) for weak matches. When even the rows
+            # holding all of them are too many to rank quickly (a pasted error message found in
+            # thousands of rows: 15-18 ms), keywords do not tell them apart, and the semantic
+            # side, when there is one, ranks them alone.
+            match = " AND ".join(fts_match([t]) for t in common)
+            if not alone and _count(conn, kind, match) > FTS_BUDGET:
+                continue
         for row_id, score in conn.execute(sql, [match, *params, pool]):
             found[(kind, int(row_id))] = float(score)
     return found
@@ -345,8 +352,7 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -
     largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
     if largest <= FTS_BUDGET:
         return list(terms), []
-    counts = {term: conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-                                 (fts_match([term]), FTS_BUDGET + 1)).fetchone()[0] for term in terms}
+    counts = {term: _count(conn, kind, fts_match([term])) for term in terms}
     rare: list[str] = []
     used = 0
     for term in sorted(terms, key=lambda t: counts[t]):
@@ -355,6 +361,13 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -
         rare.append(term)
         used += counts[term]
     return [t for t in terms if t in rare], [t for t in terms if t not in rare]
+
+
+def _count(conn: sqlite3.Connection, kind: str, match: str) -> int:
+    """Rows matching, counted up to FTS_BUDGET + 1 (that much is known in ~0.2 ms)."""
+    table = _FTS_TABLE[kind]
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, (match, FTS_BUDGET + 1)).fetchone()[0])
 
 
 def _matching_ids(conn: sqlite3.Connection, kind: str, f: _Filters) -> list[int] | None:
@@ -424,30 +437,26 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     used = mode
     candidates: dict[tuple[str, int], _Candidate] = {}
     want = pool * 2  # nearest documents: several per observation (main text and each fact)
-    # The semantic side (embedding the query, the nearest-neighbour query) runs in a thread
-    # while this one runs FTS5 and reads the keyword hits' rows: both wait mostly outside the
-    # GIL (onnxruntime, Chroma, SQLite). At 100k observations this saved ~1/3 of a hybrid query.
-    job = _start_nearest(index, text, kinds, filters, want) if index is not None and mode != "fts" else None
     if mode in ("hybrid", "fts") or index is None:
-        for key, score in _fts_search(conn, terms, kinds, filters, pool).items():
+        alone = mode == "fts" or index is None
+        for key, score in _fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
             candidates[key] = _Candidate(*key, bm25=score)
         _load_rows(conn, candidates)
     if mode in ("hybrid", "vector"):
-        if index is None or job is None:
+        if index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
             from claude_mem.recall.index import IndexUnavailable
 
             try:
-                _add_vector_candidates(conn, index, job.result(), terms, kinds, filters, want, candidates,
+                raw = _fetch_nearest(index, text, kinds, filters, want)
+                _add_vector_candidates(conn, index, raw, terms, kinds, filters, want, candidates,
                                        fill_missing=mode == "hybrid")
             except IndexUnavailable as exc:
                 used, note = "fts", f"{exc}: keyword results only"
-                if mode == "vector":
-                    candidates = {key: _Candidate(*key, bm25=score)
-                                  for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
-                else:
-                    candidates = {key: c for key, c in candidates.items() if c.bm25 > 0}
+                # Keywords alone now: searched again when the first pass counted on the other side.
+                candidates = {key: _Candidate(*key, bm25=score)
+                              for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
     if not candidates:
         return SearchResult([], used, note)
 
@@ -460,36 +469,21 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
 
 @dataclass
 class _Raw:
-    """What the semantic side fetched without a SQLite connection (see _start_nearest)."""
+    """The nearest documents, unfiltered (see _nearest)."""
 
     embedding: Any
-    matches: list[VectorMatch]  # nearest first, unfiltered
+    matches: list[VectorMatch]  # nearest first
     asked: int  # how many were asked for: fewer came back only when the index has no more
 
 
-_EXECUTOR: ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
-
-
-def _start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters, want: int) -> Future[_Raw]:
-    global _EXECUTOR
-    with _EXECUTOR_LOCK:
-        if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="claude-mem-search")
-    # Unfiltered (all kinds, no filter), the nearest `want` are the answer: fetching 8x as many
-    # costs 10x more (0.6 against 6.4 ms, 34k documents, best of 160). Their vectors are fetched
-    # too, as they will all be candidates; with filters, only once the filters have run.
-    filtered = _has_filters(f) or set(kinds) != set(KINDS)
-    return _EXECUTOR.submit(_raw_nearest, index, text, want * RAW_FACTOR if filtered else want, 0 if filtered else want)
-
-
-def _raw_nearest(index: Index, text: str, n: int, prefetch: int) -> _Raw:
+def _fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters, want: int) -> _Raw:
     embedding = index.embed_query(text)
-    matches = index.query_documents(embedding, n)
-    if prefetch:
-        vectors = index.vectors([m.doc_id for m in matches[:prefetch]])
-        matches = [VectorMatch(m.kind, m.sqlite_id, m.distance, m.doc_id, m.text, vectors.get(m.doc_id)) for m in matches]
-    return _Raw(embedding, matches, n)
+    # Unfiltered (all kinds, no filter), the nearest `want` are the answer: fetching 8x as many
+    # costs 10x more (0.6 against 6.4 ms, 34k documents, best of 160), and their vectors come
+    # with them. With filters, vectors are fetched once the filters have run.
+    filtered = _has_filters(f) or set(kinds) != set(KINDS)
+    n = want * RAW_FACTOR if filtered else want
+    return _Raw(embedding, index.query_documents(embedding, n, with_embeddings=not filtered), n)
 
 
 def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, terms: list[str], kinds: tuple[str, ...],
@@ -509,11 +503,11 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, te
         # a third of a hybrid query at 100k observations (bench/scale.py).
         missing = {key: c for key, c in candidates.items() if key not in reached}
         _load_rows(conn, missing)
-        wanted = {_stem(t) for t in terms}
+        stems = [_stem(t) for t in terms]
         for c in missing.values():
             docs = document_texts(c.kind, c.row) if c.row else []
             if docs:
-                best = max(docs, key=lambda d: len(wanted & {_stem(w.lower()) for w in _TOKEN.findall(d[1])}))
+                best = max(docs, key=lambda d: sum(stem in d[1].lower() for stem in stems))  # first (main) on ties
                 owners[best[0]] = (c.kind, c.id)
     # The stored vectors of every candidate document, for the centring in _set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
