@@ -64,7 +64,7 @@ GENERATOR = 1  # bump when the generated text changes: prepared data dirs are th
 SEARCH_P95_TARGET_MS = 50.0
 DIGEST_RATIO_TARGET = 1.5
 PROBE_SESSION = "scale-probe"
-PROBE_OBSERVATIONS = 40
+PROBE_OBSERVATIONS = 100
 PROBE_BATCH = 4  # observations per worker commit (one model reply)
 DAY_MS = 86_400_000
 START_MS = 1_735_725_600_000  # 2025-01-01 10:00 UTC: the first synthetic session
@@ -400,7 +400,7 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
 
 
 def report(results: dict[int, dict[str, Any]]) -> None:
-    print(f"{'':28}" + "".join(f"{size:>14,}" for size in results))
+    print(f"{'':28}" + "".join(f"{size:>18,}" for size in results))
     rows: list[tuple[str, Any]] = [
         ("observations", lambda r: f"{r['rows']['observations']:,}"),
         ("  + summaries / prompts", lambda r: f"{r['rows']['session_summaries']:,} / {r['rows']['user_prompts']:,}"),
@@ -413,7 +413,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
              ("hook floor p50 ms", lambda r: f"{r['digest']['floor']['p50_ms']:.1f}"),
              ("digest / floor", lambda r: f"{r['digest']['ratio']:.2f}")]
     for label, cell in rows:
-        print(f"{label:28}" + "".join(f"{cell(r):>14}" for r in results.values()))
+        print(f"{label:28}" + "".join(f"{cell(r):>18}" for r in results.values()))
     for size, r in results.items():
         p95 = r["search"]["hybrid"]["p95_ms"]
         print(f"{size:,}: hybrid p95 {p95:.1f} ms ({'ok' if p95 <= SEARCH_P95_TARGET_MS else 'ABOVE'} target {SEARCH_P95_TARGET_MS:g});"

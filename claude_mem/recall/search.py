@@ -295,6 +295,10 @@ _FROM = {
     "summary": "session_summaries t",
     "prompt": "user_prompts t LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id",
 }
+# The same, for checking rows by id: NOT INDEXED keeps SQLite on rowid lookups, where it would
+# otherwise walk the whole project through its index (1.5 against 4.6-6.9 ms for 960 ids at
+# 100k observations).
+_FROM_BY_ID = {kind: sql.replace(" t", " t NOT INDEXED", 1) for kind, sql in _FROM.items()}
 # The columns `index.document_texts` needs to name a row's documents.
 _TEXT_COLUMNS = {
     "observation": "t.id, t.title, t.subtitle, t.narrative, t.facts",
@@ -567,7 +571,7 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
         clauses, params = where
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            sql = (f"SELECT t.id FROM {_FROM[kind]} WHERE t.id IN ({','.join('?' * len(chunk))})"
+            sql = (f"SELECT t.id FROM {_FROM_BY_ID[kind]} WHERE t.id IN ({','.join('?' * len(chunk))})"
                    + "".join(f" AND {c}" for c in clauses))
             ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
     return [m for m in wanted if (m.kind, m.sqlite_id) in ok]
