@@ -70,13 +70,30 @@ they give. The 0.70 target was not reached: what is left is mostly list question
 has Tim read?", 0.51 of a 0.80 ceiling) whose evidence facts name the instances ("finished 'A
 Dance with Dragons'") but neither the words nor, for MiniLM, the meaning of the question.
 
-Speed (bench/scale.py; best-of-N timings on a 10k-observation, 34k-document index, as the machine
-is shared): a Chroma `where` is the expensive part of a semantic search, 21 ms for one project
-or one session against 0.6 ms for the 100 nearest unfiltered, and a filtered delete 0.7 s. So
-`_nearest` fetches unfiltered and filters in SQLite, rows are named by id (`Index.vectors`, 3.5
-ms for ~100 documents, 5x less than a `sqlite_id $in` filter), and no clause is sent for what
-matches everything (all kinds). What is left per hybrid query: embedding the query ~3 ms, the
-nearest-neighbour query 0.6-6 ms, the vectors 3.5 ms, FTS5 0.5 ms, the rest ~2 ms.
+Speed (bench/scale.py: synthetic developer memory, 10k and 100k observations = 34k and 340k
+documents; timings best-of-N or interleaved, as the machine is shared). Each step, kept:
+
+    S1. a Chroma `where` scans metadata before the vector search: 21 ms for one project or one
+        session at 34k documents, against 0.6 ms for the 100 nearest unfiltered. `_nearest`
+        fetches 8x the documents wanted unfiltered and checks their rows with the keyword
+        side's SQL (exact whenever enough pass), scores a filtered set of <= 100 rows from its
+        stored vectors, and only then falls back to `where`. No clause for "every kind".
+    S2. vectors by document id (`Index.vectors`), 5x cheaper than a `sqlite_id $in` filter;
+        with the unfiltered query itself they come cheaper still (5.1 against 7.6 ms, 100k).
+    S3. FTS5 ranks every matching row (~1 us each): one word in half the rows cost 40-80 ms at
+        100k. The keyword query keeps the rarest words within a 2,000-row budget; with every
+        word common it asks for rows holding all of them, and in hybrid mode skips even that
+        when it matches more than the budget (`_fts_search`). Memories under 2,000 rows rank
+        exactly as before (LoCoMo unchanged).
+    S4. a keyword-only hit gets the cosine of its document holding most query words, not of
+        all its documents (all lie beyond the nearest anyway; fetching them was ~1/3 of a query).
+    S5. rows checked by id with NOT INDEXED: 1.5 against 4.6-6.9 ms for 960 ids (SQLite chose
+        to walk the project's index).
+    S6. tried and dropped: the semantic side in a thread while FTS5 runs (interleaved A/B at
+        100k: p50 36.5 ms threaded, 33.6 ms not; the GIL and two busy cores).
+
+At 100k observations a hybrid search now takes p50 24-31 ms, p95 35-44 ms (p50 59, p95 100 with
+S1-S2 only; with Chroma filters, p50 97 and p95 223 ms already at 10k, on a busy machine).
 """
 
 from __future__ import annotations
