@@ -27,13 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from claude_mem.payload import matches_skip_list
-from claude_mem.replay import TOOL_EVENTS, find_transcripts, transcript_events
-from claude_mem.settings import DEFAULT_SKIP_TOOLS
-
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data" / "transcripts"
-FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+sys.path.insert(0, str(ROOT))
+
+from bench.data import transcripts  # noqa: E402
+from claude_mem.payload import matches_skip_list  # noqa: E402
+from claude_mem.replay import TOOL_EVENTS, transcript_events  # noqa: E402
+from claude_mem.settings import DEFAULT_SKIP_TOOLS  # noqa: E402
+
 TARGET_RATIO = 1.3
 
 FLOOR_SCRIPT = """\
@@ -47,12 +48,12 @@ conn.close()
 
 
 def real_payloads() -> tuple[list[dict[str, Any]], str]:
-    folder = SHARED if SHARED.is_dir() and find_transcripts(SHARED) else FIXTURES
+    paths = transcripts()
     # Skip-listed tools (TodoWrite, ...) are left out: the hook drops them without writing, so
     # they would neither measure the write path nor count as queued in the burst.
-    payloads = [e.payload for path in find_transcripts(folder) for e in transcript_events(path)
+    payloads = [e.payload for path in paths for e in transcript_events(path)
                 if e.event in TOOL_EVENTS and not matches_skip_list(e.payload["tool_name"], DEFAULT_SKIP_TOOLS)]
-    return payloads, str(folder)
+    return payloads, str(paths[0].parent if paths else "")
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, float]:

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.data import transcripts  # noqa: E402
 from claude_mem import hooks, settings  # noqa: E402
 from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
@@ -109,11 +110,7 @@ def main() -> None:
     parser.add_argument("transcripts", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    paths = args.transcripts
-    if not paths:
-        shared = ROOT.parent / "shared" / "data" / "transcripts"
-        paths = sorted(p for p in shared.rglob("*.jsonl") if "subagents" not in p.parts) if shared.exists() else []
-        paths = paths or sorted((ROOT / "tests" / "fixtures").glob("*.jsonl"))
+    paths = transcripts(args.transcripts)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(paths):

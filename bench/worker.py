@@ -28,8 +28,9 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.data import transcripts  # noqa: E402
 from claude_mem import settings  # noqa: E402
-from claude_mem.replay import find_transcripts, store_in_process, transcript_payloads  # noqa: E402
+from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from tests.fakes.fake_claude import write_wrapper  # noqa: E402
@@ -96,11 +97,7 @@ def main() -> None:
     parser.add_argument("transcripts", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    paths = args.transcripts
-    if not paths:
-        shared = ROOT.parent / "shared" / "data" / "transcripts"
-        paths = find_transcripts(shared) if shared.is_dir() else []
-        paths = paths or find_transcripts(ROOT / "tests" / "fixtures" / "transcripts")
+    paths = transcripts(args.transcripts)
     with tempfile.TemporaryDirectory(prefix="cm-bench-worker-") as tmp_name:
         tmp = Path(tmp_name)
         fake_cli = write_wrapper(tmp / "fakebin")
