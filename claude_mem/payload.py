@@ -93,20 +93,22 @@ _NAME_TAIL = r"[A-Za-z0-9_.\-]{0,40}"
 # (`tokens = tokenizer.encode(text)`, `token = os.environ["X"]`), a type or a literal
 # (`password: str`, `secret: true`).
 _CODE = r"""(?:=|[{\[(]|[A-Za-z_][A-Za-z0-9_.]*[(\[]|(?:str|bytes|int|float|bool|none|optional|any|true|false|null)(?![A-Za-z0-9_.\-]))"""
-_VALUE = (r"""(?!\[REDACTED\])(?:(")[^"\n]{%(n)s,512}"|(')[^'\n]{%(n)s,512}'|(?!""" + _CODE
-          + r""")[^\s,;'"&}\])]{%(n)s,512})""")
+_VALUE = (r"""(?!\[REDACTED\])(?:"(?P<dq>[^"\n]{%(n)s,512})"|'(?P<sq>[^'\n]{%(n)s,512})'|(?!""" + _CODE
+          + r""")(?P<bare>[^\s,;'"&}\])]{%(n)s,512}))""")
 # Passwords: any value. Tokens and keys: values long enough to be one (not "max_tokens=100").
 # The separator stays on the name's line (`if password == x:` then a newline is not an assignment).
 _SEP = r"([ \t]{0,8}[:=][ \t]{0,8})"
+# Both are lookaheads, so a match is tried at every position: a value may hold the next
+# assignment's name (`password="password="x"`), and that assignment's value must go too.
 _PASSWORD_ASSIGNMENT = _Lazy(
-    rf"""(?i)(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1"""
+    rf"""(?i)(?=(["']?)({_NAME}(?:password|passwd|passphrase|pwd|secret|credential){_NAME_TAIL})\1"""
     + _SEP
-    + _VALUE % {"n": 1}
+    + _VALUE % {"n": 1} + ")"
 )
 _KEY_ASSIGNMENT = _Lazy(
-    rf"""(?i)(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1"""
+    rf"""(?i)(?=(["']?)({_NAME}(?:token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key){_NAME_TAIL})\1"""
     + _SEP
-    + _VALUE % {"n": 8}
+    + _VALUE % {"n": 8} + ")"
 )
 _ANY_PRIVATE_TAG = _Lazy(r"(?i)</?private>")
 
@@ -129,25 +131,51 @@ def redact(text: str, *, prefilter: bool = True) -> str:
         text = _strip_private(text) if _ANY_PRIVATE_TAG.search(text) else text
     if "PRIVATE KEY" in text:
         text = _PRIVATE_KEY.sub(REDACTED, text)
+    # Every other secret is found in the same text and all are replaced at once: replacing one
+    # first could hide another's anchor (in `Bearer password="x"` the bearer token swallows the
+    # name `password`, and `x` would stay).
+    spans: list[tuple[int, int]] = []
     if not prefilter or any(n in text for n in _TOKEN_NEEDLES):
-        text = _TOKENS.sub(REDACTED, text)
+        spans += [m.span() for m in _TOKENS.finditer(text)]
     if has("authorization"):
-        text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+        spans += [(m.end(1), m.end()) for m in _AUTH_HEADER.finditer(text)]
     if has("bearer"):
-        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+        spans += [(m.end(1), m.end()) for m in _BEARER.finditer(text)]
     if not prefilter or ("://" in text and "@" in text):
-        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
+        spans += [(m.end(1), m.start(2)) for m in _URL_PASSWORD.finditer(text)]
     if has("passw", "passphrase", "pwd", "secret", "credential"):
-        text = _PASSWORD_ASSIGNMENT.sub(_assignment_repl, text)
+        spans += _value_spans(_PASSWORD_ASSIGNMENT, text)
     if has("token", "key"):
-        text = _KEY_ASSIGNMENT.sub(_assignment_repl, text)
-    return text
+        spans += _value_spans(_KEY_ASSIGNMENT, text)
+    return _replace_spans(text, spans)
 
 
-def _assignment_repl(match: re.Match[str]) -> str:
-    quote, name, sep = match.group(1), match.group(2), match.group(3)
-    value_quote = match.group(4) or match.group(5) or ""
-    return f"{quote}{name}{quote}{sep}{value_quote}{REDACTED}{value_quote}"
+def _value_spans(pattern: _Lazy, text: str) -> list[tuple[int, int]]:
+    """Where the values of the assignments `pattern` finds are (names, separators and quotes
+    stay, so JSON stays JSON)."""
+    spans = []
+    for match in pattern.finditer(text):
+        group = "dq" if match.start("dq") >= 0 else "sq" if match.start("sq") >= 0 else "bare"
+        spans.append(match.span(group))
+    return spans
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Each run of overlapping or touching spans becomes one [REDACTED]."""
+    spans = sorted(span for span in spans if span[1] > span[0])
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if s <= end:
+            end = max(end, e)
+            continue
+        out += [text[pos:start], REDACTED]
+        pos, (start, end) = end, (s, e)
+    out += [text[pos:start], REDACTED, text[end:]]
+    return "".join(out)
 
 
 def _strip_private(text: str) -> str:

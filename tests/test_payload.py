@@ -9,7 +9,7 @@ import string
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from claude_mem import payload
@@ -368,6 +368,12 @@ def planted(draw: st.DrawFn) -> tuple[str, str]:
 
 @settings(max_examples=300, deadline=None)
 @given(case=planted(), limit=st.integers(min_value=200, max_value=3000))
+@example(case=('password= password="0000000000000000000000000000000000000000" ', "0000000000000000000000000000000000000000"),
+         limit=200)  # found in CI: a name taken as the previous name's value hid its own value
+@example(case=('password="password="0000000000000000000000000000000000000000" ', "0000000000000000000000000000000000000000"),
+         limit=200)
+@example(case=('Bearer  password="0000000000000000000000000000000000000000" ', "0000000000000000000000000000000000000000"),
+         limit=200)  # one pattern's replacement must not hide another's anchor
 def test_a_planted_secret_never_survives(case: tuple[str, str], limit: int) -> None:
     text, secret_value = case
     assert secret_value not in redact(text)
