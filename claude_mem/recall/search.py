@@ -109,6 +109,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.recall.index import VectorMatch, document_texts
 from claude_mem.store.memories import SUMMARY_FIELDS
+from claude_mem.store.reads import file_clause
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
@@ -287,11 +288,9 @@ def _sql_filters(kind: str, f: _Filters, alias: str) -> tuple[list[str], list[An
         clauses.append(f"{alias}.created_at_epoch < ?")
         params.append(int(f.until_ms))
     if f.file:
-        pattern = "%" + f.file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({alias}.{c}) WHERE value LIKE ? ESCAPE '\\')"
-                          for c in _FILE_COLUMNS[kind])
-        clauses.append(f"({ors})")
-        params.extend([pattern] * len(_FILE_COLUMNS[kind]))
+        clause, more = file_clause(f.file, tuple(f"{alias}.{c}" for c in _FILE_COLUMNS[kind]))
+        clauses.append(clause)
+        params.extend(more)
     return clauses, params
 
 

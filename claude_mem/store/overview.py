@@ -10,7 +10,7 @@ import os
 import sqlite3
 from typing import Any
 
-from claude_mem.store.memories import decode
+from claude_mem.store.reads import decode, like_escape
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
            "summaries": "session_summaries", "raw_replies": "raw_replies"}
@@ -66,7 +66,7 @@ def find_sessions(conn: sqlite3.Connection, text: str) -> list[str]:
     exact = conn.execute("SELECT claude_session_id FROM sdk_sessions WHERE claude_session_id = ?", (text,)).fetchone()
     if exact:
         return [exact[0]]
-    pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    pattern = like_escape(text) + "%"
     return [r[0] for r in conn.execute(
         "SELECT claude_session_id FROM sdk_sessions WHERE claude_session_id LIKE ? ESCAPE '\\' ORDER BY started_at_epoch LIMIT 10",
         (pattern,))]

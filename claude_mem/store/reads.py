@@ -30,6 +30,17 @@ def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def like_escape(text: str) -> str:
+    """`text` inside a `LIKE ? ESCAPE '\\'` pattern, its own %, _ and \\ matching themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def file_clause(file: str, columns: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """Rows whose JSON file lists (`columns`, e.g. "t.files_read") hold a path containing `file`."""
+    ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) WHERE value LIKE ? ESCAPE '\\')" for c in columns)
+    return f"({ors})", ["%" + like_escape(file) + "%"] * len(columns)
+
+
 def _filters(session_id: str | None, project: str | None, type_: str | None,
              since_ms: int | None, until_ms: int | None, file: str | None,
              file_columns: tuple[str, ...]) -> tuple[str, list[Any]]:
@@ -51,10 +62,9 @@ def _filters(session_id: str | None, project: str | None, type_: str | None,
         clauses.append("created_at_epoch < ?")
         params.append(until_ms)
     if file:
-        ors = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) WHERE value LIKE ? ESCAPE '\\')" for c in file_columns)
-        clauses.append(f"({ors})")
-        pattern = "%" + file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        params.extend([pattern] * len(file_columns))
+        clause, more = file_clause(file, file_columns)
+        clauses.append(clause)
+        params.extend(more)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
