@@ -83,12 +83,18 @@ def test_planted_secrets_reach_nothing(tmp_path: Path, data_dir: Path, long_run:
     assert leftover_processes(data_dir, timeout=30) == []
 
 
-def test_injection_strings_are_harmless(tmp_path: Path, data_dir: Path) -> None:
-    events = session_events(sorted(FIXTURES.glob("*.jsonl"))[0], "inject", tmp_path / "proj")
+def capture_fixture(tmp_path: Path, session: str) -> dict[str, str]:
+    """The fixture session through the real hooks and a heuristic worker; returns their environment."""
+    events = session_events(sorted(FIXTURES.glob("*.jsonl"))[0], session, tmp_path / "proj")
     env = {**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic"}
     assert all(r.returncode == 0 for r in play_subprocess(events, env=env))
-    assert subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "inject", "--drain"], env=env,
+    assert subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session, "--drain"], env=env,
                           capture_output=True, timeout=300).returncode == 0
+    return env
+
+
+def test_injection_strings_are_harmless(tmp_path: Path, data_dir: Path) -> None:
+    capture_fixture(tmp_path, "inject")
     db = data_dir / "claude-mem.db"
 
     def counts() -> dict[str, int]:
@@ -126,11 +132,7 @@ def test_injection_strings_are_harmless(tmp_path: Path, data_dir: Path) -> None:
 
 
 def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, data_dir: Path) -> None:
-    events = session_events(sorted(FIXTURES.glob("*.jsonl"))[0], "perms", tmp_path / "proj")
-    env = {**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic"}
-    assert all(r.returncode == 0 for r in play_subprocess(events, env=env))
-    assert subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "perms", "--drain"], env=env,
-                          capture_output=True, timeout=300).returncode == 0
+    env = capture_fixture(tmp_path, "perms")
     assert subprocess.run([sys.executable, "-m", "claude_mem", "export", "-o", str(data_dir / "export.jsonl")], env=env,
                           capture_output=True, timeout=120).returncode == 0
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
