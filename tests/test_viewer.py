@@ -361,6 +361,17 @@ def test_search_falls_back_to_keywords_when_the_index_is_down(store: tuple[sqlit
     assert "unavailable" in body["note"] and body["note"].endswith("keyword results only")
 
 
+@pytest.mark.parametrize(("off", "says"), [(True, "is off (setting semantic_index)"), (False, "no semantic index yet")])
+def test_search_never_creates_an_index(off: bool, says: str, data_dir: Path, store: tuple[sqlite3.Connection, dict[str, Any]],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if off:
+        monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
+    with client_for(settings.load(), use_index=True) as c:
+        body = c.get("/api/search", params={"q": "idempotency"}).json()
+    assert body["mode"] == "fts" and body["hits"] and says in body["note"]
+    assert not (data_dir / "chroma").exists(), "a reader must not create an empty index"
+
+
 def test_search_finds_by_meaning_with_the_real_index(config: settings.Config, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
     from claude_mem.recall.index import Index
 

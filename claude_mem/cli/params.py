@@ -3,7 +3,6 @@ errors on one line, and the semantic index when there is one."""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -64,11 +63,10 @@ def parse_ref(text: str) -> tuple[str, int] | None:
 
 
 def open_index(config: Config, *, create: bool) -> Index | None:
-    """The semantic index; without `create`, None when the embedded one was never built (opening
-    it would create an empty one, which a read-only command should not do)."""
-    from claude_mem.recall.index import Index
+    """The semantic index, or None when the setting is off; without `create`, also None when the
+    embedded one was never built (a read-only command must not create an empty one)."""
+    from claude_mem.recall.index import Index, readable_index
 
-    index = Index(config)
-    if not create and index.path and not os.path.exists(os.path.join(index.path, "chroma.sqlite3")):
-        return None
-    return index
+    if create:
+        return Index(config) if config.semantic_index else None
+    return readable_index(config)[0]

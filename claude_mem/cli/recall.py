@@ -55,17 +55,15 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageProblem("--since must be before --until")
     conn = app.db()
-    config = app.config
+    from claude_mem.recall.index import readable_index
+
     # A search must not create an empty embedded index; without one it answers from keywords.
-    index = open_index(config, create=False) if config.semantic_index else None
+    index, why = readable_index(app.config)
     started = time.perf_counter()
     result = search(conn, query, index=index, project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                     until_ms=until_ms, file=file, limit=limit, mode=mode)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    note = result.note
-    if index is None and mode != "fts":
-        note = ("semantic index is off (setting semantic_index): keyword results only" if not config.semantic_index
-                else "no semantic index yet (`claude-mem reindex` builds it): keyword results only")
+    note = why if why and mode != "fts" else result.note
     if as_json:
         emit_json({"query": query, "mode": result.mode, "note": note, "took_ms": round(elapsed_ms, 1),
                    "hits": [asdict(h) for h in result.hits]})

@@ -117,11 +117,12 @@ def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str
             stopping.set()  # open event streams end at their next poll instead of holding up the exit
             super().handle_exit(sig, frame)
 
-    from claude_mem.recall.index import Index
+    from claude_mem.recall.index import readable_index
 
-    index = Index(app.config)
-    threading.Thread(target=_warm, args=(index,), name="warm-index", daemon=True).start()
-    asgi = create_app(app.config, token=token, loopback_only=loopback, index=index, stopping=stopping)
+    index, _ = readable_index(app.config)
+    if index is not None:
+        threading.Thread(target=_warm, args=(index,), name="warm-index", daemon=True).start()
+    asgi = create_app(app.config, token=token, loopback_only=loopback, stopping=stopping)
     # The access log is off: request lines would carry ?token= and search words.
     server = Server(uvicorn.Config(asgi, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="off"))
     server.run(sockets=[sock])

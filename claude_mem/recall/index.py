@@ -187,6 +187,11 @@ class Index:
     def location(self) -> str:
         return self.url or str(self.path)
 
+    @property
+    def built(self) -> bool:
+        """False for an embedded index never written (opening it would create an empty one)."""
+        return bool(self.url) or os.path.exists(os.path.join(str(self.path), "chroma.sqlite3"))
+
     # -- connection ---------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -442,6 +447,20 @@ class Index:
         report["in_sync"] = in_sync
         report["location"] = self.location
         return report
+
+
+OFF_NOTE = "the semantic index is off (setting semantic_index): keyword results only"
+NOT_BUILT_NOTE = "no semantic index yet (workers build it; so does `claude-mem reindex`): keyword results only"
+
+
+def readable_index(config: Config) -> tuple[Index | None, str | None]:
+    """The index a reader (search, status, the viewer, the MCP server) should use, or None and
+    why not: the setting is off, or the embedded index was never built. Readers never create one;
+    one that appears later (a worker built it) is picked up by the next call."""
+    if not config.semantic_index:
+        return None, OFF_NOTE
+    index = Index(config)
+    return (index, None) if index.built else (None, NOT_BUILT_NOTE)
 
 
 class _Store:

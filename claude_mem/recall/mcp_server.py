@@ -105,7 +105,6 @@ class Memory:
         self.lock = threading.Lock()
         self._project: str | None = None
         self._conn: sqlite3.Connection | None = None
-        self._index: Any = None
 
     def project(self, value: str | None) -> str | None:
         """The project a call is about; None means every project."""
@@ -132,16 +131,9 @@ class Memory:
 
     def index(self) -> tuple[Any, str | None]:
         """The semantic index, or None and why not."""
-        if not self.config.semantic_index:
-            return None, "the semantic index is off (setting semantic_index): keyword results only"
-        if self._index is None:
-            from claude_mem.recall.index import Index
+        from claude_mem.recall.index import readable_index
 
-            self._index = Index(self.config)
-        if self._index.path and not os.path.exists(os.path.join(self._index.path, "chroma.sqlite3")):
-            # Opening it would create an empty one; a worker or `claude-mem reindex` builds it.
-            return None, "no semantic index yet (workers build it; so does `claude-mem reindex`): keyword results only"
-        return self._index, None
+        return readable_index(self.config)
 
     def known_projects(self, conn: sqlite3.Connection) -> list[str]:
         return [r[0] for r in conn.execute(
