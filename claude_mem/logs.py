@@ -44,9 +44,22 @@ def log_line(logs_dir: str | None, source: str, message: str, *, stderr: bool = 
 
 
 def read_tail(logs_dir: str, lines: int = 50) -> list[str]:
+    """The last `lines` lines of the log, reading only the end of the file (the viewer polls this;
+    the log grows to MAX_LOG_BYTES before it rotates)."""
     path = os.path.join(logs_dir, "claude-mem.log")
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()[-lines:]
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            chunk = min(size, max(4096, lines * 512))
+            while True:
+                fh.seek(size - chunk)
+                data = fh.read(chunk)
+                if data.count(b"\n") > lines or chunk == size:
+                    break
+                chunk = min(size, chunk * 4)
     except OSError:
         return []
+    text = data.decode("utf-8", "replace").splitlines()
+    if chunk < size:
+        text = text[1:]  # the first line of the window may be cut
+    return text[-lines:]
