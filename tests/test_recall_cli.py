@@ -66,6 +66,9 @@ def test_search_json_and_filters(stored: Stored) -> None:
     since = __import__("datetime").datetime.fromtimestamp(ten_days_ago).strftime("%Y-%m-%d")
     assert ("observation", stored.obs["db"]) not in hits("PostgreSQL billing database", "--since", since)
     assert ("observation", stored.obs["db"]) in hits("PostgreSQL billing database", "--until", since)
+    # A bare day as --until means the end of that day: --since D --until D is the whole day D.
+    today = __import__("datetime").datetime.fromtimestamp(NOW_MS // 1000).strftime("%Y-%m-%d")
+    assert ("observation", stored.obs["login"]) in hits("login crash", "--since", today, "--until", today)
     assert len(hits("login", "--limit", "1")) == 1
     # Meaning alone finds what shares no word with the query.
     assert set(hits("relational store for invoices", "--mode", "vector", "--limit", "2")) <= billing

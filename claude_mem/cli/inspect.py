@@ -37,7 +37,7 @@ def sessions_list(app: AppContext, project: str | None, since: str | None, until
                   as_json: bool) -> None:
     """List captured Claude Code sessions, newest first."""
     rows = overview.list_sessions(app.db(), project=project, since_ms=parse_when(since, "--since"),
-                                  until_ms=parse_when(until, "--until"), limit=limit)
+                                  until_ms=parse_when(until, "--until", until=True), limit=limit)
     if as_json:
         emit_json(rows)
         return
@@ -179,7 +179,7 @@ def _filters(conn: Any, session_id: str | None, project: str | None, since: str 
              file: str | None, limit: int | None) -> dict[str, Any]:
     require_session(conn, session_id)
     return {"session_id": session_id, "project": project, "since_ms": parse_when(since, "--since"),
-            "until_ms": parse_when(until, "--until"), "file": file, "limit": limit, "newest_first": bool(limit)}
+            "until_ms": parse_when(until, "--until", until=True), "file": file, "limit": limit, "newest_first": bool(limit)}
 
 
 def _no_match(what: str, *given: Any) -> str:

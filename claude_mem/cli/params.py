@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from claude_mem.recall.index import Index
     from claude_mem.settings import Config
 
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _AGE = re.compile(r"^(\d+)\s*([mhdw])$")
 _AGE_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
 # What people write for a row: "12" or "obs:12" for an observation; search results and Chroma
@@ -28,13 +29,23 @@ class UsageProblem(click.ClickException):
     exit_code = 2
 
 
-def parse_when(value: str | None, name: str) -> int | None:
-    """A date, a date and time (local unless it says otherwise) or an age like 30d, as epoch ms."""
+def parse_when(value: str | None, name: str, *, until: bool = False) -> int | None:
+    """A date, a date and time (local unless it says otherwise) or an age like 30d, as epoch ms.
+    With `until`, a bare day (2026-11-22, today, yesterday) means the end of that day, so
+    `--since D --until D` is that whole day (as the MCP tools read it)."""
     if value is None:
         return None
     text = value.strip()
+    day: date | None = None
     if text.lower() in ("today", "yesterday"):
         day = date.today() - timedelta(days=1 if text.lower() == "yesterday" else 0)
+    elif _DAY.match(text):
+        try:
+            day = date.fromisoformat(text)
+        except ValueError:
+            day = None  # reported below with the other bad dates
+    if day is not None:
+        day += timedelta(days=1 if until else 0)
         return int(datetime.combine(day, datetime.min.time()).astimezone().timestamp() * 1000)
     age = _AGE.match(text.lower())
     if age:

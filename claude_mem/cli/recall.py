@@ -51,7 +51,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
 
     if not query.strip():
         raise UsageProblem("QUERY is empty: give some words to look for")
-    since_ms, until_ms = parse_when(since, "--since"), parse_when(until, "--until")
+    since_ms, until_ms = parse_when(since, "--since"), parse_when(until, "--until", until=True)
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageProblem("--since must be before --until")
     conn = app.db()
