@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from claude_mem.store.db import now_ms
+from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.memories import SUMMARY_FIELDS
 
 if TYPE_CHECKING:
@@ -270,14 +270,16 @@ class Index:
             with self._use(f"index {kind}s", write=True) as store:
                 cid = str(store.collection.id)
                 # Stale documents (a summary rewritten, a fact removed, a forgotten row's id reused)
-                # go first, for every row index_state has heard of (in any collection: an empty
-                # collection id means "maybe still held", see store/forget.py). Rows indexed for
+                # go first, for every row index_state says this collection holds (an empty collection
+                # id means "maybe still held", see store/forget.py; rows of a collection since
+                # replaced are not in this one). Rows indexed for
                 # the first time, which is what the worker sends after each commit, have none:
                 # skipping the delete for them matters, as a metadata-filtered delete scans the
                 # collection (0.7 s per call at 34k documents, which held ingest through the worker
                 # path to ~4 observations/s in bench/scale.py).
                 held = [r[0] for r in conn.execute(
-                    f"SELECT row_id FROM index_state WHERE kind = ? AND row_id IN ({marks})", [kind, *chunk])]
+                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
+                    [kind, cid, *chunk])]
                 if held:
                     store.collection.delete(where=kind_where(kind, held))
                 if docs:
@@ -286,7 +288,7 @@ class Index:
             present = [int(r["id"]) for r in rows]
             gone = sorted(set(chunk) - set(present))
             found += len(present)
-            with _write(conn):
+            with transaction(conn):
                 now = now_ms()
                 conn.executemany(
                     "INSERT INTO index_state (kind, row_id, indexed_at, collection_id) VALUES (?, ?, ?, ?)"
@@ -314,7 +316,7 @@ class Index:
             for chunk in _chunks(wanted, 500):
                 store.collection.delete(where=kind_where(kind, chunk))
         if conn is not None:
-            with _write(conn):
+            with transaction(conn):
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in wanted])
 
     def index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
@@ -344,7 +346,7 @@ class Index:
         with self._use("reset", write=True, recover=True) as store:
             store.client.delete_collection(self.collection_name)
             store.drop()
-        with _write(conn):
+        with transaction(conn):
             conn.execute("DELETE FROM index_state")
         return self.index_missing(conn)
 
@@ -384,31 +386,9 @@ class Index:
             out.append(VectorMatch(kind, row_id, float(dist), doc_id, doc or "", vector))
         return out
 
-    def documents_for(self, kind: str, ids: Iterable[int], embedding: Sequence[float]) -> list[VectorMatch]:
-        """All documents of these rows with their distance to `embedding` (for rows keyword
-        search found but the nearest-neighbour query did not return)."""
-        import numpy as np
-
-        wanted = sorted({int(i) for i in ids})
-        if not wanted:
-            return []
-        query = np.asarray(embedding, dtype=np.float32)
-        out = []
-        with self._use("get") as store:
-            for chunk in _chunks(wanted, 500):
-                got = store.collection.get(where=kind_where(kind, chunk), include=["embeddings"])
-                if not got["ids"]:
-                    continue
-                vectors = np.asarray(got["embeddings"], dtype=np.float32)
-                # Stored vectors are unit length (embed.py), so cosine distance is 1 - dot.
-                distances = 1.0 - vectors @ query
-                for n, doc_id in enumerate(got["ids"]):
-                    out.append(VectorMatch(kind, parse_doc_id(doc_id)[1], float(distances[n]), doc_id, "", vectors[n]))
-        return out
-
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out). A
-        lookup by id: ~5x faster than `documents_for`'s metadata filter (1.2 against 6 ms for
+        lookup by id: ~5x faster than a metadata filter on sqlite_id (1.2 against 6 ms for
         60 rows on a 600-observation index), which matters on the search path."""
         import numpy as np
 
@@ -426,24 +406,29 @@ class Index:
     def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
         """Rows in SQLite against rows with documents in Chroma, per kind: `missing` are rows
         without documents, `stale` are documents of rows SQLite no longer has."""
+        # One pass over the ids alone (they name kind and row), the lock taken per page: a pass per
+        # kind reading metadata took 9.7 s at 120k documents, ids alone 0.8 s, and writers wait
+        # on the lock meanwhile.
+        chroma_ids: dict[str, set[int]] = {kind: set() for kind in KINDS}
+        offset = 0
+        while True:
+            with self._use("drift") as store:
+                page = store.collection.get(include=[], limit=PAGE, offset=offset)["ids"]
+            for doc_id in page:
+                kind, row_id = parse_doc_id(doc_id)
+                chroma_ids[kind].add(row_id)
+            if len(page) < PAGE:
+                break
+            offset += PAGE
         report: dict[str, Any] = {}
         in_sync = True
         for kind in KINDS:
             sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {_TABLE[kind]}")}
             empty = _rows_without_documents(conn, kind)
-            chroma_ids: set[int] = set()
-            with self._use("drift") as store:
-                offset = 0
-                while True:
-                    page = store.collection.get(where={"kind": kind}, include=["metadatas"], limit=PAGE, offset=offset)
-                    chroma_ids.update(int(m["sqlite_id"]) for m in page["metadatas"])
-                    if len(page["ids"]) < PAGE:
-                        break
-                    offset += PAGE
-            missing = len(sqlite_ids - chroma_ids - empty)
-            stale = len(chroma_ids - sqlite_ids)
+            missing = len(sqlite_ids - chroma_ids[kind] - empty)
+            stale = len(chroma_ids[kind] - sqlite_ids)
             in_sync = in_sync and not missing and not stale
-            report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids), "missing": missing, "stale": stale}
+            report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids[kind]), "missing": missing, "stale": stale}
         report["in_sync"] = in_sync
         report["location"] = self.location
         return report
@@ -577,21 +562,6 @@ def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
     else:
         sql = "SELECT id FROM user_prompts WHERE trim(prompt_text) = ''"
     return {r[0] for r in conn.execute(sql)}
-
-
-@contextlib.contextmanager
-def _write(conn: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction unless the caller already holds one (then the caller commits)."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _http_client(url: str, settings: Any) -> Any:

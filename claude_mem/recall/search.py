@@ -733,22 +733,7 @@ def _snippet(text: str, terms: list[str]) -> str:
 
 def _document_text(c: _Candidate) -> str:
     """The text of the document the vector search matched, rebuilt from the SQLite row."""
-    parts = c.doc_id.split(":")
-    row = c.row
-    if c.kind == "observation" and len(parts) == 4 and parts[2] == "fact" and parts[3].isdigit():
-        # Facts are indexed by their position in the stored list, blanks included.
-        try:
-            raw = json.loads(row["facts"] or "[]")
-            return str(raw[int(parts[3])])
-        except (ValueError, IndexError, TypeError):
-            return ""
-    if c.kind == "observation" and parts[-1] == "main":
-        return "\n".join(p for p in (row["title"], row["subtitle"], row["narrative"]) if p)
-    if c.kind == "summary" and len(parts) == 3 and parts[2] in SUMMARY_FIELDS:
-        return row[parts[2]] or ""
-    if c.kind == "prompt":
-        return row["prompt_text"] or ""
-    return ""
+    return next((text for doc_id, text, _ in document_texts(c.kind, c.row) if doc_id == c.doc_id), "")
 
 
 def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:

@@ -164,6 +164,11 @@ def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None 
     """Remove the planned rows from SQLite in one transaction, then their documents from the
     index. An index that cannot be reached is reported in `index_error`, not raised."""
     with transaction(conn):
+        # Rows stored in a whole-session forget since the plan was made (a hook meanwhile) go by
+        # cascade: name them, so they get tombstones and lose their documents too.
+        planned.prompts = sorted(set(planned.prompts) | set(_in_sessions(conn, "user_prompts", planned.sessions)))
+        planned.observations = sorted(set(planned.observations) | set(_in_sessions(conn, "observations", planned.sessions)))
+        planned.summaries = sorted(set(planned.summaries) | set(_in_sessions(conn, "session_summaries", planned.sessions)))
         for kind, ids in planned.by_kind().items():
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))

@@ -40,7 +40,6 @@ class Indexer:
         self.failing = False  # the index failed and the failure was logged; log again only on recovery
         self.behind = True  # rows may be missing from the index: the next job catches up first
         self.retry_at = 0.0
-        self.indexed = 0
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
@@ -92,15 +91,13 @@ class Indexer:
         if self.behind:
             counts = index.index_missing(conn)
             caught_up = sum(v for k, v in counts.items() if k != "removed")
-            self.indexed += caught_up
             if caught_up or counts.get("removed"):
                 self.log(f"index caught up: {caught_up} row(s) indexed, {counts.get('removed', 0)} removed")
             self.behind = False
             return
-        self.indexed += index.index_observations(conn, observation_ids)
-        self.indexed += index.index_summaries(conn, summary_ids)
-        prompts = [r[0] for r in conn.execute(_UNINDEXED_PROMPTS, (self.session_id,))]
-        self.indexed += index.index_prompts(conn, prompts)
+        index.index_observations(conn, observation_ids)
+        index.index_summaries(conn, summary_ids)
+        index.index_prompts(conn, [r[0] for r in conn.execute(_UNINDEXED_PROMPTS, (self.session_id,))])
 
     def _failed(self, exc: BaseException) -> None:
         self.behind = True
