@@ -407,3 +407,21 @@ def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: P
     assert state["observation"] == {o["id"] for o in observations}
     assert len(state["summary"]) == 2 and len(state["prompt"]) == 2
     assert f"index caught up: {len(observations) + 4} row(s) indexed" in (data_dir / "logs" / "claude-mem.log").read_text()
+
+
+def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
+    from claude_mem import settings
+    from claude_mem.store.db import connect
+    from claude_mem.worker.indexer import Indexer
+
+    config = settings.load()
+    config.ensure_dirs()
+    connect(config.db_path).close()
+    lines: list[str] = []
+    indexer = Indexer(config, "sess-idle", lines.append)
+    assert indexer.wait_idle(0.01), "nothing handed over yet"
+    indexer.start()
+    indexer.committed([], [])
+    assert indexer.wait_idle(60) and indexer._unfinished == 0
+    assert indexer.close(10) and not indexer.thread.is_alive()
+    assert not any("failed" in line or "unavailable" in line for line in lines), lines

@@ -37,30 +37,42 @@ class Indexer:
         self.log = log
         self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
+        self.conn: sqlite3.Connection | None = None  # the thread's own
         self.failing = False  # the index failed and the failure was logged; log again only on recovery
         self.behind = True  # rows may be missing from the index: the next job catches up first
         self.retry_at = 0.0
+        self._unfinished = 0  # jobs handed over and not yet done
+        self._done = threading.Condition()
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
         self.thread.start()
-        self.jobs.put((_CATCH_UP, [], []))
+        self._put((_CATCH_UP, [], []))
 
     def committed(self, observation_ids: Iterable[int], summary_ids: Iterable[int]) -> None:
         """Rows a worker transaction just committed (prompts of the session are picked up too)."""
-        self.jobs.put(("rows", list(observation_ids), list(summary_ids)))
+        self._put(("rows", list(observation_ids), list(summary_ids)))
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until every job handed over so far is done; True when it is."""
+        with self._done:
+            return self._done.wait_for(lambda: self._unfinished == 0, timeout_s)
+
+    def _put(self, job: tuple[str, list[int], list[int]]) -> None:
+        with self._done:
+            self._unfinished += 1
+        self.jobs.put(job)
 
     def close(self, timeout_s: float) -> bool:
         """Let queued jobs finish for up to `timeout_s`; True when the thread is done."""
         if self.thread is None:
             return True
-        self.jobs.put((_STOP, [], []))
+        self.jobs.put((_STOP, [], []))  # not counted: wait_idle is about the work
         self.thread.join(timeout_s)
         return not self.thread.is_alive()
 
     def _run(self) -> None:
         index = Index(self.config)
-        conn: sqlite3.Connection | None = None
         stopping = False
         try:
             while not stopping:
@@ -71,21 +83,29 @@ class Indexer:
                     except queue.Empty:
                         break
                 stopping = any(kind == _STOP for kind, _, _ in jobs)
-                if all(kind == _STOP for kind, _, _ in jobs) or (self.failing and time.monotonic() < self.retry_at):
-                    continue  # while the index is down, a later job (or the next worker) catches up
                 try:
-                    if conn is None:
-                        conn = connect(self.config.db_path)
-                    self._index(index, conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
-                except Exception as exc:  # IndexUnavailable mostly; whatever it is, capture must not stop
-                    self._failed(exc)
-                    continue
-                if self.failing:
-                    self.failing = False
-                    self.log("semantic index is back")
+                    self._handle(index, jobs)
+                finally:
+                    with self._done:
+                        self._unfinished -= sum(kind != _STOP for kind, _, _ in jobs)
+                        self._done.notify_all()
         finally:
-            if conn is not None:
-                conn.close()
+            if self.conn is not None:
+                self.conn.close()
+
+    def _handle(self, index: Index, jobs: list[tuple[str, list[int], list[int]]]) -> None:
+        if all(kind == _STOP for kind, _, _ in jobs) or (self.failing and time.monotonic() < self.retry_at):
+            return  # while the index is down, a later job (or the next worker) catches up
+        try:
+            if self.conn is None:
+                self.conn = connect(self.config.db_path)
+            self._index(index, self.conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
+        except Exception as exc:  # IndexUnavailable mostly; whatever it is, capture must not stop
+            self._failed(exc)
+            return
+        if self.failing:
+            self.failing = False
+            self.log("semantic index is back")
 
     def _index(self, index: Index, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int]) -> None:
         if self.behind:

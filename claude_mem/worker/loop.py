@@ -111,6 +111,13 @@ class Worker:
                     pass
             try:
                 reason = await self._loop()
+                # Events that arrive while the indexer finishes would find this worker's lock
+                # held and start no worker of their own: let it finish, then look again.
+                while self.indexer is not None and reason in ("idle", "drained", "session ended"):
+                    await asyncio.to_thread(self.indexer.wait_idle, INDEX_WAIT_S)
+                    if not queue.next_pending(self.conn, self.session_id, limit=1):
+                        break
+                    reason = await self._loop()
             except (asyncio.CancelledError, Stopping):
                 reason = "signal"
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
