@@ -409,6 +409,8 @@ def report(results: dict[int, dict[str, Any]]) -> None:
     ]
     for mode in ("fts", "vector", "hybrid"):
         rows.append((f"search {mode} p50 / p95 ms", lambda r, m=mode: f"{r['search'][m]['p50_ms']:.1f} / {r['search'][m]['p95_ms']:.1f}"))
+        # A query that found nothing is timed too, but is not a comparable search: say how many.
+        rows.append((f"  {mode} queries with no hit", lambda r, m=mode: f"{r['search'][m]['empty']}"))
     rows += [("digest p50 ms", lambda r: f"{r['digest']['context']['p50_ms']:.1f}"),
              ("hook floor p50 ms", lambda r: f"{r['digest']['floor']['p50_ms']:.1f}"),
              ("digest / floor", lambda r: f"{r['digest']['ratio']:.2f}")]

@@ -93,6 +93,7 @@ def test_forget_removes_from_sqlite_fts_and_chroma_together(stored: Stored, inde
     assert ("observation", login) not in search_ids(stored, index, "refresh token null after logout")
     assert index.drift(stored.conn)["in_sync"]
 
+    assert any(kind == "observation" and i == stored.obs["ci"] for kind, i in search_ids(stored, index, "CI runner cores"))
     result = invoke_json("forget", "--session", "sess-beta", "--yes")
     assert result["counts"]["sessions"] == 1 and result["index_error"] is None and result["vacuumed"] is True
     assert not any(kind == "observation" and i == stored.obs["ci"] for kind, i in search_ids(stored, index, "CI runner cores"))

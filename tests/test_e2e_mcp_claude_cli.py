@@ -70,5 +70,7 @@ def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  #
     assert "src/http_client.py" in text and f"in project {PROJECT}" in text
     assert result["result"] == "Retries back off exponentially."
     # Recalling is not itself remembered: the hooks skip claude-mem's own tools.
-    queued = [r for r in mem(sandbox, "queue") if r["kind"] == "tool"]
+    queue = mem(sandbox, "queue")
+    assert any(r["kind"] == "finalize" for r in queue), "the hooks ran for this session"
+    queued = [r for r in queue if r["kind"] == "tool"]
     assert not any(r["tool_name"].startswith("mcp__claude-mem") for r in queued)

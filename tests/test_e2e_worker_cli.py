@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-import psutil
 import pytest
 
 from claude_mem.replay import play_subprocess, transcript_events
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
+from tests.hardening.support import our_processes
 
 FIXTURE = ROOT / "tests" / "fixtures" / "transcripts"
 
@@ -93,15 +93,7 @@ def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path:
     # Batching: far fewer model turns than events.
     assert len(requests) < len(tool_rows)
     # No observer CLI left behind.
-    observer_dir = os.path.realpath(data_dir / "observer")
-    leftovers = []
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if os.path.realpath(p.cwd()) == observer_dir and p.status() != psutil.STATUS_ZOMBIE:
-                leftovers.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            pass
-    assert not leftovers
+    assert our_processes(data_dir) == []
     print(f"\n{transcript.name}: {len(tool_rows)} events, {len(finalize_rows)} turns, {len(requests)} model requests, "
           f"{len(observations)} observations, worker {elapsed:.1f}s")
     json.dumps(observations)  # JSON-serialisable as stored

@@ -71,7 +71,8 @@ def test_search_json_and_filters(stored: Stored) -> None:
     assert ("observation", stored.obs["login"]) in hits("login crash", "--since", today, "--until", today)
     assert len(hits("login", "--limit", "1")) == 1
     # Meaning alone finds what shares no word with the query.
-    assert set(hits("relational store for invoices", "--mode", "vector", "--limit", "2")) <= billing
+    by_meaning = set(hits("relational store for invoices", "--mode", "vector", "--limit", "2"))
+    assert by_meaning and by_meaning <= billing
     fts = json.loads(invoke("search", "login", "--mode", "fts", "--json").stdout)
     assert fts["mode"] == "fts" and fts["note"] is None
 

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from claude_mem import settings
@@ -22,7 +21,7 @@ from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
-from tests.hardening.support import model_env
+from tests.hardening.support import kill_mid_work, model_env, our_processes
 
 GOOD_XML = """Here is what I noticed.
 
@@ -70,22 +69,6 @@ def db(data_dir: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(data_dir / "claude-mem.db")
     conn.row_factory = sqlite3.Row
     return conn
-
-
-def fake_processes(tmp_path: Path) -> list[psutil.Process]:
-    """Live processes of this test's memory: workers and observer CLIs inherit its
-    CLAUDE_MEM_DATA_DIR, and observer CLIs run in <data dir>/observer."""
-    data_dir = str(tmp_path / "data")
-    found = []
-    for p in psutil.process_iter(["pid", "status"]):
-        if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if p.environ().get("CLAUDE_MEM_DATA_DIR") == data_dir or p.cwd().startswith(data_dir):
-                found.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            pass
-    return found
 
 
 def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> None:
@@ -222,7 +205,7 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
         deadline = time.time() + 30
         while time.time() < deadline and not any(r["status"] == "processing" for r in cli_json("queue")):
             time.sleep(0.2)
-        assert fake_processes(tmp_path), "the fake CLI is running"
+        assert our_processes(data_dir), "the fake CLI is running"
         started = time.time()
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=20)
@@ -232,7 +215,7 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
             worker.kill()
     assert {r["status"] for r in cli_json("queue")} == {"pending"}
     time.sleep(0.5)
-    assert not fake_processes(tmp_path)
+    assert not our_processes(data_dir)
     with db(data_dir) as conn:
         assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
 
@@ -295,14 +278,13 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
 
     rng = random.Random(run)
     play_demo(tmp_path / "proj")
-    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": rng.choice([0, 0.05, 0.2])},
+    turn_s = rng.choice([0.1, 0.2, 0.4])
+    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": turn_s},
                    CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 12000])),
                    CLAUDE_MEM_SEMANTIC_INDEX="1" if run % 5 == 0 else "0")  # some kills land in Chroma writes
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(rng.uniform(0.3, 3.0))
-    worker.kill()
-    worker.wait()
+    assert kill_mid_work(worker, data_dir / "claude-mem.db", "sess-demo", rng, turn_s), "the kill landed while work was left"
     assert run_worker("sess-demo", env).returncode == 0
     queue = cli_json("queue")
     assert all(r["status"] == "done" for r in queue), [r["status"] for r in queue]
@@ -318,9 +300,9 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
         finally:
             conn.close()
     deadline = time.time() + 10
-    while time.time() < deadline and fake_processes(tmp_path):
+    while time.time() < deadline and our_processes(data_dir):
         time.sleep(0.2)
-    assert not fake_processes(tmp_path), "an observer CLI outlived its worker"
+    assert not our_processes(data_dir), "an observer CLI outlived its worker"
 
 
 def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir: Path) -> None:

@@ -132,6 +132,32 @@ def wait_until(condition: Any, timeout: float, step: float = 0.2) -> bool:
     return bool(condition())
 
 
+def kill_mid_work(proc: Any, db: Path, session_id: str, rng: Any, turn_s: float) -> bool:
+    """SIGKILL a worker while its session still has events waiting, at a random point of a model
+    turn (each lasts `turn_s`) once a random share of the session is done. True when it died with
+    work left, False when it finished first (a kill after the work proves nothing)."""
+    def counts() -> dict[str, int]:
+        return {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM observation_queue"
+                                                      " WHERE session_id = ? GROUP BY status", (session_id,))}
+
+    first = counts()
+    target = rng.randint(0, max(0, sum(first.values()) - 2))
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        now = counts()
+        if now.get("done", 0) >= target and now.get("pending") and (now.get("processing") or now.get("done")):
+            break
+        time.sleep(0.01)
+    # Rows still pending need another turn after the one in flight: the worker cannot be done
+    # within half a turn from here.
+    time.sleep(rng.uniform(0, turn_s / 2))
+    left = counts()
+    alive = proc.poll() is None
+    proc.kill()
+    proc.wait()
+    return alive and bool(left.get("pending") or left.get("processing"))
+
+
 # --- the process census ------------------------------------------------------------------------
 
 def our_processes(data_dir: Path) -> list[psutil.Process]:

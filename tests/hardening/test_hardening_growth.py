@@ -23,7 +23,7 @@ def db_bytes(data_dir: Path) -> int:
     return sum(p.stat().st_size for p in data_dir.glob("claude-mem.db*"))
 
 
-def test_a_thousand_huge_events_grow_the_database_by_a_bounded_amount(tmp_path: Path, data_dir: Path, long_run: bool) -> None:
+def test_a_thousand_huge_events_grow_the_database_by_a_bounded_amount(tmp_path: Path, data_dir: Path) -> None:
     config = settings.load()
     cap = config.max_field_chars
     base = {"session_id": "growth", "cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")}

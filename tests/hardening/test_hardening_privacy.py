@@ -75,7 +75,7 @@ def test_planted_secrets_reach_nothing(tmp_path: Path, data_dir: Path, long_run:
     answers += asyncio.run(ask_mcp())
     leaks = raw_leaks(data_dir) + leaks_in(text) + leaks_in(model_input) + [x for a in answers for x in leaks_in(a)]
     survived = {int(m) for m in MARKER.findall(text)}
-    record("privacy: planted secrets", events=len(rows(db, "SELECT id FROM observation_queue")), lost=0,
+    record("privacy: planted secrets", events=len(rows(db, "SELECT id FROM observation_queue")),
            note=f"{planted_total} snippets x 9 kinds; 0 in db/index/logs/model/viewer/mcp" if not leaks else f"LEAKS: {leaks[:3]}")
     assert leaks == [], leaks[:10]
     assert "planted-ctx" in model_input, "the model saw the events, minus their secrets"
