@@ -76,19 +76,6 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | N
     return dict(row) if row else None
 
 
-def list_sessions(conn: sqlite3.Connection, *, project: str | None = None,
-                  limit: int | None = None) -> list[dict[str, Any]]:
-    sql = "SELECT * FROM sdk_sessions"
-    params: list[Any] = []
-    if project:
-        sql += " WHERE project = ?"
-        params.append(project)
-    sql += " ORDER BY started_at_epoch DESC, id DESC"
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    return [dict(r) for r in conn.execute(sql, params)]
-
-
 def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(
         "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]

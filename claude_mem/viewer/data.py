@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from claude_mem.store import memories, records
+from claude_mem.store import memories, overview, records
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.db import connect
 
@@ -160,12 +160,9 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
 
 def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Projects with their session count, most recently active first."""
-    found: dict[str, dict[str, Any]] = {}
-    for s in records.list_sessions(conn):
-        entry = found.setdefault(s["project"], {"project": s["project"], "sessions": 0, "last_epoch": 0})
-        entry["sessions"] += 1
-        entry["last_epoch"] = max(entry["last_epoch"], s["updated_at_epoch"] or 0)
-    return sorted(found.values(), key=lambda p: (-p["last_epoch"], p["project"]))
+    return [dict(r) for r in conn.execute(
+        "SELECT project, COUNT(*) AS sessions, MAX(updated_at_epoch) AS last_epoch FROM sdk_sessions"
+        " GROUP BY project ORDER BY last_epoch DESC, project")]
 
 
 # -- details ------------------------------------------------------------------------------------
@@ -184,14 +181,13 @@ def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[st
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     """A session and everything stored for it, turn by turn: prompt, observations, summary."""
     with snapshot(conn):
-        session = records.get_session(conn, session_id)
-        if session is None:
-            return None
-        entries = [{"kind": "prompt", **p} for p in records.list_prompts(conn, session_id)]
-        entries += [{"kind": "observation", **o} for o in memories.list_observations(conn, session_id=session_id)]
-        entries += [{"kind": "summary", **s} for s in memories.list_summaries(conn, session_id=session_id)]
+        found = overview.session_timeline(conn, session_id)
+    if found is None:
+        return None
+    entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
+                                                        ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], _KIND_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
-    return {"session": session, "entries": entries}
+    return {"session": found["session"], "entries": entries}
 
 
 # -- health -------------------------------------------------------------------------------------
@@ -214,14 +210,13 @@ def _log_error(logs_dir: str) -> dict[str, Any] | None:
 def last_error(conn: sqlite3.Connection, logs_dir: str) -> dict[str, Any] | None:
     """The most recent of: a queue row's failure, a session's model outage, an error in the log."""
     found = [_log_error(logs_dir)]
-    row = conn.execute("SELECT last_error, updated_at_epoch, session_id FROM observation_queue WHERE last_error IS NOT NULL"
-                       " ORDER BY updated_at_epoch DESC LIMIT 1").fetchone()
+    row = overview.last_queue_error(conn)
     if row:
-        found.append({"source": "queue", "message": row[0], "at_epoch": row[1], "session_id": row[2]})
-    row = conn.execute("SELECT observer_error, observer_error_at_epoch, claude_session_id FROM sdk_sessions"
-                       " WHERE observer_error IS NOT NULL ORDER BY observer_error_at_epoch DESC LIMIT 1").fetchone()
-    if row:
-        found.append({"source": "observer", "message": row[0], "at_epoch": row[1] or 0, "session_id": row[2]})
+        found.append({"source": "queue", "message": row["last_error"], "at_epoch": row["updated_at_epoch"],
+                      "session_id": row["session_id"]})
+    for outage in overview.model_outages(conn, limit=1):
+        found.append({"source": "observer", "message": outage["observer_error"], "at_epoch": outage["observer_error_at_epoch"] or 0,
+                      "session_id": outage["claude_session_id"]})
     errors = [e for e in found if e]
     return max(errors, key=lambda e: e["at_epoch"]) if errors else None
 
