@@ -280,10 +280,12 @@ def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: boo
     """Validate every line, then add the rows not already present, all in one transaction
     (rolled back with `dry_run`, which still counts what would be added)."""
     result = ImportResult()
+    # Reading and checking a large file takes seconds: done before taking the write lock, which
+    # hooks wait on (then spool). A session removed meanwhile fails its rows' inserts below.
+    known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
+    rows = parse_lines(lines, known)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
-        rows = parse_lines(lines, known)
         projects = dict(conn.execute("SELECT claude_session_id, project FROM sdk_sessions").fetchall())
         projects.update({r["claude_session_id"]: r["project"] for _, r in rows["session"]})
         for kind in KINDS:  # sessions first: the other rows refer to them
