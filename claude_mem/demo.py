@@ -17,7 +17,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
+from claude_mem.store.reads import ref
+
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC_FIXED = "def add(a, b):\n    return a + b\n"
 
@@ -110,7 +111,7 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     found = cli_json("search", query, "--limit", "3")
     echo(f"\n4. Searching memory for {query!r} ({found['mode']} search, as the MCP tool and the viewer do):")
     for hit in found["hits"]:
-        echo(f"   {REF_PREFIX[hit['kind']]}:{hit['id']}  {hit['title']}")
+        echo(f"   {ref(hit['kind'], hit['id'])}  {hit['title']}")
 
     echo("\n5. What the next session in this project starts with (SessionStart hook output):\n")
     nxt = {"session_id": f"demo-next-{uuid.uuid4()}", "cwd": project_dir, "hook_event_name": "SessionStart", "source": "startup"}

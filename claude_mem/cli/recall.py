@@ -15,8 +15,8 @@ from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, local_time, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.store.memories import OBSERVATION_TYPES
+from claude_mem.store.reads import ref
 
-_REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
 _FILES_SHOWN = 2
 
 
@@ -71,7 +71,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
         if note:
             click.echo(paint(f"note: {note}", "yellow", err=True), err=True)
         if result.hits:
-            rows = [(f"{_REF_PREFIX[h.kind]}:{h.id}", local_time(h.created_at_epoch), h.type or h.kind, h.title or h.snippet,
+            rows = [(ref(h.kind, h.id), local_time(h.created_at_epoch), h.type or h.kind, h.title or h.snippet,
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
             click.echo(paint(f"{len(result.hits)} result(s), {result.mode}, {elapsed_ms:.0f} ms."

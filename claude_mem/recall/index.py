@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.memories import SUMMARY_FIELDS
+from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, TABLES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 KINDS = ("observation", "summary", "prompt")
 COLLECTION = "claude_mem"
-_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
-_KIND_OF_PREFIX = {prefix: kind for kind, prefix in _PREFIX.items()}
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 
@@ -143,7 +141,6 @@ _ROW_SQL = {
     "prompt": "SELECT p.*, s.project AS project FROM user_prompts p"
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
-_TABLE = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
 _BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
 
 
@@ -155,7 +152,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def parse_doc_id(doc_id: str) -> tuple[str, int]:
     """("observation", 12) from "obs:12:fact:3"."""
     prefix, _, rest = doc_id.partition(":")
-    return _KIND_OF_PREFIX[prefix], int(rest.split(":", 1)[0])
+    return KIND_OF_PREFIX[prefix], int(rest.split(":", 1)[0])
 
 
 def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
@@ -327,7 +324,7 @@ class Index:
         counts: dict[str, int] = {}
         removed = 0
         for kind in KINDS:
-            table = _TABLE[kind]
+            table = TABLES[kind]
             missing = [r[0] for r in conn.execute(
                 f"SELECT t.id FROM {table} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
                 " WHERE s.row_id IS NULL OR s.collection_id != ? ORDER BY t.id", (kind, cid))]
@@ -423,7 +420,7 @@ class Index:
         report: dict[str, Any] = {}
         in_sync = True
         for kind in KINDS:
-            sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {_TABLE[kind]}")}
+            sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")}
             empty = _rows_without_documents(conn, kind)
             missing = len(sqlite_ids - chroma_ids[kind] - empty)
             stale = len(chroma_ids[kind] - sqlite_ids)

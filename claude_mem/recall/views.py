@@ -16,12 +16,10 @@ from typing import Any
 from claude_mem.recall.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.search import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
+from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, ref
 
-PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
-KIND_OF_PREFIX = {prefix: kind for kind, prefix in PREFIX.items()}
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
 _REF = re.compile(REF_PATTERN)
-TABLE = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
 NARRATIVE_CHARS = 3_000
 FACT_CHARS = 300
 MAX_FACTS = 20
@@ -30,10 +28,6 @@ FILES_SHOWN = 3
 _SUMMARY_LABELS = {"request": "request", "investigated": "investigated", "learned": "learned", "completed": "completed",
                    "next_steps": "next steps", "notes": "notes"}
 _KIND_RANK = {"prompt": 0, "observation": 1, "summary": 2}
-
-
-def ref(kind: str, row_id: int) -> str:
-    return f"{PREFIX[kind]}:{row_id}"
 
 
 def parse_ref(text: str) -> tuple[str, int] | None:
@@ -94,7 +88,7 @@ def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
     """A header and one `ref | date | type | title | files | ~tokens` row per hit."""
     costs: dict[tuple[str, int], int] = {}
-    for kind, table in TABLE.items():
+    for kind, table in TABLES.items():
         ids = [h.id for h in hits if h.kind == kind]
         if ids:
             for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
@@ -162,13 +156,13 @@ def summary_lines(row: dict[str, Any], width: int) -> list[str]:
 def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict[str, Any]] | None:
     """Everything stored for the anchor's session, in the order it happened (by turn: the
     prompt, its observations, its summary), or None when the anchor does not exist."""
-    found = conn.execute(f"SELECT session_id FROM {TABLE[kind]} WHERE id = ?", (row_id,)).fetchone()
+    found = conn.execute(f"SELECT session_id FROM {TABLES[kind]} WHERE id = ?", (row_id,)).fetchone()
     if found is None:
         return None
     session_id = found[0]
     project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
     items: list[dict[str, Any]] = []
-    for item_kind, table in TABLE.items():
+    for item_kind, table in TABLES.items():
         for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
             items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
     items.sort(key=lambda i: (i["prompt_number"], _KIND_RANK[i["kind"]], i["created_at_epoch"], i["id"]))

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from claude_mem.store.db import transaction
 from claude_mem.store.overview import session_scope
+from claude_mem.store.reads import TABLES
 
 CHUNK = 500  # ids per statement: well under SQLite's variable limit
-KIND_TABLES = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
 FTS_TABLES = ("observations_fts", "session_summaries_fts", "user_prompts_fts")
 
 
@@ -132,9 +132,9 @@ def plan(conn: sqlite3.Connection, *, refs: Sequence[tuple[str, int]] = (), sess
 
 
 def _plan_refs(conn: sqlite3.Connection, refs: Sequence[tuple[str, int]]) -> Plan:
-    wanted: dict[str, set[int]] = {kind: set() for kind in KIND_TABLES}
+    wanted: dict[str, set[int]] = {kind: set() for kind in TABLES}
     for kind, row_id in refs:
-        if kind not in KIND_TABLES:
+        if kind not in TABLES:
             raise ValueError(f"unknown kind {kind!r}")
         wanted[kind].add(int(row_id))
     found: dict[str, list[int]] = {}
@@ -144,7 +144,7 @@ def _plan_refs(conn: sqlite3.Connection, refs: Sequence[tuple[str, int]]) -> Pla
         ordered = sorted(ids)
         for chunk in _chunks(ordered):
             marks = ",".join("?" * len(chunk))
-            present.update(_ids(conn, f"SELECT id FROM {KIND_TABLES[kind]} WHERE id IN ({marks})", chunk))
+            present.update(_ids(conn, f"SELECT id FROM {TABLES[kind]} WHERE id IN ({marks})", chunk))
         found[kind] = [i for i in ordered if i in present]
         missing += [f"{kind} {i}" for i in ordered if i not in present]
     if missing:

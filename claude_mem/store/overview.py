@@ -10,7 +10,7 @@ import os
 import sqlite3
 from typing import Any
 
-from claude_mem.store.reads import decode, like_escape
+from claude_mem.store.reads import TABLES, decode, like_escape
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
            "summaries": "session_summaries", "raw_replies": "raw_replies"}
@@ -90,8 +90,7 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
 
 
 def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> dict[str, Any] | None:
-    table = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}[kind]
-    row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    row = conn.execute(f"SELECT * FROM {TABLES[kind]} WHERE id = ?", (row_id,)).fetchone()
     return decode(row) if row else None
 
 

@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
 JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+# What memory rows are called everywhere: their tables, and the refs people and agents type
+# (`obs:12`, `sum:3`, `prompt:7`; Chroma document ids start the same way).
+TABLES = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
+REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
+KIND_OF_PREFIX = {prefix: kind for kind, prefix in REF_PREFIX.items()}
+
+
+def ref(kind: str, row_id: int) -> str:
+    return f"{REF_PREFIX[kind]}:{row_id}"
 
 
 def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
