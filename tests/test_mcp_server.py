@@ -215,8 +215,8 @@ def test_filters_and_projects(stored: Stored, alpha_dir: Path) -> None:
         queries = {
             "type": {"query": "login crash database", "type": "decision"},
             "file": {"query": "login crash dark mode", "file": "theme.css"},
-            "since": {"query": "database billing PostgreSQL", "since": today},
-            "until": {"query": "database billing PostgreSQL", "until": today, "limit": 50},
+            "since": {"query": "database billing PostgreSQL login", "since": today},
+            "until": {"query": "database billing PostgreSQL dark mode", "until": today, "limit": 50},
             "session": {"query": "login database dark", "session_id": "sess-old"},
             "beta": {"query": "CI cores", "project": "beta"},
             "unknown": {"query": "login", "project": "gamma"},

@@ -123,6 +123,7 @@ W_BM25 = 0.15
 CENTRING = 0.9  # share of the candidate pool's mean vector removed before cosines (_set_cosines)
 DATE_BOOST = 0.2  # a memory from a day/month the query names
 SESSION_BOOST = 0.7  # times the best score among candidates of the same session
+MIN_COSINE = 0.2  # a memory sharing no word with the query must be at least this close in meaning
 POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
 RAW_FACTOR = 8  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (_nearest)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (_nearest)
@@ -250,7 +251,8 @@ class _Candidate:
     kind: str
     id: int
     bm25: float = 0.0
-    cosine: float | None = None
+    cosine: float | None = None  # around the pool's centre (_set_cosines): for ranking
+    raw_cosine: float | None = None  # plain: for the relevance floor (MIN_COSINE)
     doc_id: str = ""  # the best matching document (vector side)
     row: dict[str, Any] = field(default_factory=dict)
 
@@ -481,10 +483,34 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         return SearchResult([], used, note)
 
     _load_rows(conn, candidates)
-    scores = _fuse(list(candidates.values()), used, date_windows(text))
+    windows = date_windows(text)
+    scores = _fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
-    hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row][:limit]]
+    hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row and _relevant(c, windows)][:limit]]
+    if not hits and note is None:
+        note = "no memory shares a word with the query or is close to it in meaning"
     return SearchResult(hits, used, note)
+
+
+def _relevant(c: _Candidate, windows: list[tuple[int, int]]) -> bool:
+    """False for a memory that only came back because the nearest neighbours were asked for.
+
+    A nearest-neighbour query always answers, however far the nearest are: without a floor,
+    a search for something memory has never seen filled `limit` with unrelated memories, which
+    an agent then pays tokens to read. MiniLM cosines of unrelated texts stay under ~0.2 (the
+    best of 10 off-topic queries against each LoCoMo conversation: 0.07-0.21), while 95% of
+    LoCoMo's evidence facts lie above 0.37 and recall@10 is unchanged with the floor at 0.2.
+    A keyword match is always kept: it names something the query names; so is a memory from a
+    day the query names.
+    """
+    if c.bm25 > 0 or c.raw_cosine is None or c.raw_cosine >= MIN_COSINE:
+        return True
+    return _in_windows(c, windows)
+
+
+def _in_windows(c: _Candidate, windows: list[tuple[int, int]]) -> bool:
+    created = int(c.row.get("created_at_epoch") or 0)
+    return any(start <= created < end for start, end in windows)
 
 
 @dataclass
@@ -627,16 +653,21 @@ def _set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[
     if not with_vectors:
         return
     docs = np.stack([np.asarray(m.embedding, dtype=np.float32) for m in with_vectors])
+    query = np.asarray(query, dtype=np.float32)
+    raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
     centre = CENTRING * docs.mean(axis=0)
     docs = docs - centre
     docs /= np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9, None)
-    q = np.asarray(query, dtype=np.float32) - centre
+    q = query - centre
     q /= max(float(np.linalg.norm(q)), 1e-9)
     cosines = docs @ q
-    for match, cosine in zip(with_vectors, cosines.tolist(), strict=True):
+    for match, cosine, plain in zip(with_vectors, cosines.tolist(), raw, strict=True):
         cand = candidates.get((match.kind, match.sqlite_id))
-        if cand is not None and (cand.cosine is None or cosine > cand.cosine):
+        if cand is None:
+            continue
+        if cand.cosine is None or cosine > cand.cosine:
             cand.cosine, cand.doc_id = cosine, match.doc_id
+        cand.raw_cosine = plain if cand.raw_cosine is None else max(cand.raw_cosine, plain)
 
 
 def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
@@ -652,8 +683,7 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
             score = cosine
         else:
             score = bm
-        created = int(c.row.get("created_at_epoch") or 0)
-        if any(start <= created < end for start, end in windows):
+        if _in_windows(c, windows):
             score += DATE_BOOST
         base[(c.kind, c.id)] = score
     # Session context: a memory whose session holds other strong matches is more likely the
