@@ -330,3 +330,27 @@ def test_database_file_is_private(tmp_path: Path) -> None:
         if p.exists():
             assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
     assert json.loads(json.dumps(records.get_session(conn, "s")))["project"] == "p"
+
+
+@pytest.mark.parametrize("k", [3, latest_version()])
+def test_ids_of_forgotten_memories_are_never_reused(tmp_path: Path, k: int) -> None:
+    """A ref an agent holds ("obs:2") must never come to name another memory, and the viewer's
+    stream follows growing ids: deleting the newest row must not hand its id to the next one,
+    in a new database or in one created before ids were made stable (version 3)."""
+    path = str(tmp_path / "m.db")
+    connect(path, migrations_dir=str(copy_first_migrations(k, tmp_path / "first"))).close()
+    conn = connect(path)
+    records.ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+    inserts = {
+        "observations": lambda n: memories.insert_observation(conn, "s", "p", memories.Observation(type="change", title=f"step {n}"),
+                                                     prompt_number=n),
+        "session_summaries": lambda n: memories.upsert_summary(conn, "s", "p", memories.Summary(request=f"turn {n}"), prompt_number=n),
+        "user_prompts": lambda n: conn.execute("SELECT id FROM user_prompts WHERE session_id = 's' AND prompt_number = ?",
+                                               (records.record_prompt(conn, "s", f"prompt {n}", None),)).fetchone()[0],
+    }
+    for table, insert in inserts.items():
+        first, newest = insert(1), insert(2)
+        assert first < newest
+        with transaction(conn):
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (newest,))
+        assert insert(3) > newest, f"{table} gave a forgotten id to a new row"

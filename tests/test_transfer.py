@@ -259,7 +259,7 @@ def documents(index: Index, kind: str, row_id: int) -> list[str]:
 def test_forget_with_chroma_down_still_forgets_and_index_missing_cleans_up_later(stored: Stored, index: Index) -> None:
     conn = stored.conn
     ci, billing = stored.obs["ci"], stored.obs["billing"]
-    assert billing == max(stored.obs.values())  # so SQLite hands ci's id to the next row
+    assert billing == max(stored.obs.values())  # the newest: its id must not go to the next row
     planned = forget_mod.plan(conn, refs=[("observation", ci), ("observation", billing)])
     outcome = forget_mod.forget(conn, planned, dead_index())
     assert outcome.index_error and "unavailable" in outcome.index_error
@@ -268,12 +268,12 @@ def test_forget_with_chroma_down_still_forgets_and_index_missing_cleans_up_later
     assert index.drift(conn)["observation"]["stale"] == 2  # still in Chroma, for now
     assert documents(index, "observation", billing) == ["Chose PostgreSQL for billing\nTransactions across ledgers need it"]
 
-    reused = insert_observation(conn, "sess-beta", "beta", Observation(type="change", title="Renamed the config loader"),
-                                prompt_number=1)
-    assert reused == ci
+    new = insert_observation(conn, "sess-beta", "beta", Observation(type="change", title="Renamed the config loader"),
+                             prompt_number=1)
+    assert new > billing  # ids are never reused (migration 0004)
     counts = index.index_missing(conn)
-    assert counts["removed"] == 1 and counts["observation"] == 1  # the orphan dropped, the reused id re-indexed
+    assert counts["removed"] == 2 and counts["observation"] == 1  # both orphans dropped, the new row indexed
     assert index.drift(conn)["in_sync"]
-    assert documents(index, "observation", billing) == []
-    assert documents(index, "observation", ci) == ["Renamed the config loader"]  # not the forgotten CI facts
+    assert documents(index, "observation", billing) == [] and documents(index, "observation", ci) == []
+    assert documents(index, "observation", new) == ["Renamed the config loader"]
     assert ("observation", billing) not in hits(index, "Chose PostgreSQL for billing")

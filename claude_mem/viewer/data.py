@@ -142,7 +142,8 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     """Rows stored after `cursor` (oldest first), the cursor past them, and whether more are waiting.
 
     The cursor moves past rows of other projects too, so they are not read again on every poll.
-    Ids only grow as rows commit (one writer at a time), which is what makes a cursor enough.
+    Ids only grow as rows commit (one writer at a time) and are never reused, even after a
+    forget (migration 0004), which is what makes a cursor enough.
     """
     obs = [memories.decode(r) for r in conn.execute(
         "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))]
