@@ -256,8 +256,11 @@ def test_logs_follow_prints_new_lines_until_ctrl_c(data_dir: Path) -> None:
     log = data_dir / "logs" / "claude-mem.log"
     log.parent.mkdir(parents=True)
     log.write_text("old line\n")
+    # Ctrl-C as at a terminal: a shell starts background jobs with SIGINT ignored, and a Python
+    # child keeps it ignored, so the test restores the default whatever ran pytest.
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "logs", "-f", "-n", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ})
+                            stderr=subprocess.PIPE, env={**os.environ},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert read_line(proc) == "old line"
         with log.open("a") as fh:
