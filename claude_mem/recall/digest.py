@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from claude_mem.store.reads import list_observations, list_summaries
+from claude_mem.store.reads import cut, list_observations, list_summaries
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def _summary_block(s: dict[str, Any], room: int) -> str:
     fields = [(label, value) for label, value in fields if value]
     width = SUMMARY_FIELD_CHARS
     while fields:
-        block = title + "".join(f"- {label}: {_cut(value, width)}\n" for label, value in fields)
+        block = title + "".join(f"- {label}: {cut(value, width)}\n" for label, value in fields)
         if len(block) <= room:
             return block
         if width > 60:
@@ -64,7 +64,7 @@ def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
     days: set[str] = set()
     for o in observations:  # newest first: the oldest are the ones left out
         day = local_day(o["created_at_epoch"])
-        line = f"- obs:{o['id']} {local_clock(o['created_at_epoch'])} [{o['type']}] {_cut(' '.join(o['title'].split()), TITLE_CHARS)}\n"
+        line = f"- obs:{o['id']} {local_clock(o['created_at_epoch'])} [{o['type']}] {cut(o['title'], TITLE_CHARS)}\n"
         cost = len(line) + (0 if day in days else len(_day_heading(day)))
         if used + cost > room:
             break
@@ -85,10 +85,6 @@ def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
 
 def _day_heading(day: str) -> str:
     return f"### {day}\n"
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def local_day(epoch_ms: int) -> str:

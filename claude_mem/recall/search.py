@@ -99,7 +99,6 @@ S1-S2 only; with Chroma filters, p50 97 and p95 223 ms already at 10k, on a busy
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import sqlite3
 import time
@@ -109,7 +108,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.recall.index import VectorMatch, document_texts
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import file_clause
+from claude_mem.store.reads import cut, file_clause, json_list
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
@@ -717,19 +716,6 @@ def _load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Cand
                 candidates[(kind, int(row["id"]))].row = dict(row)
 
 
-def _json_list(raw: Any) -> list[str]:
-    try:
-        items = json.loads(raw) if isinstance(raw, str) and raw else []
-    except ValueError:
-        return []
-    return [str(i) for i in items if isinstance(i, str | int | float) and str(i).strip()] if isinstance(items, list) else []
-
-
-def _cut(text: str, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _stem(word: str) -> str:
     # Close enough to porter for choosing which fact to show; the ranking used FTS5's own.
     for suffix in ("ing", "ed", "es", "s"):
@@ -770,14 +756,14 @@ def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
     row = c.row
     if c.kind == "observation":
         title = row["title"] or row["subtitle"] or ""
-        facts = _json_list(row["facts"])
+        facts = json_list(row["facts"])
         texts = [" ".join(p for p in (row["title"], row["subtitle"]) if p), row["narrative"] or "", *facts]
-        files = list(dict.fromkeys(_json_list(row["files_read"]) + _json_list(row["files_modified"])))
+        files = list(dict.fromkeys(json_list(row["files_read"]) + json_list(row["files_modified"])))
         type_: str | None = row["type"]
     elif c.kind == "summary":
         texts = [row[name] or "" for name in SUMMARY_FIELDS]
         title = row["request"] or next((t for t in texts if t.strip()), "")
-        files = list(dict.fromkeys(_json_list(row["files_read"]) + _json_list(row["files_edited"])))
+        files = list(dict.fromkeys(json_list(row["files_read"]) + json_list(row["files_edited"])))
         type_ = None
     else:
         title = row["prompt_text"] or ""
@@ -788,5 +774,5 @@ def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
     # The vector side knows which document matched; keyword hits show the text with most query words.
     snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
     return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,
-               title=_cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
+               title=cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
                created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6))

@@ -8,7 +8,6 @@ names the CLI's `show` and the index's document ids use).
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from claude_mem.recall.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.search import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, ref
+from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, json_list, ref
 
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
 _REF = re.compile(REF_PATTERN)
@@ -66,16 +65,6 @@ def bounded(lines: list[str], limit: int, what: str) -> str:
     return "\n".join(out)
 
 
-def _json_list(raw: Any) -> list[str]:
-    if isinstance(raw, list):
-        return [str(x) for x in raw]
-    try:
-        items = json.loads(raw or "[]")
-    except ValueError:
-        return []
-    return [str(x) for x in items] if isinstance(items, list) else []
-
-
 # -- search rows ----------------------------------------------------------------------------------
 
 def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
@@ -110,17 +99,17 @@ def observation_record(row: dict[str, Any]) -> str:
     narrative = (row["narrative"] or "").strip()
     if narrative:
         lines.append(narrative if len(narrative) <= NARRATIVE_CHARS else narrative[:NARRATIVE_CHARS - 1] + "…")
-    facts = [f for f in _json_list(row["facts"]) if f.strip()]
+    facts = [f for f in json_list(row["facts"]) if f.strip()]
     if facts:
         lines.append("Facts:")
         lines += [f"- {one_line(f, FACT_CHARS)}" for f in facts[:MAX_FACTS]]
         if len(facts) > MAX_FACTS:
             lines.append(f"- … {len(facts) - MAX_FACTS} more facts")
-    concepts = _json_list(row["concepts"])
+    concepts = json_list(row["concepts"])
     if concepts:
         lines.append("Concepts: " + ", ".join(one_line(c, 60) for c in concepts[:20]))
     for label, key in (("Files read", "files_read"), ("Files modified", "files_modified")):
-        files = _json_list(row[key])
+        files = json_list(row[key])
         if files:
             lines.append(f"{label}: " + ", ".join(files[:MAX_FILES]) + (f" +{len(files) - MAX_FILES}" if len(files) > MAX_FILES else ""))
     return "\n".join(lines)
@@ -200,7 +189,7 @@ def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, befor
         if item["kind"] == "prompt":
             lines.append(f"{prefix} user asked: {one_line(item['prompt_text'], width)}")
         elif item["kind"] == "observation":
-            files = _json_list(item["files_modified"]) or _json_list(item["files_read"])
+            files = json_list(item["files_modified"]) or json_list(item["files_read"])
             extra = f" [{files_text(files)}]" if files else ""
             cost = tokens(record_chars("observation", item))
             lines.append(f"{prefix} {item['type']}: {one_line(item['title'], width)}{extra} ~{cost}t")

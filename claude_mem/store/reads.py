@@ -39,6 +39,25 @@ def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def json_list(raw: Any) -> list[str]:
+    """A JSON list column (or the list already decoded) as strings; [] for anything else, and
+    blank or nested items dropped: model output lands in these columns."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw else []
+        except ValueError:
+            return []
+    if not isinstance(raw, list):
+        return []
+    return [str(i) for i in raw if isinstance(i, str | int | float) and str(i).strip()]
+
+
+def cut(text: str | None, limit: int) -> str:
+    """`text` on one line, at most `limit` characters, an ellipsis marking a cut."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def like_escape(text: str) -> str:
     """`text` inside a `LIKE ? ESCAPE '\\'` pattern, its own %, _ and \\ matching themselves."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -19,6 +19,7 @@ from typing import Any
 from claude_mem.store import memories, overview, records
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.db import connect
+from claude_mem.store.reads import cut
 
 KINDS = ("prompt", "observation", "summary")  # also the order of a turn: asked, done, summed up
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
@@ -78,14 +79,9 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-def _cut(text: str | None, limit: int = FEED_TEXT_CHARS) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | None = None) -> dict[str, Any]:
     return {"kind": kind, "id": row["id"], "session_id": row["session_id"], "project": row.get("project") or "",
-            "type": type_, "title": _cut(title, 200), "text": _cut(text), "prompt_number": row.get("prompt_number"),
+            "type": type_, "title": cut(title, 200), "text": cut(text, FEED_TEXT_CHARS), "prompt_number": row.get("prompt_number"),
             "created_at_epoch": row["created_at_epoch"]}
 
 
