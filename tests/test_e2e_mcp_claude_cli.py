@@ -68,6 +68,9 @@ def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  #
     assert not answer.get("is_error"), text
     assert f"obs:{obs_id} | " in text and "Retries use exponential backoff capped at 30 s" in text
     assert "src/http_client.py" in text and f"in project {PROJECT}" in text
+    # The prompt being answered (filed by the hook before the model ran) is its own best match;
+    # Claude Code tells the server its session, and the server leaves that prompt out.
+    assert "How do our HTTP retries back off?" not in text
     assert result["result"] == "Retries back off exponentially."
     # Recalling is not itself remembered: the hooks skip claude-mem's own tools.
     queue = mem(sandbox, "queue")

@@ -130,6 +130,33 @@ def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     assert out["all"].splitlines()[2].startswith(f"obs:{stored.obs['ci']} | ")  # found by meaning and words
 
 
+def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: Stored, alpha_dir: Path) -> None:
+    """Claude Code starts the server with CLAUDE_CODE_SESSION_ID: that session's newest prompt is
+    the question the agent is answering, already in its context, and would be its own best match."""
+    live, earlier = f"prompt:{stored.prompts['dark']}", f"prompt:{stored.prompts['login']}"  # both in sess-alpha
+
+    async def scenario(client: Client) -> dict[str, str]:
+        out = {}
+        for key, (name, arguments) in {"search": ("search", {"query": "add a dark mode", "limit": 10}),
+                                       "anchor": ("timeline", {"query": "add a dark mode", "before": 0, "after": 0}),
+                                       "earlier": ("search", {"query": "the app crashes at login"})}.items():
+            is_error, out[key] = await call(client, name, **arguments)
+            assert not is_error, out[key]
+        return out
+
+    def refs(text: str) -> list[str]:
+        return [line.split(" | ")[0] for line in text.splitlines()[2:] if " | " in line]
+
+    plain = run(scenario, stdio_server(stored.config.data_dir, alpha_dir))
+    assert live in refs(plain["search"]) and "> " in plain["anchor"]
+    inside = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-alpha"))
+    assert live not in refs(inside["search"]) and f"obs:{stored.obs['dark']}" in refs(inside["search"])
+    assert "> " in inside["anchor"] and f" {live} " not in next(line for line in inside["anchor"].splitlines() if line.startswith(">"))
+    assert earlier in refs(inside["earlier"])  # the session's earlier prompts are still memories
+    other = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-old"))
+    assert live in refs(other["search"])
+
+
 def test_bad_arguments_are_tool_errors_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     bad = [
         ("search", {}, "query: Field required"),

@@ -129,6 +129,18 @@ class Memory:
                 raise ToolError(f"the memory database cannot be opened: {exc}") from None
         return self._conn
 
+    def live_prompt(self, conn: sqlite3.Connection) -> int | None:
+        """The prompt Claude Code is answering now, which the agent calling us already has in
+        context: the newest prompt of the session that started this server (Claude Code passes
+        it CLAUDE_CODE_SESSION_ID, the id its hooks file prompts under). Read on every call:
+        each turn brings a new one."""
+        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID")
+        if not session_id:
+            return None
+        row = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? ORDER BY prompt_number DESC LIMIT 1",
+                           (session_id,)).fetchone()
+        return int(row[0]) if row else None
+
     def index(self) -> tuple[Any, str | None]:
         """The semantic index, or None and why not."""
         from claude_mem.recall.index import readable_index
@@ -196,8 +208,12 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
 
     def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, **filters: Any) -> tuple[list[Any], str | None]:
         index, why_not = memory.index()
-        result = search(conn, query, index=index, project=project, limit=limit, **filters)
-        return result.hits, why_not or result.note
+        # The question being answered would otherwise often be its own best match (and the
+        # anchor of timeline(query=...)): it is left out, everything else of the session stays.
+        live = memory.live_prompt(conn)
+        result = search(conn, query, index=index, project=project, limit=limit + (live is not None), **filters)
+        hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live)][:limit]
+        return hits, why_not or result.note
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
     def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,
