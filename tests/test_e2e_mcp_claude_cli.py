@@ -14,6 +14,7 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.recall.index import Index
+from claude_mem.resources import resource_dir
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
@@ -77,3 +78,31 @@ def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  #
     assert any(r["kind"] == "finalize" for r in queue), "the hooks ran for this session"
     queued = [r for r in queue if r["kind"] == "tool"]
     assert not any(r["tool_name"].startswith("mcp__claude-mem") for r in queued)
+
+
+def test_the_plugin_folder_serves_the_same_tools(sandbox):  # noqa: F811
+    """`claude --plugin-dir` with no install: the plugin's .mcp.json starts `claude-mem mcp` from
+    PATH, and Claude Code names its tools mcp__plugin_<plugin>_<server>__<tool>."""
+    obs_id = remember(sandbox["data"])
+    tool = "mcp__plugin_claude-mem_claude-mem__search"
+    user_config = Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+    assert not user_config.exists() or "mcpServers" not in json.loads(user_config.read_text())  # nothing installed
+    sandbox["settings"].write_text(json.dumps({"permissions": {"allow": [tool]}}))
+    sandbox["env"]["ENABLE_TOOL_SEARCH"] = "false"
+    sandbox["env"]["PATH"] = f"{CLAUDE_MEM.parent}:{sandbox['env']['PATH']}"
+
+    with FakeMessagesAPI([tool_use(tool, {"query": "how do retries back off?"})], final_text="Exponentially.") as api:
+        result = run_claude(sandbox, api, "How do our HTTP retries back off?", "--plugin-dir", resource_dir("hooks"))
+        [issued] = api.issued_tool_use_ids
+        first, last = api.agent_requests()[0], api.agent_requests()[-1]
+
+    offered = {t.get("name") for t in first.tools}
+    assert {f"mcp__plugin_claude-mem_claude-mem__{name}" for name in ("search", "timeline", "get_observations",
+                                                                       "recent_sessions")} <= offered
+    [answer] = [block for block in last.tool_results() if block["tool_use_id"] == issued]
+    text = json.dumps(answer["content"])
+    assert not answer.get("is_error") and f"obs:{obs_id} | " in text, text
+    assert result["result"] == "Exponentially."
+    # The plugin's hooks ran, and skipped the plugin's own tool (skip_tools: mcp__plugin_claude-mem_*).
+    queue = mem(sandbox, "queue")
+    assert [r["kind"] for r in queue] == ["finalize"]
