@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -289,3 +290,32 @@ def test_a_long_lived_reader_sees_another_process_writes(conn: sqlite3.Connectio
     assert ("observation", new) not in [(k, i) for k, i, _ in before]
     assert reader.query("database for billing", 1)[0][:2] == ("observation", new)
     assert reader.drift(conn)["in_sync"]
+
+
+CATCH_UP = textwrap.dedent("""
+    import json, sys
+    from claude_mem.store.db import connect
+    from claude_mem.recall.index import Index
+    print(json.dumps(Index(path=sys.argv[2]).index_missing(connect(sys.argv[1]))))
+""")
+
+
+def test_workers_catching_up_together_embed_each_row_once(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Every worker starts with a catch-up; sessions starting together after Chroma was away
+    must not each embed the same missing rows."""
+    for n in range(150):
+        insert_observation(conn, "s1", "alpha", Observation(type="change", title=f"Step {n} of the migration",
+                                                            facts=[f"table {n} was copied"]), prompt_number=n)
+    path = str(tmp_path / "chroma")
+    Index(path=path).index_missing(conn)  # built, in step
+    conn.execute("DELETE FROM index_state")  # as if every row had been stored while Chroma was down
+    procs = [subprocess.Popen([sys.executable, "-c", CATCH_UP, str(tmp_path / "claude-mem.db"), path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+             for _ in range(2)]
+    counts = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        counts.append(json.loads(out))
+    assert sorted(c["observation"] for c in counts) == [0, 150], counts  # one did the work, the other found none left
+    assert Index(path=path).drift(conn)["in_sync"]

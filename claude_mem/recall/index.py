@@ -40,6 +40,7 @@ KINDS = ("observation", "summary", "prompt")
 COLLECTION = "claude_mem"
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
+CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
 
 
 class IndexUnavailable(RuntimeError):
@@ -266,14 +267,13 @@ class Index:
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
                 cid = str(store.collection.id)
-                # Stale documents (a summary rewritten, a fact removed, a forgotten row's id reused)
-                # go first, for every row index_state says this collection holds (an empty collection
-                # id means "maybe still held", see store/forget.py; rows of a collection since
-                # replaced are not in this one). Rows indexed for
-                # the first time, which is what the worker sends after each commit, have none:
-                # skipping the delete for them matters, as a metadata-filtered delete scans the
-                # collection (0.7 s per call at 34k documents, which held ingest through the worker
-                # path to ~4 observations/s in bench/scale.py).
+                # Stale documents (a summary rewritten, a fact removed) go first, for every row
+                # index_state says this collection holds (an empty collection id means "maybe still
+                # held", see store/forget.py; rows of a collection since replaced are not in this
+                # one). Rows indexed for the first time, which is what the worker sends after each
+                # commit, have none: skipping the delete for them matters, as a metadata-filtered
+                # delete scans the collection (0.7 s per call at 34k documents, which held ingest
+                # through the worker path to ~4 observations/s in bench/scale.py).
                 held = [r[0] for r in conn.execute(
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
                     [kind, cid, *chunk])]
@@ -318,7 +318,17 @@ class Index:
 
     def index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
         """Index every row not yet in this collection, and drop documents of rows deleted from
-        SQLite. Returns rows indexed per kind, and `removed`."""
+        SQLite. Returns rows indexed per kind, and `removed`.
+
+        One catch-up at a time per embedded index: every worker starts with one, and after
+        Chroma was away several sessions' workers starting together each embedded the same
+        missing rows (embedding is the slow part, done outside the write lock). The next one
+        waits, then finds nothing left to do."""
+        with _FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
+                       timeout_s=CATCH_UP_WAIT_S):
+            return self._index_missing(conn)
+
+    def _index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
         with self._use("open", recover=True) as store:
             cid = str(store.collection.id)
         counts: dict[str, int] = {}
