@@ -364,7 +364,7 @@ def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
         drift = index.drift(conn)
     except IndexUnavailable as exc:
         return {"state": "unavailable", "reason": str(exc), "location": index.location}
-    return {"state": "in sync" if drift["in_sync"] else "drift", **drift}
+    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, **drift}
 
 
 def _index_line(health: dict[str, Any]) -> str:

@@ -206,37 +206,32 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
 
 
 def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]:
-    """Index drift: rows SQLite has and Chroma lacks, documents of rows SQLite no longer has.
-    --fix indexes the missing rows and drops the stale documents (Index.index_missing)."""
+    """Index drift, as `status` reports it (inspect.index_health): rows SQLite has and Chroma
+    lacks, documents of rows SQLite no longer has. --fix indexes the missing rows and drops the
+    stale documents (Index.index_missing), building the index when there is none yet."""
+    from claude_mem.cli.inspect import index_health
     from claude_mem.cli.params import open_index
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.index import KINDS, IndexUnavailable
 
-    if not app.config.semantic_index:
+    health = index_health(app, conn)
+    state = health["state"]
+    if state == "off":
         return "index drift", True, "the semantic index is off (setting semantic_index)", ""
-    index = open_index(app.config, create=fix)
-    if index is None:
-        from claude_mem.store.overview import indexable_rows
-
-        rows = indexable_rows(conn)
-        return "index drift", rows == 0, f"semantic index not built yet ({rows} rows to index)", ""
-    kinds = ("observation", "summary", "prompt")
+    if state == "not built":
+        ok, detail = health["rows_to_index"] == 0, f"semantic index not built yet ({health['rows_to_index']} rows to index)"
+    elif state == "unavailable":
+        ok, detail = False, health["reason"]
+    else:
+        missing, stale = (sum(health[k][key] for k in KINDS) for key in ("missing", "stale"))
+        ok, detail = state == "in sync", f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
+    if ok or not fix:
+        return "index drift", ok, detail, ""
     try:
-        drift = index.drift(conn)
-        missing, stale = (sum(drift[k][key] for k in kinds) for key in ("missing", "stale"))
-        detail = f"{missing} row(s) missing from {index.location}, documents of {stale} deleted row(s)"
-        if drift["in_sync"] or not fix:
-            return "index drift", drift["in_sync"], detail, ""
+        # index_missing may succeed where reading failed: it rebuilds a removed folder.
+        done = open_index(app.config, create=True).index_missing(conn)  # type: ignore[union-attr]
     except IndexUnavailable as exc:
-        # With --fix, index_missing may still succeed: it rebuilds a removed folder.
-        detail = str(exc)
-        if not fix:
-            return "index drift", False, detail, ""
-        drift = None
-    try:
-        done = index.index_missing(conn)
-    except IndexUnavailable as exc:
-        return "index drift", False, f"{detail}; could not repair: {exc}" if drift else f"{detail} (could not repair)", ""
-    indexed = sum(done[k] for k in kinds)
+        return "index drift", False, f"{detail}; could not repair: {exc}" if state == "drift" else f"{detail} (could not repair)", ""
+    indexed = sum(done[k] for k in KINDS)
     return "index drift", False, detail, f"indexed {indexed} row(s), removed documents of {done['removed']} deleted row(s)"
 
 
