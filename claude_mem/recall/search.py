@@ -62,6 +62,13 @@ stored vectors and FTS5 scores of the bench replayed offline, then confirmed wit
         words count more, stopwords 0.1-0.5 of a word), alone or with the plain  0.676-0.681
     13. date windows widened to the days after the named one: of the 80 questions
         naming a date, the evidence of 76 already lies on that day             (not run)
+    14. (stop 8) a bonus for facts that name things (capitalised words, quotes,
+        numbers); no session boost or per-session caps for list questions, even
+        told which questions are lists (an oracle); a bonus from neighbouring
+        dialogue turns; a second, static embedding (wordllama) mixed in; corpus-
+        word expansion on top of 10                                            <= 0.678
+    15. a relevance floor: rows with no query word and a plain cosine < 0.2 are
+        dropped (`_relevant`), so off-topic queries answer nothing              0.678
 
 Experiment 10 is kept: it needs no state beyond the candidates' stored vectors (fetched by id
 with the candidates) and, unlike collection-wide CSLS (9), costs nothing at indexing time. It helped 4 of
