@@ -99,20 +99,22 @@ def _filters(session_id: str | None, project: str | None, type_: str | None,
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where, params = _filters(session_id, project, type_, since_ms, until_ms, file, ("files_read", "files_modified"))
-    order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT * FROM observations{where} ORDER BY created_at_epoch {order}, id {order}"
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    return [decode(r) for r in conn.execute(sql, params)]
+    where = _filters(session_id, project, type_, since_ms, until_ms, file, ("files_read", "files_modified"))
+    return _list(conn, "observations", where, limit, newest_first)
 
 
 def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                    since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
                    limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where, params = _filters(session_id, project, None, since_ms, until_ms, file, ("files_read", "files_edited"))
+    where = _filters(session_id, project, None, since_ms, until_ms, file, ("files_read", "files_edited"))
+    return _list(conn, "session_summaries", where, limit, newest_first)
+
+
+def _list(conn: sqlite3.Connection, table: str, where: tuple[str, list[Any]], limit: int | None,
+          newest_first: bool) -> list[dict[str, Any]]:
+    clause, params = where
     order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT * FROM session_summaries{where} ORDER BY created_at_epoch {order}, id {order}"
+    sql = f"SELECT * FROM {table}{clause} ORDER BY created_at_epoch {order}, id {order}"
     if limit:
         sql += f" LIMIT {int(limit)}"
     return [decode(r) for r in conn.execute(sql, params)]
