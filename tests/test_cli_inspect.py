@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.cli.format import Column, table_lines
+from claude_mem.cli.format import Column, plural, table_lines
 from claude_mem.worker import spawn
 from tests.cli_helpers import Stored, dead_chroma, invoke, invoke_json, one_error_line, populate, registered_worker
 
@@ -276,6 +276,11 @@ def test_logs_follow_prints_new_lines_until_ctrl_c(data_dir: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_plural_words() -> None:
+    assert [plural(1, "summary"), plural(2, "summary"), plural(3, "raw model reply"), plural(0, "key"), plural(2, "row")] == [
+        "1 summary", "2 summaries", "3 raw model replies", "0 keys", "2 rows"]
 
 
 # --- colour -------------------------------------------------------------------------------------------

@@ -122,8 +122,11 @@ def heading(text: str) -> None:
     click.echo(paint(text, bold=True))
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """'1 summary', '2 summaries', '3 raw model replies', '0 keys'."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word[:-1] + 'ies' if word.endswith('y') and word[-2:-1] not in 'aeiou' else word + 's'}"
 
 
 def human_bytes(n: int) -> str:

@@ -378,7 +378,7 @@ def _index_line(health: dict[str, Any]) -> str:
     from claude_mem.cli.format import plural
 
     kinds = ("observation", "summary", "prompt")
-    line = ", ".join(f"{health[k]['indexed']}/{plural(health[k]['sqlite'], k, 'summaries' if k == 'summary' else None)}"
+    line = ", ".join(f"{health[k]['indexed']}/{plural(health[k]['sqlite'], k)}"
                      for k in kinds)
     if state == "in sync":
         return f"{paint('in sync', 'green')} ({line} indexed)"
@@ -442,7 +442,7 @@ def _print_status(info: dict[str, Any]) -> None:
         fields += [
             ("database", f"{info['database']} ({human_bytes(info['database_bytes'])})"),
             ("stored", f"{plural(c['sessions'], 'session')}, {plural(c['prompts'], 'prompt')}, "
-                       f"{plural(c['observations'], 'observation')}, {plural(c['summaries'], 'summary', 'summaries')}"),
+                       f"{plural(c['observations'], 'observation')}, {plural(c['summaries'], 'summary')}"),
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
                                 for s in ("pending", "processing", "done", "skipped"))),
             ("index", _index_line(info["index"])),

@@ -24,11 +24,13 @@ vacuum_option = click.option("--vacuum/--no-vacuum", default=True, show_default=
                              help="After removing, compact the database so the forgotten text leaves the file too.")
 
 
+# Count keys as forget names them (its tables) and as export/import do (the row kinds).
+_NOUNS = {"sessions": "session", "prompts": "prompt", "observations": "observation", "summaries": "summary",
+          "queued_events": "queued event", "raw_replies": "raw model reply"}
+
+
 def _describe(counts: dict[str, int]) -> str:
-    words = {"sessions": "session", "prompts": "prompt", "observations": "observation", "summaries": "summary",
-             "queued_events": "queued event", "raw_replies": "raw model reply"}
-    parts = [plural(n, words[k], "summaries" if k == "summaries" else None) for k, n in counts.items() if n]
-    return ", ".join(parts) or "nothing"
+    return ", ".join(plural(n, _NOUNS.get(k, k)) for k, n in counts.items() if n) or "nothing"
 
 
 def _live_sessions(app: AppContext) -> dict[str, int]:
@@ -182,7 +184,7 @@ def export(app: AppContext, project: str | None, session_id: str | None, output:
     if as_json and output is not None:
         emit_json({"path": os.path.abspath(output), "counts": counts})
         return
-    described = _describe({f"{k}s" if k != "summary" else "summaries": n for k, n in counts.items()})
+    described = _describe(counts)
     click.echo(f"exported {described}" + (f" to {output}" if output else ""), err=output is None)
 
 
@@ -252,8 +254,7 @@ def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: 
         emit_json({"dry_run": dry_run, "added": result.added, "already_present": result.present, "indexed": indexed,
                    "index_error": index_error})
         return
-    plural_keys = {"session": "sessions", "prompt": "prompts", "observation": "observations", "summary": "summaries"}
-    added = _describe({plural_keys[k]: n for k, n in result.added.items()})
+    added = _describe(result.added)
     present = sum(result.present.values())
     if not result.total_added:
         click.echo(f"nothing new: all {plural(present, 'row')} of {file} are already here")
