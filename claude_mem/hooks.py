@@ -216,7 +216,7 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
         try:
             # Spooled events are older than this one: store them first, so prompts keep their
             # order and a spooled tool call or Stop keeps the prompt it belongs to.
-            if command == "new" and _spool_waiting(config):
+            if command == "new":
                 drain_spool(config, conn)
             apply_event(conn, record)
         finally:
@@ -251,11 +251,12 @@ def spool_event(config: Config, record: dict[str, Any]) -> str:
     return final
 
 
-def _spool_waiting(config: Config) -> bool:
+def spooled(config: Config) -> list[str]:
+    """The spooled events' file names, oldest first (not the lock, half-written files or bad/)."""
     try:
-        return any(not n.startswith(".") for n in os.listdir(config.spool_dir))
+        return sorted(n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith("."))
     except OSError:
-        return False
+        return []
 
 
 def drain_spool(config: Config, conn: sqlite3.Connection) -> int:
@@ -264,10 +265,7 @@ def drain_spool(config: Config, conn: sqlite3.Connection) -> int:
     an event is not stored twice. A file that cannot be read or stored is moved aside to
     spool/bad/, not deleted. Database errors (locked, read-only, full) propagate: the files
     not yet stored stay for the next drain."""
-    try:
-        names = sorted(n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith("."))
-    except OSError:
-        return 0
+    names = spooled(config)
     if not names:
         return 0
     lock_fd = _lock_spool(config)

@@ -485,6 +485,7 @@ def test_a_bad_spool_file_is_set_aside(data_dir: Path, project: Path, capsys: py
     assert [r["tool_use_id"] for r in queue_rows(data_dir)] == ["toolu_good"]
     assert spooled(data_dir) == []
     assert len(list((data_dir / "spool" / "bad").iterdir())) == 3
+    assert hooks.spooled(config) == []  # what was set aside is not waiting: no drain on every prompt
     assert prompts(data_dir) == [(1, "first"), (2, "second")]
 
 

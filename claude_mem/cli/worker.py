@@ -123,7 +123,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.
 
     Exits 1 when a problem is left unrepaired."""
-    from claude_mem.hooks import drain_spool
+    from claude_mem.hooks import drain_spool, spooled
     from claude_mem.store import queue
     from claude_mem.store.db import latest_version, transaction
     from claude_mem.worker import processes, spawn
@@ -181,14 +181,11 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     note("queued work without a worker", not waiting,
          f"{len(waiting)} session(s) with pending/processing events and no live worker ({stuck} processing)", fixed)
 
-    try:
-        spooled = [n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith(".")]
-    except OSError:
-        spooled = []
+    waiting_files = spooled(config)
     fixed = ""
-    if spooled and fix:
+    if waiting_files and fix:
         fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
-    note("spool", not spooled, f"{len(spooled)} event(s) waiting in {config.spool_dir}", fixed)
+    note("spool", not waiting_files, f"{len(waiting_files)} event(s) waiting in {config.spool_dir}", fixed)
 
     note(*_index_check(app, conn, fix))
 
