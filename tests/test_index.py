@@ -173,6 +173,11 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     counts = index.reindex(conn)
     assert counts == {"observation": 2, "summary": 1, "prompt": 1, "removed": 0}
     assert index.drift(conn)["in_sync"]
+    # Rows whose text is only whitespace have no documents and are not "missing".
+    blank_prompt = record_prompt(conn, "s1", "\n\t \r\n", None)
+    insert_observation(conn, "s1", "alpha", Observation(type="change", title="\t", narrative="\n", facts=["\n\t"]), prompt_number=7)
+    assert index.index_missing(conn)["prompt"] == 1 and blank_prompt
+    assert index.drift(conn)["in_sync"]
     assert index.query("night theme", 1, {"kind": "observation"})[0][:2] == ("observation", dark)
 
 

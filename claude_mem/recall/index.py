@@ -560,14 +560,17 @@ class _FileLock:
 
 
 def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
-    # A row with no text has no documents by design; it is not "missing".
+    # A row with no text has no documents by design; it is not "missing". Blank means what
+    # document_texts means (Python's strip): SQL's trim() strips spaces only, and a prompt of
+    # "\n\t" counted as missing from the index for good.
+    conn.create_function("blank", 1, lambda text: not isinstance(text, str) or not text.strip(), deterministic=True)
     if kind == "observation":
-        sql = ("SELECT id FROM observations WHERE trim(title || subtitle || narrative) = ''"
-               " AND NOT EXISTS (SELECT 1 FROM json_each(facts) WHERE trim(value) != '')")
+        sql = ("SELECT id FROM observations WHERE blank(title) AND blank(subtitle) AND blank(narrative)"
+               " AND NOT EXISTS (SELECT 1 FROM json_each(facts) WHERE NOT blank(value))")
     elif kind == "summary":
-        sql = "SELECT id FROM session_summaries WHERE trim(" + " || ".join(SUMMARY_FIELDS) + ") = ''"
+        sql = "SELECT id FROM session_summaries WHERE " + " AND ".join(f"blank({name})" for name in SUMMARY_FIELDS)
     else:
-        sql = "SELECT id FROM user_prompts WHERE trim(prompt_text) = ''"
+        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text)"
     return {r[0] for r in conn.execute(sql)}
 
 
