@@ -4,10 +4,11 @@ space back (`compact`).
 SQLite is the source of truth, so rows go from SQLite first (FTS5 follows through the
 triggers of migration 0001, also for rows removed by ON DELETE CASCADE) and from the semantic
 index second. The index is passed in by the caller (the store does not import recall/); when
-it cannot be reached, the rows' `index_state` entries are left behind with an empty
-collection id, which `Index.index_missing` reads either as documents of deleted rows (removed
-as orphans) or, should SQLite hand the same id to a new row, as a row to re-index (which first
-deletes the old documents). Either way nothing forgotten stays findable once Chroma is back.
+it cannot be reached, the rows' `index_state` entries are left behind, with an empty
+collection id, and `Index.index_missing` removes their documents as orphans once Chroma is
+back (search never shows them meanwhile: its hits are read from SQLite). The empty id also
+made a row re-indexed under a reused id drop the old documents first; since migration 0004
+ids are never reused, so that half is only a safeguard.
 
 Standard library only.
 """
