@@ -21,7 +21,7 @@ from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
-from tests.hardening.support import kill_mid_work, model_env, our_processes
+from tests.hardening.support import kill_mid_work, model_env, our_processes, wait_until
 
 GOOD_XML = """Here is what I noticed.
 
@@ -202,10 +202,9 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline and not any(r["status"] == "processing" for r in cli_json("queue")):
-            time.sleep(0.2)
-        assert our_processes(data_dir), "the fake CLI is running"
+        assert wait_until(lambda: any(r["status"] == "processing" for r in cli_json("queue")), 30), "a batch was claimed"
+        # The CLI starts after the claim: wait for it, and do not count the worker itself.
+        assert wait_until(lambda: [p for p in our_processes(data_dir) if p.pid != worker.pid], 30), "the fake CLI is running"
         started = time.time()
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=20)
