@@ -8,7 +8,9 @@ listens beyond 127.0.0.1 by default."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import select
 import socket
 import sqlite3
 import stat
@@ -155,7 +157,14 @@ def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, d
             listening = [c for c in psutil.Process(viewer.pid).net_connections("inet") if c.status == psutil.CONN_LISTEN]
             time.sleep(0.2)
         assert listening and all(c.laddr.ip == "127.0.0.1" for c in listening), listening
-        time.sleep(1.0)
+        # Sockets are looked for once the server has answered a search (so chromadb and the model
+        # are loaded too), not after a guess at how long its start-up takes.
+        answer = _mcp_exchange(mcp, [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "test"}}}])
+        assert "result" in answer, answer
         assert [c for c in psutil.Process(mcp.pid).net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
         refused = subprocess.run([sys.executable, "-m", "claude_mem", "viewer", "--host", "0.0.0.0", "--port", str(port + 1),
                                   "--no-open"], env=env, capture_output=True, text=True, timeout=60)
@@ -165,3 +174,24 @@ def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, d
             proc.terminate()
             proc.wait(timeout=30)
     record("security: file modes, listening sockets", note="data dir 0700, files 0600; viewer 127.0.0.1, MCP stdio only")
+
+
+def _mcp_exchange(proc: subprocess.Popen, messages: list[dict]) -> dict:
+    """Send JSON-RPC messages to a stdio MCP server; the reply to the last request."""
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in messages:
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+    want = messages[-1]["id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        if not line:
+            break
+        reply = json.loads(line)
+        if reply.get("id") == want:
+            return reply
+    raise AssertionError("the MCP server did not answer")
