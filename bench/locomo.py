@@ -16,7 +16,8 @@ filtered to its conversation's project. A retrieved observation contributes its 
 recall@k is the share of the question's evidence dia_ids found in the first k hits (malformed
 evidence such as "D8:6; D9:17" or "D30:05" is cleaned; questions left without evidence are
 skipped); MRR is over the first 10 hits. About a fifth of the evidence turns have no fact at
-all, so `ceiling.recall@10` is the best any ranking could score.
+all, so `ceiling.recall@10` is the best any ranking could score. The table shows recall@10 per
+question category; `--json` also has recall@5 and MRR per category (`hybrid.cat1.mrr`, ...).
 
 The data set is CC BY-NC 4.0: it is read from where it lies, never copied into the repository.
 """
@@ -166,7 +167,8 @@ def run(data_path: str, data_dir: str, *, progress: bool) -> dict[str, Any]:
         report[f"{mode}.p50_ms"] = round(statistics.median(latency[mode]), 2)
         report[f"{mode}.p95_ms"] = round(percentile(latency[mode], 0.95), 2)
         for cat, values in sorted(by_cat[mode].items()):
-            report[f"{mode}.cat{cat}.recall@10"] = round(values["recall@10"] / values["n"], 4)
+            for key in ("recall@5", "recall@10", "mrr"):
+                report[f"{mode}.cat{cat}.{key}"] = round(values[key] / values["n"], 4)
     return report
 
 
