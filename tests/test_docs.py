@@ -41,5 +41,7 @@ def test_every_setting_is_documented() -> None:
 
 
 def test_the_screenshot_exists() -> None:
-    for path in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README):
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert images, "the README shows the viewer"
+    for path in images:
         assert (ROOT / path).is_file(), path

@@ -258,7 +258,8 @@ def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -
         if all(r["status"] == "done" for r in cli_json("queue")):
             break
         time.sleep(0.3)
-    assert all(r["status"] == "done" for r in cli_json("queue"))
+    queue = cli_json("queue")
+    assert len([r for r in queue if r["kind"] == "tool"]) == 12 and all(r["status"] == "done" for r in queue)
     with db(data_dir) as conn:
         runs = conn.execute("SELECT COUNT(*) FROM worker_runs WHERE session_id = 'sess-race'").fetchone()[0]
     assert runs == 1
