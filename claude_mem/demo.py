@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from claude_mem import replay
 from claude_mem.store.reads import ref
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
@@ -58,12 +59,13 @@ def scripted_session(project_dir: str, session_id: str) -> list[tuple[str, dict[
     ]
 
 
-def run_hook(command: str, payload: dict[str, Any], env: dict[str, str]) -> str:
-    proc = subprocess.run([sys.executable, "-m", "claude_mem", command], input=json.dumps(payload).encode(),
-                          capture_output=True, env=env, timeout=60)
-    if proc.returncode != 0 or proc.stderr.strip():
-        raise RuntimeError(f"hook {command} failed: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout.decode()
+def run_hook(payload: dict[str, Any], env: dict[str, str]) -> str:
+    """One hook, as Claude Code runs it (replay.run_hook); its stdout. A hook always exits 0, so
+    anything it wrote on stderr is the failure."""
+    result = replay.run_hook(replay.HookEvent(payload), env=env)
+    if result.returncode != 0 or result.stderr.strip():
+        raise RuntimeError(f"hook {result.command} failed: {result.stderr.strip()}")
+    return result.stdout
 
 
 def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo: Callable[[str], None] = print) -> dict[str, Any]:
@@ -77,8 +79,8 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     session_id = f"demo-{uuid.uuid4()}"
     steps = scripted_session(project_dir, session_id)
     echo(f"1. Playing a scripted Claude Code session ({len(steps)} hook events) through the hook commands...")
-    for command, payload in steps:
-        run_hook(command, payload, env)
+    for _command, payload in steps:
+        run_hook(payload, env)
 
     echo("2. Running the worker on the queue (the model if a login works, else the heuristic synthesizer)...")
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain"],
@@ -115,7 +117,7 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
 
     echo("\n5. What the next session in this project starts with (SessionStart hook output):\n")
     nxt = {"session_id": f"demo-next-{uuid.uuid4()}", "cwd": project_dir, "hook_event_name": "SessionStart", "source": "startup"}
-    digest = run_hook("context", nxt, env)
+    digest = run_hook(nxt, env)
     context = json.loads(digest)["hookSpecificOutput"]["additionalContext"] if digest.strip() else ""
     echo(context)
     return {"session_id": session_id, "queue": queue, "observations": observations, "summaries": summaries, "digest": context,

@@ -73,14 +73,8 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             raise PayloadError(f"{command} does not handle {event} events")
         if command == "context":
             output = run_context(config, payload) or ""
-        elif command == "new":
-            run_event(config, command, sanitize_prompt(config, payload))
-        elif command == "save":
-            record = sanitize_tool(config, payload)
-            if record is not None:
-                run_event(config, command, record)
-        elif command == "summary":
-            record = sanitize_finalize(config, payload)
+        elif command in SANITIZE:
+            record = SANITIZE[command](config, payload)
             if record is not None:
                 run_event(config, command, record)
         else:
@@ -176,6 +170,10 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
         "prompt_id": optional_str(payload, "prompt_id"),
         "last_assistant_message": clean_text(message, 4000) if isinstance(message, str) else None,
     }
+
+
+# What each storing hook command makes of its payload (None: nothing to store).
+SANITIZE = {"new": sanitize_prompt, "save": sanitize_tool, "summary": sanitize_finalize}
 
 
 # --- writing them ---------------------------------------------------------------------------

@@ -364,11 +364,9 @@ def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]])
     process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
     from claude_mem import hooks
 
-    sanitize = {"UserPromptSubmit": hooks.sanitize_prompt, "PostToolUse": hooks.sanitize_tool,
-                "PostToolUseFailure": hooks.sanitize_tool, "Stop": hooks.sanitize_finalize}
     stored = 0
     for payload in payloads:
-        make = sanitize.get(payload.get("hook_event_name", ""))
+        make = hooks.SANITIZE.get(HOOK_COMMANDS.get(payload.get("hook_event_name", ""), ""))
         record = make(config, payload) if make else None
         if record is not None:
             hooks.apply_event(conn, record)

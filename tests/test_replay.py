@@ -31,6 +31,7 @@ from claude_mem.replay import (
     play_subprocess,
     read_jsonl,
     steps,
+    store_in_process,
     subagent_transcripts,
     transcript_events,
 )
@@ -308,6 +309,29 @@ def test_fixture_second_replay_adds_nothing(data_dir: Path) -> None:
     after = snapshot(data_dir / "claude-mem.db")
     assert [r["prompt_number"] for r in after["observation_queue"] if r["kind"] == "finalize"] == [1, 2]
     assert after == before
+
+
+def test_in_process_store_routes_events_as_the_hooks_do(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmarks' shortcut (store_in_process) stores what the hook commands store, SessionEnd
+    included, and nothing for events no hook is registered for (SubagentStop)."""
+    from claude_mem import settings
+    from claude_mem.store.db import connect
+
+    monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(data_dir))
+    config = settings.load(strict=True)
+    config.ensure_dirs()
+    payloads = [e.payload for e in transcript_events(FIXTURE)]
+    end = {**payloads[-1], "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
+    conn = connect(config.db_path)
+    try:
+        stored = store_in_process(config, conn, [*payloads, end])
+    finally:
+        conn.close()
+    queue = cli_json("queue")
+    assert len([r for r in queue if r["kind"] == "tool"]) == 13
+    assert [r["prompt_number"] for r in queue if r["kind"] == "finalize"] == [1, 2]
+    assert cli_json("sessions")[0]["status"] == "ended"
+    assert stored == 3 + 13 + 2 + 1  # prompts, tools (TodoWrite is skipped), Stops, SessionEnd
 
 
 def test_subagent_stop_does_not_close_the_turn(data_dir: Path) -> None:

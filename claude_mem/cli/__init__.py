@@ -73,9 +73,14 @@ def _hook_command(name: str, event: str) -> None:
         sys.exit(run_hook(name))
 
 
-for _name, _event in (("context", "SessionStart"), ("new", "UserPromptSubmit"),
-                      ("save", "PostToolUse / PostToolUseFailure"), ("summary", "Stop")):
-    _hook_command(_name, _event)
+def _hook_commands() -> None:
+    from claude_mem.hooks import HOOK_EVENTS  # standard library only: cheap
+
+    for name, events in HOOK_EVENTS.items():
+        _hook_command(name, " / ".join(events))
+
+
+_hook_commands()
 
 
 def main(args: list[str]) -> int:
