@@ -390,7 +390,7 @@ def test_search_finds_by_meaning_with_the_real_index(config: settings.Config, st
 def test_health_reports_queue_workers_and_the_last_error(client: TestClient, config: settings.Config) -> None:
     body = client.get("/api/health").json()
     assert body["queue"] == {"pending": 1, "processing": 0, "done": 4, "skipped": 1}
-    assert body["counts"] == {"sessions": 3, "prompts": 4, "observations": 7, "summaries": 3}
+    assert body["counts"] == {"sessions": 3, "prompts": 4, "observations": 7, "summaries": 3, "raw_replies": 0}
     assert body["workers"] == []
     assert body["last_error"]["message"] == "observer: model overloaded (529)" and body["last_error"]["source"] == "queue"
 

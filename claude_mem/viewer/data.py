@@ -25,10 +25,6 @@ KINDS = ("prompt", "observation", "summary")  # also the order of a turn: asked,
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 FEED_TEXT_CHARS = 400
 STREAM_BATCH = 200  # rows per kind per poll; a bigger backlog goes out over the next polls
-_COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
-            "summaries": "session_summaries"}
-
-
 class DatabaseMissing(RuntimeError):
     """The database file went away while the viewer was running."""
 
@@ -222,7 +218,7 @@ def health(conn: sqlite3.Connection, *, workers_dir: str, logs_dir: str) -> dict
     from claude_mem.worker.processes import list_workers
 
     with snapshot(conn):
-        counts = {name: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for name, table in _COUNTED.items()}
+        counts = overview.counts(conn)
         queue = queue_mod.counts_by_status(conn)
         error = last_error(conn, logs_dir)
     workers = [w.as_dict() for w in list_workers(workers_dir) if w.alive]
