@@ -564,7 +564,7 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, te
     # The stored vectors of every candidate document, for the centring in _set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
     known.update(index.vectors([doc_id for doc_id in owners if doc_id not in known]))
-    _set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, "", vector) for doc_id, vector in known.items()],
+    _set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
                  embedding, candidates)
 
 
@@ -594,7 +594,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: _Raw, kinds: tuple[str
     rows = _filtered_rows(conn, kinds, f, BRUTE_FORCE_ROWS)
     if rows is not None:
         owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row)}
-        scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, "", vector)
+        scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in index.vectors(list(owners)).items()]
         return sorted(scored, key=lambda m: m.distance)[:want]
     where = _vector_where(conn, kinds, f)
