@@ -15,7 +15,7 @@ from typing import Any
 from claude_mem.recall.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.search import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, json_list, ref
+from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, cut, get_observations, json_list, ref
 
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
 _REF = re.compile(REF_PATTERN)
@@ -35,11 +35,6 @@ def parse_ref(text: str) -> tuple[str, int] | None:
         return None
     prefix, number = text.split(":")
     return KIND_OF_PREFIX[prefix], int(number)
-
-
-def one_line(text: Any, limit: int) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def tokens(chars: int) -> int:
@@ -85,7 +80,7 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
     lines = ["ref | date | type | title | files | ~tokens"]
     for h in hits:
         lines.append(" | ".join([ref(h.kind, h.id), local_stamp(h.created_at_epoch), h.type or h.kind,
-                                 one_line(h.title, 120) or "(untitled)", files_text(h.files) or "-",
+                                 cut(h.title, 120) or "(untitled)", files_text(h.files) or "-",
                                  str(costs.get((h.kind, h.id), "?"))]))
     return lines
 
@@ -95,19 +90,19 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
 def observation_record(row: dict[str, Any]) -> str:
     lines = [f"## {ref('observation', row['id'])} · {row['type']} · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
              f" · session {row['session_id']} turn {row['prompt_number']}",
-             one_line(row["title"], 300) + (f" — {one_line(row['subtitle'], 300)}" if row["subtitle"] else "")]
+             cut(row["title"], 300) + (f" — {cut(row['subtitle'], 300)}" if row["subtitle"] else "")]
     narrative = (row["narrative"] or "").strip()
     if narrative:
         lines.append(narrative if len(narrative) <= NARRATIVE_CHARS else narrative[:NARRATIVE_CHARS - 1] + "…")
     facts = [f for f in json_list(row["facts"]) if f.strip()]
     if facts:
         lines.append("Facts:")
-        lines += [f"- {one_line(f, FACT_CHARS)}" for f in facts[:MAX_FACTS]]
+        lines += [f"- {cut(f, FACT_CHARS)}" for f in facts[:MAX_FACTS]]
         if len(facts) > MAX_FACTS:
             lines.append(f"- … {len(facts) - MAX_FACTS} more facts")
     concepts = json_list(row["concepts"])
     if concepts:
-        lines.append("Concepts: " + ", ".join(one_line(c, 60) for c in concepts[:20]))
+        lines.append("Concepts: " + ", ".join(cut(c, 60) for c in concepts[:20]))
     for label, key in (("Files read", "files_read"), ("Files modified", "files_modified")):
         files = json_list(row[key])
         if files:
@@ -118,8 +113,7 @@ def observation_record(row: dict[str, Any]) -> str:
 def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) -> tuple[str, list[int]]:
     """Full records in the order asked, up to `limit` characters; returns the text and the ids
     that do not exist."""
-    marks = ",".join("?" * len(ids))
-    rows = {r["id"]: dict(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks})", ids)}
+    rows = {r["id"]: r for r in get_observations(conn, ids)}
     missing = [i for i in ids if i not in rows]
     tail = [f"Not found: {', '.join(ref('observation', i) for i in missing)}."] if missing else []
     parts: list[str] = []
@@ -137,7 +131,7 @@ def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) ->
 
 
 def summary_lines(row: dict[str, Any], width: int) -> list[str]:
-    return [f"{_SUMMARY_LABELS[name]}: {one_line(row[name], width)}" for name in SUMMARY_FIELDS if (row[name] or "").strip()]
+    return [f"{_SUMMARY_LABELS[name]}: {cut(row[name], width)}" for name in SUMMARY_FIELDS if (row[name] or "").strip()]
 
 
 # -- a session's timeline -------------------------------------------------------------------------
@@ -187,12 +181,12 @@ def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, befor
         prefix = f"{'>' if n == at else ' '} {local_clock(item['created_at_epoch'])} turn {item['prompt_number']}" \
                  f" {ref(item['kind'], item['id'])}"
         if item["kind"] == "prompt":
-            lines.append(f"{prefix} user asked: {one_line(item['prompt_text'], width)}")
+            lines.append(f"{prefix} user asked: {cut(item['prompt_text'], width)}")
         elif item["kind"] == "observation":
             files = json_list(item["files_modified"]) or json_list(item["files_read"])
             extra = f" [{files_text(files)}]" if files else ""
             cost = tokens(record_chars("observation", item))
-            lines.append(f"{prefix} {item['type']}: {one_line(item['title'], width)}{extra} ~{cost}t")
+            lines.append(f"{prefix} {item['type']}: {cut(item['title'], width)}{extra} ~{cost}t")
         else:
             body = summary_lines(item, width)
             lines.append(f"{prefix} turn summary: " + (" · ".join(body) if body else "(empty)"))
