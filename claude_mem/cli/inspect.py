@@ -15,7 +15,7 @@ from claude_mem.cli.format import Column, echo_fields, echo_table, heading, loca
 from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
 from claude_mem.store import overview
 from claude_mem.store import queue as queue_mod
-from claude_mem.store.memories import OBSERVATION_TYPES
+from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
@@ -145,7 +145,7 @@ def _show_summary(m: dict[str, Any]) -> None:
                  ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_time(m["created_at_epoch"]))])
     click.echo()
     echo_fields([(name.replace("_", " "), m[name] or None)
-                 for name in ("request", "investigated", "learned", "completed", "next_steps", "notes")])
+                 for name in SUMMARY_FIELDS])
     _echo_list("files read", m["files_read"])
     _echo_list("files edited", m["files_edited"])
 
