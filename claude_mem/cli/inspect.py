@@ -16,6 +16,7 @@ from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
 from claude_mem.store import overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
+from claude_mem.store.reads import cut
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
@@ -101,19 +102,15 @@ def _show_session(t: dict[str, Any]) -> None:
         when = local_time(prompt["created_at_epoch"]) if prompt else ""
         heading(f"{title}  {paint(when, dim=True)}".rstrip())
         if prompt:
-            click.echo(f"  > {_one_line(prompt['prompt_text'], 300)}")
+            click.echo(f"  > {cut(prompt['prompt_text'], 300)}")
         for o in (o for o in t["observations"] if o["prompt_number"] == n):
             source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
             click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}")
         for m in (m for m in t["summaries"] if m["prompt_number"] == n):
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
-            echo_fields([(name.replace("_", " "), _one_line(m[name], 300) or None)
+            echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
                          for name in ("request", "completed", "learned", "next_steps")], indent="    ")
 
-
-def _one_line(text: str | None, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def _echo_list(label: str, items: list[str]) -> None:
@@ -457,7 +454,7 @@ def _print_status(info: dict[str, Any]) -> None:
     qe = info["last_queue_error"]
     if qe:
         fields.append(("queue error", f"{local_time(qe['updated_at_epoch'])} event {qe['id']} ({qe['status']}): "
-                                      f"{_one_line(qe['last_error'], 200)}"))
+                                      f"{cut(qe['last_error'], 200)}"))
     if info["last_error"]:
         fields.append(("last error", paint(info["last_error"], "red")))
     echo_fields(fields)

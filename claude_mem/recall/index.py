@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, TABLES
+from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, TABLES, cut
 
 if TYPE_CHECKING:
     import numpy as np
@@ -231,7 +231,7 @@ class Index:
         except Exception as exc:  # chromadb, httpx, onnxruntime and OS errors alike
             with self._store.lock:
                 self._store.drop(forget=True)
-            detail = " ".join(str(exc).split())[:300] or type(exc).__name__
+            detail = cut(str(exc), 300) or type(exc).__name__
             raise IndexUnavailable(f"semantic index at {self.location} unavailable ({what}: {detail})") from exc
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from claude_mem.recall.index import Index
 from claude_mem.settings import Config
 from claude_mem.store.db import connect
+from claude_mem.store.reads import cut
 
 _CATCH_UP = "catch-up"
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
@@ -124,8 +125,5 @@ class Indexer:
         self.retry_at = time.monotonic() + RETRY_S
         if not self.failing:
             self.failing = True
-            self.log(f"semantic index unavailable, capture goes on and rows are indexed later: {_one_line(exc)}")
+            self.log(f"semantic index unavailable, capture goes on and rows are indexed later: {cut(str(exc), 300) or type(exc).__name__}")
 
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__

@@ -29,6 +29,7 @@ from claude_mem.settings import Config
 from claude_mem.store import queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
+from claude_mem.store.reads import cut
 from claude_mem.worker import heuristic, spawn
 from claude_mem.worker.indexer import Indexer
 from claude_mem.worker.parse import ParseResult, parse_reply
@@ -318,7 +319,7 @@ class Worker:
         if not self.use_model:
             return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
         message = fill("summary", prompt_number=prompt_number, request=request or "(unknown)",
-                       last_message=_clip(last_message, 1500) or "(none)")
+                       last_message=cut(last_message, 1500) or "(none)")
         reply = await self._send(message)
         if reply.error:
             return await self._model_failed(
@@ -389,7 +390,7 @@ class Worker:
     def _prompt_text(self, prompt_number: int) -> str:
         row = self.conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
                                 (self.session_id, prompt_number)).fetchone()
-        return _clip(row[0], 1500) if row else ""
+        return cut(row[0], 1500) if row else ""
 
     def _turn_events(self, prompt_number: int) -> list[Event]:
         rows = queue.list_rows(self.conn, session_id=self.session_id)
@@ -450,10 +451,6 @@ class Worker:
             except Exception as exc:  # closing must never keep the worker from exiting
                 self.log(f"observer close failed: {exc}")
 
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run_worker(config: Config, session_id: str, **kwargs: Any) -> str:
