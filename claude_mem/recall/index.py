@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, TABLES, cut
+from claude_mem.store.reads import KIND_OF_PREFIX, KINDS, SUMMARY_FIELDS, TABLES, cut
 
 if TYPE_CHECKING:
     import numpy as np
 
     from claude_mem.settings import Config
 
-KINDS = ("observation", "summary", "prompt")
 COLLECTION = "claude_mem"
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)

@@ -115,12 +115,11 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.recall.index import VectorMatch, document_texts
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import cut, file_clause, json_list
+from claude_mem.store.reads import KINDS, cut, file_clause, json_list
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
 
-KINDS = ("observation", "summary", "prompt")
 MODES = ("hybrid", "fts", "vector")
 
 # Measured on LoCoMo dev (see the module docstring); the same weights serve every caller.
@@ -443,7 +442,7 @@ def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters)
 def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, project: str | None = None,
            type_: str | None = None, session_id: str | None = None, since_ms: int | None = None,
            until_ms: int | None = None, file: str | None = None,
-           kinds: tuple[str, ...] = ("observation", "summary", "prompt"), limit: int = 20,
+           kinds: tuple[str, ...] = KINDS, limit: int = 20,
            mode: str = "hybrid") -> SearchResult:
     """Search memory. `mode` asks for "hybrid" (default), "fts" (keywords only) or "vector"
     (meaning only); the result's `mode` says what was actually used, and `note` why it differs."""

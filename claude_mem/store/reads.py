@@ -22,6 +22,7 @@ SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps
 TABLES = {"observation": "observations", "summary": "session_summaries", "prompt": "user_prompts"}
 REF_PREFIX = {"observation": "obs", "summary": "sum", "prompt": "prompt"}
 KIND_OF_PREFIX = {prefix: kind for kind, prefix in REF_PREFIX.items()}
+KINDS = tuple(TABLES)  # ("observation", "summary", "prompt")
 
 
 def ref(kind: str, row_id: int) -> str:
