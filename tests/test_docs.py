@@ -3,7 +3,12 @@ and setting it should describe is there."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
@@ -45,3 +50,27 @@ def test_the_screenshot_exists() -> None:
     assert images, "the README shows the viewer"
     for path in images:
         assert (ROOT / path).is_file(), path
+
+
+def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProcess[str]:
+    """The browser tests run by a nested pytest whose PATH holds python but no chromium."""
+    bin_dir = tempfile.mkdtemp(prefix="nochromium-")
+    os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PATH"] = bin_dir
+    if ci is not None:
+        env["CI"] = ci
+    try:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                               "tests/test_viewer_browser.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(bin_dir, ignore_errors=True)
+
+
+def test_without_chromium_the_browser_tests_skip_locally_and_fail_under_ci() -> None:
+    local = _browser_tests_without_chromium(None)
+    assert local.returncode == 0, local.stdout[-2000:]
+    assert re.search(r"\b4 skipped\b", local.stdout) and "no chromium on PATH" in local.stdout, local.stdout[-2000:]
+    ci = _browser_tests_without_chromium("true")
+    assert ci.returncode != 0 and "apt-get install -y chromium" in ci.stdout, ci.stdout[-2000:]
+    assert "CI=\"${CI:-true}\"" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -25,13 +25,19 @@ from tests.test_viewer import BILLING, HOSTILE, WEBSHOP, insert, seed_store, sta
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
 LIVE_TIMEOUT_MS = 5000
+MISSING_BROWSER = ("no chromium on PATH: the viewer's browser tests are skipped (CI runs them; "
+                   "to run them here: apt-get install -y chromium, or any chromium on PATH)")
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (.ci/run installs it)")
+        # Outside CI a missing browser is a skip that says how to get it, so the README's test
+        # command passes on a laptop; under CI (.ci/run sets CI=true) the viewer must be tested.
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("the browser tests need Debian's chromium: apt-get install -y chromium (.ci/run installs it)")
+        pytest.skip(MISSING_BROWSER)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
