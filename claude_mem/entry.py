@@ -18,6 +18,13 @@ def main(argv: list[str] | None = None) -> int:
         from claude_mem.hooks import main as run_hook
 
         return run_hook(args[0])
+    if args == ["service"]:
+        # Straight to the service: a racing second one must find the lock taken and exit in
+        # milliseconds, before click or chromadb are imported.
+        from claude_mem import settings
+        from claude_mem.service.server import main as run_service
+
+        return run_service(settings.load(strict=False))
     from claude_mem.cli import main as run_cli
 
     return run_cli(args)

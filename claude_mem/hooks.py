@@ -230,7 +230,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
         return
     if config.worker_autostart and record["type"] != "end":
         try:
-            spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"])
+            spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"],
+                                config.max_workers)
         except OSError as exc:
             log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
 

@@ -108,6 +108,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("cli_path", "str", "", "Claude Code CLI for the observer (default: the one bundled with claude-agent-sdk)."),
         Setting("worker_autostart", "bool", True, "Start background workers by themselves (hooks, retry, doctor --fix)."),
         Setting("worker_idle_s", "float", 300.0, "Seconds a worker waits for new events before it exits.", minimum=0),
+        Setting("max_workers", "int", 4, "Most workers (and observer CLIs) running at once per data folder; other sessions wait"
+                " in the queue.", minimum=1),
+        Setting("service_idle_s", "float", 1800.0, "Seconds the memory service stays up without a request.", minimum=0),
         Setting("max_attempts", "int", 3, "Model failures before an event is skipped.", minimum=1),
         Setting("observer_timeout_s", "float", 120.0, "Seconds the model may take to answer one message before the try fails.",
                 minimum=1),

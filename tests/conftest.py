@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,21 @@ TRANSCRIPTS = SHARED_DATA / "transcripts"
 
 
 @pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory = tmp_path / "data"
     for name in list(os.environ):
         if name.startswith("CLAUDE_MEM_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(directory))
     monkeypatch.setenv("CLAUDE_MEM_WORKER_AUTOSTART", "0")
-    return directory
+    # A memory service some test started and nobody stopped (it was still starting when the
+    # test ended) goes away by itself soon after.
+    monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "15")
+    yield directory
+    # A worker, a search or the viewer may have started the data folder's memory service.
+    from claude_mem.service.control import stop_service
+
+    stop_service(str(directory))
 
 
 def run_hook(command: str, payload: dict | str | bytes, *, env: dict[str, str] | None = None,

@@ -395,7 +395,8 @@ def _last_log_error(logs_dir: str) -> str | None:
 @json_option
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:
-    """Data dir, counts, queue, workers, index health, the model, the last error."""
+    """Data dir, counts, queue, workers, the memory service, index health, the model, the last error."""
+    from claude_mem.service import control as service_control
     from claude_mem.worker.processes import list_workers
 
     config = app.config
@@ -412,11 +413,44 @@ def status(app: AppContext, as_json: bool) -> None:
         info["last_queue_error"] = overview.last_queue_error(conn)
         info["index"] = index_health(app, conn)
     info["workers"] = [w.as_dict() for w in list_workers(config.workers_dir) if w.alive]
+    info["waiting_sessions"] = _waiting_for_slot(app, info["workers"]) if info["database_exists"] else []
+    info["service"] = service_control.state(config.data_dir).as_dict()
     info["last_error"] = _last_log_error(config.logs_dir)
     if as_json:
         emit_json(info)
         return
     _print_status(info)
+
+
+def _waiting_for_slot(app: AppContext, workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sessions with due events and no worker while every worker slot is taken, oldest first."""
+    from claude_mem.worker import spawn
+
+    config = app.config
+    if len(workers) < config.max_workers and spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
+        return []
+    conn = app.db()
+    live = {w["session_id"] for w in workers}
+    rows = conn.execute("SELECT session_id, MIN(created_at_epoch), COUNT(*) FROM observation_queue WHERE status = 'pending'"
+                        " GROUP BY session_id ORDER BY MIN(id)").fetchall()
+    return [{"session_id": sid, "waiting_since_epoch": since, "events": n} for sid, since, n in rows if sid not in live]
+
+
+def _service_line(service: dict[str, Any]) -> str:
+    from claude_mem.cli.format import human_bytes
+
+    if not service["running"]:
+        return "not running (started by whoever needs it first)"
+    parts = [f"pid {service['pid']}"]
+    if service["rss_bytes"] is not None:
+        parts.append(f"RSS {human_bytes(service['rss_bytes'])}")
+    if service["uptime_s"] is not None:
+        parts.append(f"up {service['uptime_s']:.0f} s")
+    if not service["answering"]:
+        parts.append(paint("not answering (starting, or hung: `claude-mem doctor --fix` ends a hung one)", "yellow"))
+    elif service["index_lag"] is not None:
+        parts.append(f"index lag {service['index_lag']} row(s)")
+    return ", ".join(parts)
 
 
 def _model_line(info: dict[str, Any]) -> str:
@@ -447,6 +481,12 @@ def _print_status(info: dict[str, Any]) -> None:
     workers = info["workers"]
     fields.append(("workers", f"{len(workers)} live" + (": " + ", ".join(
         f"pid {w['pid']} ({w['session_id'][:12]})" for w in workers[:5]) if workers else "")))
+    waiting = info["waiting_sessions"]
+    if waiting:
+        fields.append(("waiting", paint(f"{len(waiting)} session(s) wait for a worker slot (setting max_workers), the oldest "
+                                        f"{waiting[0]['session_id'][:12]} since {local_time(waiting[0]['waiting_since_epoch'])}",
+                                        "yellow")))
+    fields.append(("service", _service_line(info["service"])))
     fields.append(("model", _model_line(info)))
     for o in info["model_outages"][:1]:
         fields.append(("last outage", paint(f"{local_time(o['observer_error_at_epoch'])} session {o['claude_session_id'][:12]}: "

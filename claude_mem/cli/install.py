@@ -37,13 +37,22 @@ def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None
         result = install_mod.uninstall(project, dry_run=dry_run)
     except install_mod.InstallError as exc:
         raise click.ClickException(str(exc)) from None
-    _report(result, as_json)
+    stopped = None
+    if not dry_run:
+        from claude_mem import settings
+        from claude_mem.service.control import stop_service
+
+        # Nothing of ours keeps running once we are uninstalled (the service would idle out anyway).
+        stopped = stop_service(settings.data_dir_from_env())
+    _report(result, as_json, service_stopped=stopped)
 
 
-def _report(result: install_mod.Result, as_json: bool) -> None:
+def _report(result: install_mod.Result, as_json: bool, service_stopped: int | None = None) -> None:
     if as_json:
-        emit_json(result.as_dict())
+        emit_json({**result.as_dict(), **({"service_stopped": service_stopped} if service_stopped else {})})
         return
+    if service_stopped:
+        click.echo(f"stopped the memory service (pid {service_stopped})")
     verb = "would change" if result.dry_run else "changed"
     for f in result.files:
         if not f.changed:

@@ -47,7 +47,7 @@ class _OneLineErrors(click.Command):
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
                    since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
     """Search observations, summaries and prompts by words and meaning."""
-    from claude_mem.recall.search import search
+    from claude_mem.recall.through_service import search_memory
 
     if not query.strip():
         raise UsageProblem("QUERY is empty: give some words to look for")
@@ -55,15 +55,11 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageProblem("--since must be before --until")
     conn = app.db()
-    from claude_mem.recall.index import readable_index
-
-    # A search must not create an empty embedded index; without one it answers from keywords.
-    index, why = readable_index(app.config)
     started = time.perf_counter()
-    result = search(conn, query, index=index, project=project, type_=type_, session_id=session_id, since_ms=since_ms,
-                    until_ms=until_ms, file=file, limit=limit, mode=mode)
+    result = search_memory(app.config, conn, query, project=project, type_=type_, session_id=session_id, since_ms=since_ms,
+                           until_ms=until_ms, file=file, limit=limit, mode=mode)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    note = why if why and mode != "fts" else result.note
+    note = result.note
     if as_json:
         emit_json({"query": query, "mode": result.mode, "note": note, "took_ms": round(elapsed_ms, 1),
                    "hits": [asdict(h) for h in result.hits]})

@@ -9,14 +9,10 @@ import socket
 import sys
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import click
 
 from claude_mem.cli import AppContext, cli, pass_app
-
-if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
 
 DEFAULT_PORT = 37777
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{8,200}")  # safe in a URL and a cookie as it is
@@ -55,16 +51,6 @@ def _has_display() -> bool:
     if sys.platform in ("darwin", "win32"):
         return True
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def _warm(index: Index) -> None:
-    """Import chromadb and load the model while the page loads, not during the first search (~1-2 s)."""
-    from claude_mem.recall.index import IndexUnavailable
-
-    try:
-        index.query_documents("warm up", 1)
-    except IndexUnavailable:
-        pass  # each search then says so itself, with the reason
 
 
 @cli.command("viewer")
@@ -117,11 +103,10 @@ def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str
             stopping.set()  # open event streams end at their next poll instead of holding up the exit
             super().handle_exit(sig, frame)
 
-    from claude_mem.recall.index import readable_index
+    if app.config.semantic_index:
+        from claude_mem.service.client import ensure_started
 
-    index, _ = readable_index(app.config)
-    if index is not None:
-        threading.Thread(target=_warm, args=(index,), name="warm-index", daemon=True).start()
+        ensure_started(app.config.data_dir)  # warm by the first search
     asgi = create_app(app.config, token=token, loopback_only=loopback, stopping=stopping)
     # The access log is off: request lines would carry ?token= and search words.
     server = Server(uvicorn.Config(asgi, log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="off"))

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from claude_mem import settings
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 
 
@@ -24,6 +25,26 @@ def worker_run(app: AppContext, session_id: str, idle_s: float | None, drain: bo
     reason = run_worker(app.config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer)
     if reason.startswith("another worker"):
         click.echo(reason, err=True)
+
+
+@cli.command("service")
+@click.option("--idle", "idle_s", type=click.FloatRange(min=0), help="Exit after this many seconds without a request "
+              "(default: setting service_idle_s).")
+@click.option("--stop", is_flag=True, help="Ask the running service to stop, and wait until it has.")
+@pass_app
+def service_run(app: AppContext, idle_s: float | None, stop: bool) -> None:
+    """Run the memory service in the foreground (whoever needs it first starts it detached)."""
+    if stop:
+        from claude_mem.service.control import stop_service
+
+        stopped = stop_service(app.config.data_dir)
+        if stopped is None:
+            raise NotFound("no memory service is running")
+        click.echo(f"stopped the memory service (pid {stopped})")
+        return
+    from claude_mem.service.server import main as run_service
+
+    sys.exit(run_service(app.config, idle_s=idle_s))
 
 
 @cli.command("workers")
@@ -112,7 +133,7 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
         click.echo(f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}", err=True)
         return
     for sid in sessions:
-        spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid)
+        spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid, config.max_workers)
 
 
 @cli.command("doctor", short_help="Check everything; --fix repairs.")
@@ -187,6 +208,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
     note("spool", not waiting_files, f"{len(waiting_files)} event(s) waiting in {config.spool_dir}", fixed)
 
+    note(*_service_check(config, fix))
     note(*_index_check(app, conn, fix))
 
     if as_json:
@@ -200,6 +222,24 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
                        + (f" -> {f['fixed']}" if f["fixed"] else ""))
     if any(not f["ok"] and not f["fixed"] for f in findings):
         sys.exit(1)
+
+
+def _service_check(config: settings.Config, fix: bool) -> tuple[str, bool, str, str]:
+    """A service that is gone but left its socket or info file, or one that holds the lock and
+    does not answer (hung): --fix removes the files, or ends the service (the next request
+    starts a fresh one, which catches up from SQLite)."""
+    from claude_mem.service import control
+
+    found = control.state(config.data_dir, timeout_s=5.0)
+    if not found.running:
+        if not found.stale_files:
+            return "memory service", True, "not running (started on demand)", ""
+        fixed = f"removed {len(control.remove_stale_files(config.data_dir))} stale file(s)" if fix else ""
+        return "memory service", False, f"not running, but left {', '.join(found.stale_files)}", fixed
+    if found.answering:
+        return "memory service", True, f"pid {found.pid} answering, index lag {found.index_lag}", ""
+    fixed = f"stopped the hung service (pid {control.stop_service(config.data_dir)})" if fix else ""
+    return "memory service", False, f"pid {found.pid} holds the lock but did not answer within 5 s", fixed
 
 
 def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]:
@@ -248,6 +288,9 @@ def demo(synthesizer: str, keep: bool) -> None:
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
+        from claude_mem.service.control import stop_service
+
+        stop_service(os.path.join(root, "data"))  # the worker started one for this throw-away folder
         if keep:
             click.echo(f"\n(data kept in {root})")
         else:

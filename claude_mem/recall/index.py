@@ -248,6 +248,9 @@ class Index:
     def index_prompts(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
         return self._index(conn, "prompt", ids)
 
+    def index_rows(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int]) -> int:
+        return self._index(conn, kind, ids)
+
     def _index(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int]) -> int:
         """(Re)index these rows; returns how many were found in SQLite. Rows gone from SQLite
         lose their documents."""

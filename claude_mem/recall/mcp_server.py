@@ -3,9 +3,10 @@ memory in few tokens, in three steps: `search` lists compact index rows (with wh
 record would cost), `timeline` shows what happened around one of them, `get_observations` fetches
 the few records worth reading in full. `recent_sessions` answers "where did we leave off".
 
-Nothing is opened until a tool is called: the database on first use, the semantic index (and
-with it chromadb and the embedding model) on the first search. Without a usable index, search
-answers from SQLite FTS5 alone and says so. Output is plain text (see views.py), bounded in
+Nothing is opened until a tool is called: the database on first use. Searches go to the memory
+service (one warm process per data folder holding the embedding model and Chroma; started if it
+is not running); when it cannot answer in time, SQLite FTS5 answers and the result says so.
+This process loads no model and no Chroma client. Output is plain text (see views.py), bounded in
 size. Arguments are typed (pydantic constraints, Literal choices), so a bad call comes back as
 an `is_error` result naming the problem, never a traceback.
 """
@@ -25,7 +26,7 @@ from pydantic import BeforeValidator, Field, ValidationError
 
 from claude_mem.project import project_for
 from claude_mem.recall import views
-from claude_mem.recall.search import search
+from claude_mem.recall.through_service import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.memories import OBSERVATION_TYPES
 
@@ -96,7 +97,7 @@ ObsId = Annotated[int, BeforeValidator(_obs_number), Field(ge=1)]
 
 
 class Memory:
-    """What the tools share: settings, the default project, and the database and index,
+    """What the tools share: settings, the default project, and the database,
     opened on first use. Tools run on worker threads: one lock serialises them."""
 
     def __init__(self, config: Config, cwd: str | None = None) -> None:
@@ -140,12 +141,6 @@ class Memory:
         row = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? ORDER BY prompt_number DESC LIMIT 1",
                            (session_id,)).fetchone()
         return int(row[0]) if row else None
-
-    def index(self) -> tuple[Any, str | None]:
-        """The semantic index, or None and why not."""
-        from claude_mem.recall.index import readable_index
-
-        return readable_index(self.config)
 
     def known_projects(self, conn: sqlite3.Connection) -> list[str]:
         return [r[0] for r in conn.execute(
@@ -207,13 +202,12 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         return f"No {what} in {_scope_text(project)}.{hint}"
 
     def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, **filters: Any) -> tuple[list[Any], str | None]:
-        index, why_not = memory.index()
         # The question being answered would otherwise often be its own best match (and the
         # anchor of timeline(query=...)): it is left out, everything else of the session stays.
         live = memory.live_prompt(conn)
-        result = search(conn, query, index=index, project=project, limit=limit + (live is not None), **filters)
+        result = search_memory(memory.config, conn, query, project=project, limit=limit + (live is not None), **filters)
         hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live)][:limit]
-        return hits, why_not or result.note
+        return hits, result.note
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
     def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,

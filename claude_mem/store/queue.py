@@ -202,6 +202,13 @@ def retry_skipped(conn: sqlite3.Connection, *, session_id: str | None = None, id
     return sessions
 
 
+def waiting_sessions(conn: sqlite3.Connection) -> list[str]:
+    """Sessions with events due now, the one whose oldest event has waited longest first."""
+    return [r[0] for r in conn.execute(
+        "SELECT session_id FROM observation_queue WHERE status = 'pending' AND next_attempt_epoch <= ?"
+        " GROUP BY session_id ORDER BY MIN(id)", (now_ms(),))]
+
+
 def sessions_with_work(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT session_id FROM observation_queue WHERE status IN ('pending', 'processing')")]

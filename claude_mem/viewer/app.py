@@ -171,8 +171,8 @@ def _cursor(raw: str, name: str) -> data.Cursor:
 def create_app(config: Config, *, token: str | None = None, loopback_only: bool = True, index: Index | None = None,
                use_index: bool = True, poll_s: float = POLL_S, stopping: threading.Event | None = None) -> ASGIApp:
     """The viewer for the database in `config`. `loopback_only` turns on the Host check; the
-    semantic index is `index`, else the one `readable_index` finds at each search (none when the
-    setting is off or nothing built it yet) unless `use_index` is False. Event streams end once
+    searches go to the memory service (keywords alone when it cannot answer in time), or to
+    `index` in this process when one is given, or to keywords alone when `use_index` is False. Event streams end once
     `stopping` is set, so a server shutting down need not wait them out."""
     stopping = stopping or threading.Event()
     db_path = config.db_path
@@ -204,13 +204,18 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         unknown = [k for k in kinds if k not in KINDS]
         if unknown or not kinds:
             raise BadRequest(f"kinds must be a comma-separated list of {', '.join(KINDS)}, got {','.join(unknown)[:60]!r}")
-        from claude_mem.recall.index import readable_index
-
-        searched, why = (index, None) if index is not None or not use_index else readable_index(config)
         mode = _choice(request, "mode", MODES) or "hybrid"
-        result = read(search, query, index=searched, project=_text(request, "project"), type_=_choice(request, "type", OBSERVATION_TYPES),
-                      kinds=kinds, limit=_int(request, "limit", 20, 1, 100), mode=mode)
-        note = why if why and mode != "fts" else result.note
+        filters = {"project": _text(request, "project"), "type_": _choice(request, "type", OBSERVATION_TYPES), "kinds": kinds,
+                   "limit": _int(request, "limit", 20, 1, 100)}
+        if index is not None:
+            result = read(search, query, index=index, mode=mode, **filters)
+        elif use_index:
+            from claude_mem.recall.through_service import search_memory
+
+            result = read(lambda conn: search_memory(config, conn, query, mode=mode, **filters))
+        else:
+            result = read(search, query, index=None, mode="fts", **filters)
+        note = result.note
         return _json({"query": query, "mode": result.mode, "note": note, "hits": [asdict(h) for h in result.hits]})
 
     def api_observation(request: Request) -> Response:

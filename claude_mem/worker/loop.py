@@ -25,13 +25,13 @@ from typing import Any
 
 from claude_mem.hooks import drain_spool
 from claude_mem.logs import log_line
+from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
 from claude_mem.store.reads import cut
 from claude_mem.worker import heuristic, spawn
-from claude_mem.worker.indexer import Indexer
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
 
@@ -40,9 +40,8 @@ POLL_S = 0.2
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
 NOTHING_MARK = "<nothing/>"  # compared with whitespace removed
-# How long an exiting worker lets the indexer finish: what it leaves is indexed by the next one.
-INDEX_WAIT_S = 60.0
-INDEX_WAIT_ON_SIGNAL_S = 3.0
+YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
+NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
 
 
 class Stopping(Exception):
@@ -77,7 +76,6 @@ class Worker:
         self.run_id: int | None = None
         self.stats = {"events": 0, "observations": 0}
         self.stop_requested = False
-        self.indexer: Indexer | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -92,6 +90,10 @@ class Worker:
         lock_fd = spawn.acquire_lock(config.workers_dir, self.session_id)
         if lock_fd is None:
             return "another worker is running for this session"
+        slot_fd = spawn.take_slot(config.workers_dir, config.max_workers)
+        if slot_fd is None:
+            os.close(lock_fd)
+            return f"waiting: {config.max_workers} workers already run (setting max_workers); an exiting one starts this session's"
         reason = "stopped"
         try:
             self.conn = connect(config.db_path)
@@ -101,8 +103,7 @@ class Worker:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
             drain_spool(config, self.conn)
             if config.semantic_index:
-                self.indexer = Indexer(config, self.session_id, self.log)
-                self.indexer.start()
+                service.ensure_started(config.data_dir)  # it indexes what this worker commits
             task = asyncio.current_task()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -112,20 +113,12 @@ class Worker:
                     pass
             try:
                 reason = await self._loop()
-                # Events that arrive while the indexer finishes would find this worker's lock
-                # held and start no worker of their own: let it finish, then look again.
-                while self.indexer is not None and reason in ("idle", "drained", "session ended"):
-                    await asyncio.to_thread(self.indexer.wait_idle, INDEX_WAIT_S)
-                    if not queue.next_pending(self.conn, self.session_id, limit=1):
-                        break
-                    reason = await self._loop()
             except (asyncio.CancelledError, Stopping):
                 reason = "signal"
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
         finally:
             await self._close_observer()
-            self._close_indexer(INDEX_WAIT_ON_SIGNAL_S if reason == "signal" else INDEX_WAIT_S)
             if self.conn is not None:
                 self._unregister(reason)
                 self.conn.close()
@@ -134,10 +127,37 @@ class Worker:
             except OSError:
                 pass
             os.close(lock_fd)
+            os.close(slot_fd)
+            if reason != "signal":
+                self._hand_off()
 
-    def _close_indexer(self, timeout_s: float) -> None:
-        if self.indexer is not None and not self.indexer.close(timeout_s):
-            self.log(f"indexing not finished after {timeout_s:g} s; the next worker indexes the rest")
+    def _hand_off(self) -> None:
+        """With its slot free, start the session that has waited longest, this one first: events
+        that came after the last look found this worker's lock held and started no worker."""
+        if not self.config.worker_autostart:
+            return
+        try:
+            conn = connect(self.config.db_path)
+            try:
+                waiting = queue.waiting_sessions(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return
+        order = sorted(waiting, key=lambda sid: sid != self.session_id)
+        for session_id in order:
+            if spawn.ensure_worker(self.config.data_dir, self.config.workers_dir, self.config.logs_dir, session_id,
+                                   self.config.max_workers) is not None:
+                return
+
+    def _others_waiting(self) -> bool:
+        """Sessions with due events and no worker while every slot is taken: an idle worker then
+        gives its slot up instead of idling in it."""
+        config = self.config
+        if spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
+            return False
+        return any(sid != self.session_id and not spawn.worker_alive(config.workers_dir, sid)
+                   for sid in queue.waiting_sessions(self.conn))
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -179,6 +199,7 @@ class Worker:
     async def _loop(self) -> str:
         conn = self.conn
         idle_since = time.monotonic()
+        next_yield_check = idle_since + YIELD_CHECK_S
         last_version = None
         while True:
             if self.stop_requested:
@@ -191,6 +212,10 @@ class Worker:
                     return "session ended"
                 if time.monotonic() - idle_since >= self.idle_s:
                     return "idle"
+                if time.monotonic() >= next_yield_check:
+                    next_yield_check = time.monotonic() + YIELD_CHECK_S
+                    if self._others_waiting():
+                        return "idle, yielding its slot to a waiting session"
                 # Sleep until another connection commits (data_version moves) or a poll passes.
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
                 if version == last_version:
@@ -274,10 +299,20 @@ class Worker:
                     " VALUES (?, ?, ?, ?, datetime('now'), ?)",
                     (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
             queue.mark_done(self.conn, ids, synth)
-        if self.indexer is not None:
-            self.indexer.committed(new_ids, summary_ids)
+        if self.config.semantic_index and (new_ids or summary_ids):
+            self._notify_index(new_ids, summary_ids)
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
+
+    def _notify_index(self, observation_ids: list[int], summary_ids: list[int]) -> None:
+        """Tell the memory service what was committed. A hint only: it finds new rows by their ids
+        and catches up on start, so a service that is down or slow loses nothing."""
+        try:
+            service.call(self.config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids,
+                                                         "settings": service.index_settings(self.config)},
+                         timeout_s=NOTIFY_TIMEOUT_S)
+        except (service.ServiceUnavailable, service.ServiceError):
+            pass
 
     async def _fail(self, ids: list[int], outcome: Outcome) -> None:
         attempts = self.conn.execute(

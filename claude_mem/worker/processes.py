@@ -118,12 +118,12 @@ def terminate(procs: list[psutil.Process], grace_s: float = 3.0) -> int:
 
 
 def our_processes(data_dir: str) -> list[psutil.Process]:
-    """Every worker or observer process of this data dir still running (for leak checks)."""
+    """Every worker, memory service or observer process of this data dir still running (for leak checks)."""
     procs = observer_processes(data_dir)
     for proc in psutil.process_iter(["pid", "cmdline", "environ"]):
         try:
             cmd = proc.info.get("cmdline") or []
-            if "claude_mem" in cmd and "worker" in cmd:
+            if "claude_mem" in cmd and ("worker" in cmd or "service" in cmd):
                 env = proc.info.get("environ") or {}
                 if env.get("CLAUDE_MEM_DATA_DIR", "") in ("", data_dir) or proc.cwd() == data_dir:
                     procs.append(proc)

@@ -41,10 +41,13 @@ def info_path(workers_dir: str, session_id: str) -> str:
 
 def worker_alive(workers_dir: str, session_id: str) -> bool:
     """True while some process holds the session's worker lock."""
+    return lock_held(lock_path(workers_dir, session_id))
+
+
+def lock_held(path: str) -> bool:
+    """True while some process holds an exclusive flock on `path` (probed with a shared one)."""
     try:
-        fd = os.open(lock_path(workers_dir, session_id), os.O_RDONLY)
-    except FileNotFoundError:
-        return False
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -60,13 +63,13 @@ def worker_alive(workers_dir: str, session_id: str) -> bool:
         os.close(fd)
 
 
-def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int | None:
-    """Take the session's worker lock; returns the fd to keep open, or None if another worker
-    holds it. Retries briefly because a hook's liveness probe holds it shared for microseconds."""
+def take_lock(path: str, wait_s: float = 0.0) -> int | None:
+    """Take an exclusive flock on `path`; returns the fd to keep open, or None if another process
+    holds it after `wait_s` (retried briefly: a liveness probe holds it shared for microseconds)."""
     import time
 
-    os.makedirs(workers_dir, mode=0o700, exist_ok=True)
-    fd = os.open(lock_path(workers_dir, session_id), os.O_RDWR | os.O_CREAT, 0o600)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -79,14 +82,39 @@ def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int 
             time.sleep(0.05)
 
 
-def spawn_worker(data_dir: str, logs_dir: str, session_id: str,
-                 env: dict[str, str] | None = None) -> int:
-    """Start `python -m claude_mem worker --session ID` detached: its own process session,
-    no stdin, output to the session's log file. Returns the child's pid."""
+def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int | None:
+    """Take the session's worker lock; returns the fd to keep open, or None if another worker holds it."""
+    return take_lock(lock_path(workers_dir, session_id), wait_s)
+
+
+# --- the cap on concurrent workers ----------------------------------------------------------
+# A worker holds one of `max_workers` slot locks for its life (workers/slots/N.lock): the
+# sixteenth Claude Code window must not mean sixteen workers and sixteen observer CLIs. A session
+# beyond the cap waits in the durable queue; an exiting worker starts the oldest waiting one.
+
+def slot_path(workers_dir: str, slot: int) -> str:
+    return os.path.join(workers_dir, "slots", f"{slot}.lock")
+
+
+def slots_in_use(workers_dir: str, max_workers: int) -> int:
+    return sum(lock_held(slot_path(workers_dir, n)) for n in range(max_workers))
+
+
+def take_slot(workers_dir: str, max_workers: int) -> int | None:
+    """An fd holding a free worker slot, or None when all `max_workers` are taken."""
+    for n in range(max_workers):
+        fd = take_lock(slot_path(workers_dir, n))
+        if fd is not None:
+            return fd
+    return None
+
+
+def spawn_detached(data_dir: str, log_file: str, args: list[str], env: dict[str, str] | None = None) -> int:
+    """Start `python -m claude_mem ARGS` detached: its own process session, no stdin, output
+    appended to `log_file`. Returns the child's pid."""
     import subprocess
 
-    os.makedirs(logs_dir, mode=0o700, exist_ok=True)
-    log_file = os.path.join(logs_dir, f"worker-{session_key(session_id)}.log")
+    os.makedirs(os.path.dirname(log_file), mode=0o700, exist_ok=True)
     log_fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     kwargs: dict = {}
     if sys.platform == "win32":  # pragma: no cover
@@ -95,17 +123,29 @@ def spawn_worker(data_dir: str, logs_dir: str, session_id: str,
         kwargs["start_new_session"] = True
     try:
         child = subprocess.Popen(
-            [sys.executable, "-m", "claude_mem", "worker", "--session", session_id],
+            [sys.executable, "-m", "claude_mem", *args],
             stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True,
             cwd=data_dir, env=env, **kwargs,
         )
     finally:
         os.close(log_fd)
+    # A long-lived spawner (the MCP server, the viewer, a worker) would keep a child that exits
+    # before it as a zombie: a daemon thread reaps it. A hook exits first anyway.
+    import threading
+
+    threading.Thread(target=child.wait, name="reap-detached", daemon=True).start()
     return child.pid
 
 
-def ensure_worker(data_dir: str, workers_dir: str, logs_dir: str, session_id: str) -> int | None:
-    """Spawn a worker for the session unless one is alive; returns the new pid, if any."""
-    if worker_alive(workers_dir, session_id):
+def spawn_worker(data_dir: str, logs_dir: str, session_id: str, env: dict[str, str] | None = None) -> int:
+    """Start `claude-mem worker --session ID` detached, its output in the session's log file."""
+    log_file = os.path.join(logs_dir, f"worker-{session_key(session_id)}.log")
+    return spawn_detached(data_dir, log_file, ["worker", "--session", session_id], env)
+
+
+def ensure_worker(data_dir: str, workers_dir: str, logs_dir: str, session_id: str, max_workers: int = 4) -> int | None:
+    """Spawn a worker for the session unless one is alive or every worker slot is taken (the
+    session then waits; an exiting worker starts it). Returns the new pid, if any."""
+    if worker_alive(workers_dir, session_id) or slots_in_use(workers_dir, max_workers) >= max_workers:
         return None
     return spawn_worker(data_dir, logs_dir, session_id)

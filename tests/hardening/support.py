@@ -110,6 +110,8 @@ def model_env(tmp_path: Path, steps: list[dict] | None = None, default: dict | N
         "FAKE_CLAUDE_SCRIPT": str(script),
         "FAKE_CLAUDE_LOG": str(tmp_path / "fake.log"),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+        # The memory service a worker starts must be gone within the census's wait, too.
+        "CLAUDE_MEM_SERVICE_IDLE_S": "3",
         **extra,
     }
 

@@ -1,0 +1,37 @@
+"""Search for the front doors (MCP server, CLI, viewer): the memory service answers with the
+hybrid search; when it cannot within the deadline (not running yet, starting, busy), SQLite FTS5
+answers here and the result says so. Never an error, and no model or Chroma client in this process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from claude_mem.recall.search import Hit, SearchResult, search
+from claude_mem.service import client
+from claude_mem.settings import Config
+
+SEARCH_TIMEOUT_S = 5.0  # a warm service answers in tens of ms; a cold one loads its model in ~2 s
+
+
+def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, timeout_s: float = SEARCH_TIMEOUT_S,
+                  mode: str = "hybrid", **filters: Any) -> SearchResult:
+    """The one search, through the service. Same arguments as `recall.search.search` (less the index)."""
+    if mode == "fts" or not config.semantic_index:
+        from claude_mem.recall.index import OFF_NOTE
+
+        result = search(conn, query, index=None, mode="fts", **filters)
+        if mode != "fts":
+            result.note = OFF_NOTE
+        return result
+    args = {"query": query, "mode": mode, "settings": client.index_settings(config), **filters}
+    if "kinds" in args:
+        args["kinds"] = list(args["kinds"])
+    try:
+        answer = client.call(config.data_dir, "search", args, timeout_s=timeout_s, wait=True)
+    except (client.ServiceUnavailable, client.ServiceError) as exc:
+        result = search(conn, query, index=None, mode="fts", **filters)
+        result.note = f"{exc}: keyword results only"
+        return result
+    return SearchResult([Hit(**hit) for hit in answer["hits"]], answer["mode"], answer.get("note"))

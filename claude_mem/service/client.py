@@ -1,0 +1,123 @@
+"""Asking the memory service, and starting it when it is missing. Standard library only: the
+hooks use this, and a hook never waits for the service beyond its own budget.
+
+`call()` returns the service's answer or raises `ServiceUnavailable` (not running, starting,
+too slow) or `ServiceError` (it answered with an error). A missing service is started detached
+for next time; the caller is never made to wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+from claude_mem.service import protocol
+from claude_mem.worker import spawn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+WAIT_STEP_S = 0.05
+
+
+class ServiceUnavailable(Exception):
+    """The service did not answer in time (or is not running); it has been asked to start."""
+
+
+class ServiceError(Exception):
+    """The service answered the request with an error."""
+
+
+def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_s: float, start: bool = True,
+         wait: bool = False) -> Any:
+    """Send one request and return its result within `timeout_s` seconds (connect included).
+    With `wait` (the CLI, the MCP server, the viewer) a service that is starting is waited for
+    within the same deadline; hooks never wait."""
+    deadline = time.monotonic() + timeout_s
+    sock = _connect(data_dir, deadline, start=start, wait=wait)
+    try:
+        line = json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False).encode() + b"\n"
+        try:
+            sock.sendall(line)
+            reply = _read_line(sock, deadline)
+        except OSError as exc:
+            raise ServiceUnavailable(f"the memory service did not answer {op} in time ({exc or 'timeout'})") from None
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(reply)
+    except ValueError:
+        raise ServiceError(f"the memory service answered {op} with something that is not JSON") from None
+    if not isinstance(answer, dict):
+        raise ServiceError(f"the memory service answered {op} with {type(answer).__name__}")
+    if not answer.get("ok"):
+        raise ServiceError(str(answer.get("error") or "error"))
+    return answer.get("result")
+
+
+def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> socket.socket:
+    path = protocol.socket_path(data_dir)
+    started = False
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
+            if start and not started:
+                ensure_started(data_dir)
+                started = True
+            if not wait or time.monotonic() + WAIT_STEP_S >= deadline:
+                why = "starting it" if started else exc.strerror
+                raise ServiceUnavailable(f"the memory service is not running ({why})") from None
+            time.sleep(WAIT_STEP_S)
+        except OSError as exc:  # a timeout, or a socket path we cannot reach
+            sock.close()
+            raise ServiceUnavailable(f"the memory service did not accept the connection ({exc})") from None
+
+
+def _read_line(sock: socket.socket, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timeout")
+        sock.settimeout(left)
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    data = b"".join(chunks)
+    if not data:
+        raise ConnectionResetError("the connection closed without an answer")
+    return data
+
+
+def index_settings(config: Any) -> dict[str, Any]:
+    """What a request tells the service about the index this client is configured for."""
+    return {"chroma_url": config.chroma_url or "", "semantic_index": bool(config.semantic_index)}
+
+
+def running(data_dir: str) -> bool:
+    """True while a service process holds the data folder's service lock (it may still be loading)."""
+    return spawn.lock_held(protocol.lock_path(data_dir))
+
+
+def ensure_started(data_dir: str) -> int | None:
+    """Start the service detached unless one holds the lock; returns the new pid, if any. Two
+    racing starters are harmless: the second service finds the lock taken and exits at once."""
+    if not os.path.isdir(data_dir) or running(data_dir):
+        return None
+    log_file = os.path.join(data_dir, "logs", protocol.LOG_NAME)
+    try:
+        return spawn.spawn_detached(data_dir, log_file, ["service"])
+    except OSError:
+        return None

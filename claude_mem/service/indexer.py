@@ -1,0 +1,178 @@
+"""Keeps the semantic index in step with SQLite, inside the memory service, off its event loop.
+
+One background thread with its own SQLite connection. The first job catches up every row not
+yet indexed (SQLite is the truth: rows committed while the service was down, or killed before
+it indexed them, are found here). After that, new rows are found by id: ids only grow (migration
+0004), so every row above the highest one seen is new, whoever wrote it (a worker, an import,
+a hook storing a prompt). A worker's notice adds the ids of rows it rewrote (a summary replaced
+for the same prompt keeps its id). Jobs that queue up while one runs go in a single pass. When
+the index fails, the failure is logged once and the next job after a pause catches up fully.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from claude_mem.recall.index import Index
+from claude_mem.settings import Config
+from claude_mem.store.db import connect
+from claude_mem.store.reads import KINDS, TABLES, cut
+
+RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
+FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
+
+_CATCH_UP, _ROWS, _STOP = "catch-up", "rows", "stop"
+
+
+def unindexed_rows(conn: sqlite3.Connection) -> int:
+    """Rows SQLite has and the index does not (yet): the service's lag."""
+    return sum(conn.execute(
+        f"SELECT COUNT(*) FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
+        " WHERE s.row_id IS NULL", (kind,)).fetchone()[0] for kind in KINDS)
+
+
+class Indexer:
+    def __init__(self, config: Config, index: Index, log: Callable[[str], None]) -> None:
+        self.config = config
+        self.index = index
+        self.log = log
+        self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.conn: sqlite3.Connection | None = None  # the thread's own
+        self.failing = False  # the failure was logged; log again only on recovery
+        self.behind = True  # the next job catches up fully first
+        self.retry_at = 0.0
+        self.last_full = 0.0
+        self.high: dict[str, int] = {}  # per kind, the highest row id indexed or checked
+        self.indexed = 0
+        self.last_error: str | None = None
+        self._unfinished = 0
+        self._done = threading.Condition()
+        self._poll_conn: sqlite3.Connection | None = None  # the event loop's, for data_version only
+        self._version: int | None = None
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
+        self.thread.start()
+        self._put((_CATCH_UP, [], []))
+
+    def notify(self, observation_ids: list[int], summary_ids: list[int]) -> None:
+        self._put((_ROWS, observation_ids, summary_ids))
+
+    def poll(self) -> None:
+        """Called about once a second: another connection committed (PRAGMA data_version moved),
+        so there may be new rows."""
+        try:
+            if self._poll_conn is None:
+                self._poll_conn = connect(self.config.db_path)
+            version = self._poll_conn.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            return
+        due = self.failing and time.monotonic() >= self.retry_at
+        if version != self._version or due or time.monotonic() - self.last_full > FULL_CATCH_UP_S:
+            self._version = version
+            if time.monotonic() - self.last_full > FULL_CATCH_UP_S:
+                self.behind = True
+            if self.idle():
+                self._put((_ROWS, [], []))
+
+    def idle(self) -> bool:
+        with self._done:
+            return self._unfinished == 0
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        with self._done:
+            return self._done.wait_for(lambda: self._unfinished == 0, timeout_s)
+
+    def state(self) -> dict[str, Any]:
+        return {"indexed": self.indexed, "failing": self.failing, "last_error": self.last_error, "busy": not self.idle()}
+
+    def close(self, timeout_s: float) -> bool:
+        if self._poll_conn is not None:
+            self._poll_conn.close()
+        if self.thread is None:
+            return True
+        self.jobs.put((_STOP, [], []))
+        self.thread.join(timeout_s)
+        return not self.thread.is_alive()
+
+    def _put(self, job: tuple[str, list[int], list[int]]) -> None:
+        with self._done:
+            self._unfinished += 1
+        self.jobs.put(job)
+
+    def _run(self) -> None:
+        stopping = False
+        try:
+            while not stopping:
+                jobs = [self.jobs.get()]
+                while True:  # what queued up meanwhile goes in one pass: a slow index never falls further behind
+                    try:
+                        jobs.append(self.jobs.get_nowait())
+                    except queue.Empty:
+                        break
+                stopping = any(kind == _STOP for kind, _, _ in jobs)
+                try:
+                    if not stopping:
+                        self._handle(jobs)
+                finally:
+                    with self._done:
+                        self._unfinished -= sum(kind != _STOP for kind, _, _ in jobs)
+                        self._done.notify_all()
+        finally:
+            if self.conn is not None:
+                self.conn.close()
+
+    def _handle(self, jobs: list[tuple[str, list[int], list[int]]]) -> None:
+        if self.failing and time.monotonic() < self.retry_at:
+            self.behind = True
+            return  # the index is down: a job after the pause catches up
+        try:
+            if self.conn is None:
+                self.conn = connect(self.config.db_path)
+            self._index(self.conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
+        except Exception as exc:  # IndexUnavailable mostly; whatever it is, the service goes on
+            self._failed(exc)
+            return
+        if self.failing:
+            self.failing = False
+            self.last_error = None
+            self.log("semantic index is back")
+
+    def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int]) -> None:
+        if self.behind:
+            counts = self.index.index_missing(conn)
+            caught_up = sum(v for k, v in counts.items() if k != "removed")
+            self.indexed += caught_up
+            if caught_up or counts.get("removed"):
+                self.log(f"index caught up: {caught_up} row(s) indexed, {counts.get('removed', 0)} removed")
+            self.behind = False
+            self.last_full = time.monotonic()
+            self.high = {kind: self._max_id(conn, kind) for kind in KINDS}
+            return
+        wanted = {"observation": set(observation_ids), "summary": set(summary_ids), "prompt": set()}
+        for kind in KINDS:
+            top = self._max_id(conn, kind)
+            above = self.high.get(kind, top)
+            if top > above:
+                wanted[kind].update(r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id > ?", (above,)))
+            if wanted[kind]:
+                self.indexed += self.index.index_rows(conn, kind, wanted[kind])
+            self.high[kind] = max(top, above)
+
+    @staticmethod
+    def _max_id(conn: sqlite3.Connection, kind: str) -> int:
+        return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {TABLES[kind]}").fetchone()[0])
+
+    def _failed(self, exc: BaseException) -> None:
+        self.behind = True
+        self.retry_at = time.monotonic() + RETRY_S
+        self.last_error = cut(str(exc), 300) or type(exc).__name__
+        if not self.failing:
+            self.failing = True
+            self.log(f"semantic index unavailable, rows are indexed later: {self.last_error}")

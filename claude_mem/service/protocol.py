@@ -1,0 +1,46 @@
+"""Where the memory service lives and how it is spoken to. Standard library only: hooks use it.
+
+One request per connection: the client writes one JSON object and a newline, the service answers
+one JSON object and a newline, then closes. A request is `{"v": 1, "op": NAME, "args": {...}}`;
+an answer is `{"ok": true, "result": ...}` or `{"ok": false, "error": "one line"}`. A request
+longer than MAX_REQUEST bytes, not JSON, of another version or of an unknown op gets an error
+answer, never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+
+VERSION = 1
+MAX_REQUEST = 1 << 20  # bytes; a search or an index notice is a few hundred
+SOCKET_NAME = "service.sock"
+LOCK_NAME = "service.lock"
+INFO_NAME = "service.json"
+LOG_NAME = "service.log"
+# AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS); deep data dirs (pytest's tmp
+# folders, long home paths) go past it.
+MAX_SOCKET_PATH = 100
+
+
+def socket_path(data_dir: str) -> str:
+    """The service's socket: inside the data dir, or, when that path is too long for AF_UNIX,
+    in a 0700 folder of ours under the temp dir, named by a hash of the data dir."""
+    path = os.path.join(data_dir, SOCKET_NAME)
+    if len(path.encode()) <= MAX_SOCKET_PATH:
+        return path
+    import hashlib  # only for long paths: ~3 ms a hook need not pay otherwise
+
+    digest = hashlib.sha1(os.path.abspath(data_dir).encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    short = os.path.join(base, f"claude-mem-{os.getuid()}", f"{digest}.sock")
+    if len(short.encode()) > MAX_SOCKET_PATH:
+        short = os.path.join("/tmp", f"claude-mem-{os.getuid()}", f"{digest}.sock")
+    return short
+
+
+def lock_path(data_dir: str) -> str:
+    return os.path.join(data_dir, LOCK_NAME)
+
+
+def info_path(data_dir: str) -> str:
+    return os.path.join(data_dir, INFO_NAME)

@@ -1,0 +1,341 @@
+"""The memory service process (`claude-mem service`): one per data folder.
+
+It holds the service lock (`<data dir>/service.lock`) for its whole life, so there is never a
+second one, and a lock cannot go stale (the kernel drops it with the process). It listens on a
+Unix socket (0600, see protocol.py), owns the embedding model and the Chroma client, keeps the
+index in step with SQLite (catching up on start, so killing it at any moment loses nothing), and
+answers searches with the one search function. It exits after `service_idle_s` without a request.
+
+Heavy modules (chromadb, onnxruntime, numpy) are imported only after the lock is taken: a second
+service started by a racing client exits in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any
+
+from claude_mem.logs import log_line
+from claude_mem.service import protocol
+from claude_mem.settings import Config
+from claude_mem.worker import spawn
+
+SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
+READ_TIMEOUT_S = 10.0  # a client that connects and sends nothing is dropped
+IDLE_CHECK_S = 1.0
+
+
+class Service:
+    def __init__(self, config: Config, *, idle_s: float | None = None) -> None:
+        self.config = config
+        self.idle_s = config.service_idle_s if idle_s is None else idle_s
+        self.started = time.time()
+        self.last_request = time.monotonic()
+        self.requests = 0
+        self.errors = 0
+        self.pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="claude-mem-search")
+        self.local = threading.local()
+        self.index: Any = None
+        self.indexer: Any = None
+        self.stopping: asyncio.Event | None = None
+        self.socket_path = protocol.socket_path(config.data_dir)
+
+    def log(self, message: str) -> None:
+        log_line(self.config.logs_dir, "service", message)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        config = self.config
+        config.ensure_dirs()
+        lock_fd = spawn.take_lock(protocol.lock_path(config.data_dir))
+        if lock_fd is None:
+            return "another service is running for this data folder"
+        try:
+            return asyncio.run(self._serve())
+        finally:
+            for path in (self.socket_path, protocol.info_path(config.data_dir)):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            os.close(lock_fd)
+
+    async def _serve(self) -> str:
+        self.stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stopping.set)
+        # Everything heavy is imported once, here, before any thread runs: two threads importing
+        # chromadb at once trip Python's module-lock deadlock detection.
+        await asyncio.to_thread(self._import)
+        server = await self._listen()
+        self._write_info()
+        self._start_index()
+        self.log(f"listening on {self.socket_path} (pid {os.getpid()})")
+        reason = "stopped"
+        try:
+            async with server:
+                reason = await self._until_stopped()
+        finally:
+            await asyncio.to_thread(self._close)
+        self.log(f"exiting ({reason}) after {self.requests} request(s)")
+        return reason
+
+    async def _listen(self) -> asyncio.AbstractServer:
+        path = self.socket_path
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # ours to remove: we hold the lock, so whoever made it is gone
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        return await asyncio.start_unix_server(self._connection, sock=sock, limit=protocol.MAX_REQUEST + 1)
+
+    async def _until_stopped(self) -> str:
+        assert self.stopping is not None
+        while True:
+            try:
+                await asyncio.wait_for(self.stopping.wait(), IDLE_CHECK_S)
+                return "signal" if not getattr(self, "stop_asked", False) else "asked to stop"
+            except TimeoutError:
+                pass
+            if self.indexer is not None:
+                self.indexer.poll()
+            idle = time.monotonic() - self.last_request
+            if idle >= self.idle_s and (self.indexer is None or self.indexer.idle()):
+                return "idle"
+
+    def _write_info(self) -> None:
+        info = {"pid": os.getpid(), "started_at_epoch": int(self.started * 1000), "socket": self.socket_path,
+                "version": protocol.VERSION, "python": sys.executable}
+        path = protocol.info_path(self.config.data_dir)
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump(info, fh)
+        os.replace(path + ".tmp", path)
+
+    def _import(self) -> None:
+        import claude_mem.recall.search  # noqa: F401
+        import claude_mem.store.db  # noqa: F401
+
+        if self.config.semantic_index:
+            import numpy  # noqa: F401
+
+            import claude_mem.recall.embed  # noqa: F401  (chromadb, onnxruntime, tokenizers)
+            import claude_mem.recall.index  # noqa: F401
+
+    def _adopt(self, wanted: Any) -> None:
+        """Use the index the client is configured for. Settings change (`settings set chroma_url`,
+        an environment variable) while the service runs; the latest client's choice wins, and
+        the new index is caught up from SQLite like any other."""
+        if not isinstance(wanted, dict):
+            return
+        url = str(wanted.get("chroma_url") or "")
+        enabled = bool(wanted.get("semantic_index", True))
+        if url == (self.config.chroma_url or "") and enabled == bool(self.config.semantic_index):
+            return
+        self.log(f"index settings changed: chroma_url {url or '(embedded)'}, semantic_index {enabled}")
+        if self.indexer is not None:
+            self.indexer.close(3.0)
+        self.index = self.indexer = None
+        self.config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled})
+        if enabled:
+            self._import()
+        self._start_index()
+
+    def _start_index(self) -> None:
+        if not self.config.semantic_index:
+            return
+        from claude_mem.recall.index import Index
+        from claude_mem.service.indexer import Indexer
+
+        self.index = Index(self.config)
+        self.indexer = Indexer(self.config, self.index, self.log)
+        self.indexer.start()
+        self.pool.submit(self._warm_up)
+
+    def _warm_up(self) -> None:
+        """Load the embedding model now, so the first search (a hook's, on a budget) finds it warm."""
+        with contextlib.suppress(Exception):
+            self.index.embed_query("warm up")
+
+    def _close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.indexer is not None and not self.indexer.close(3.0):
+            self.log("indexing not finished; the next service catches up")
+
+    # --- requests -------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            if not _same_user(writer):
+                answer: dict[str, Any] = {"ok": False, "error": "refused: another user"}
+            else:
+                answer = await self._answer(reader)
+            writer.write(json.dumps(answer, ensure_ascii=False, default=str).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the client gave up (a hook past its budget): nothing to tell it
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> dict[str, Any]:
+        try:
+            line = await asyncio.wait_for(reader.readuntil(b"\n"), READ_TIMEOUT_S)
+        except asyncio.LimitOverrunError:
+            return self._error(f"request over {protocol.MAX_REQUEST} bytes")
+        except asyncio.IncompleteReadError as exc:
+            if len(exc.partial) > protocol.MAX_REQUEST:
+                return self._error(f"request over {protocol.MAX_REQUEST} bytes")
+            line = exc.partial
+        except TimeoutError:
+            return self._error("no request within the time allowed")
+        if not line.strip():
+            return self._error("empty request")
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return self._error("request is not JSON")
+        if not isinstance(request, dict):
+            return self._error("request must be a JSON object")
+        if request.get("v") != protocol.VERSION:
+            return self._error(f"protocol version {request.get('v')!r} is not {protocol.VERSION}")
+        op, args = request.get("op"), request.get("args", {})
+        args = {} if args is None else args
+        handler = OPS.get(op) if isinstance(op, str) else None
+        if handler is None:
+            return self._error(f"unknown op {op!r} (known: {', '.join(OPS)})")
+        if not isinstance(args, dict):
+            return self._error("args must be a JSON object")
+        self.requests += 1
+        self.last_request = time.monotonic()
+        self._adopt(args.get("settings"))
+        try:
+            result = await handler(self, args)
+        except (ValueError, TypeError, KeyError) as exc:
+            return self._error(f"{op}: {exc}")
+        except Exception as exc:  # the service must outlive any one request
+            self.log(f"error: {op} failed: {type(exc).__name__}: {exc}")
+            return self._error(f"{op} failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.last_request = time.monotonic()
+        return {"ok": True, "result": result}
+
+    def _error(self, message: str) -> dict[str, Any]:
+        self.errors += 1
+        return {"ok": False, "error": message}
+
+    def conn(self) -> Any:
+        """This thread's SQLite connection (searches run on a small pool)."""
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            from claude_mem.store.db import connect
+
+            conn = self.local.conn = connect(self.config.db_path)
+        return conn
+
+    # --- ops ------------------------------------------------------------------------------------
+
+    async def op_ping(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid(), "version": protocol.VERSION}
+
+    async def op_status(self, args: dict[str, Any]) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
+            "errors": self.errors, "idle_s": self.idle_s, "socket": self.socket_path, "rss_bytes": _rss(),
+        }
+        if self.indexer is not None:
+            status["index"] = self.indexer.state()
+            status["index_lag"] = await asyncio.get_running_loop().run_in_executor(self.pool, self._lag)
+        return status
+
+    def _lag(self) -> int:
+        from claude_mem.service.indexer import unindexed_rows
+
+        return unindexed_rows(self.conn())
+
+    async def op_index(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Rows a worker just committed (a hint: new rows are found anyway; updated ones are not)."""
+        if self.indexer is None:
+            return {"queued": False, "why": "the semantic index is off"}
+        self.indexer.notify([int(i) for i in args.get("observations") or []], [int(i) for i in args.get("summaries") or []])
+        return {"queued": True}
+
+    async def op_search(self, args: dict[str, Any]) -> dict[str, Any]:
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise ValueError("query must be a string")
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self._search, query, args)
+
+    def _search(self, query: str, args: dict[str, Any]) -> dict[str, Any]:
+        from claude_mem.recall.search import search
+
+        index, note = self.index, None
+        if index is None:
+            from claude_mem.recall.index import OFF_NOTE
+
+            note = OFF_NOTE
+        elif not index.built:
+            from claude_mem.recall.index import NOT_BUILT_NOTE
+
+            index, note = None, NOT_BUILT_NOTE
+        filters = {key: args[key] for key in SEARCH_ARGS if args.get(key) is not None}
+        if "kinds" in filters:
+            filters["kinds"] = tuple(filters["kinds"])
+        result = search(self.conn(), query, index=index, **filters)
+        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
+
+    async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.stop_asked = True
+        assert self.stopping is not None
+        self.stopping.set()
+        return {"stopping": True}
+
+
+SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode")
+OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
+       "stop": Service.op_stop}
+
+
+def _same_user(writer: asyncio.StreamWriter) -> bool:
+    """The socket is 0600 already; on Linux the peer's uid is checked as well."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return True
+    try:
+        _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return True
+    return uid == os.getuid()
+
+
+def _rss() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:
+        return None
+
+
+def main(config: Config, *, idle_s: float | None = None) -> int:
+    reason = Service(config, idle_s=idle_s).run()
+    if reason.startswith("another service"):
+        print(reason, file=sys.stderr)
+    return 0

@@ -1,0 +1,224 @@
+"""The memory service as a real process: one per data folder, started on demand, owner-only
+socket, versioned protocol that survives bad requests, concurrent clients, idle exit, SIGKILL
+with nothing lost, and front doors that answer from keywords while it is away."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from claude_mem import settings
+from claude_mem.recall.through_service import search_memory
+from claude_mem.service import client, control, protocol
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation, insert_observation
+from tests import recall_store
+
+
+def _wait(predicate, timeout_s: float = 60.0, what: str = "condition") -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _lag(data_dir: Path) -> int | None:
+    try:
+        return client.call(str(data_dir), "status", timeout_s=5, start=False)["index_lag"]
+    except (client.ServiceUnavailable, client.ServiceError):
+        return None
+
+
+@pytest.fixture
+def stored(data_dir: Path) -> recall_store.Stored:
+    return recall_store.build(data_dir)
+
+
+@pytest.fixture
+def service(stored: recall_store.Stored, data_dir: Path) -> str:
+    """A running service whose index has caught up with the stored rows."""
+    assert client.call(str(data_dir), "ping", timeout_s=30, wait=True)["version"] == protocol.VERSION
+    _wait(lambda: _lag(data_dir) == 0, what="the first catch-up")
+    return str(data_dir)
+
+
+@pytest.fixture(scope="module")
+def shared_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One service for the tests that only talk to it (each start loads the model: ~3 s)."""
+    data_dir = tmp_path_factory.mktemp("shared") / "data"
+    recall_store.build(data_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert client.call(str(data_dir), "ping", timeout_s=30, wait=True, start=False)["pid"] == proc.pid
+        _wait(lambda: _lag(data_dir) == 0, what="the first catch-up")
+        yield str(data_dir)
+    finally:
+        control.stop_service(str(data_dir))
+        proc.wait(10)
+
+
+def raw_request(path: str, payload: bytes, timeout_s: float = 10) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.connect(path)
+        sock.sendall(payload)
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return json.loads(data)
+
+
+def test_it_answers_searches_by_meaning(shared_service: str) -> None:
+    config = recall_store.config_for(Path(shared_service))
+    conn = connect(config.db_path)
+    try:
+        result = search_memory(config, conn, "authentication failure after signing out", project="alpha")
+    finally:
+        conn.close()
+    assert result.mode == "hybrid" and result.note is None
+    assert result.hits[0].kind == "observation" and result.hits[0].title == "Fixed login crash"
+
+
+def test_one_instance_per_data_folder(shared_service: str) -> None:
+    info = json.loads(Path(protocol.info_path(shared_service)).read_text())
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": shared_service}
+    racers = [subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], stderr=subprocess.PIPE, text=True, env=env)
+              for _ in range(3)]
+    outcomes = [(r.wait(30), r.stderr.read()) for r in racers]
+    assert all(code == 0 and "another service is running" in err for code, err in outcomes), outcomes
+    assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] == info["pid"]
+
+
+def test_socket_is_owner_only(shared_service: str) -> None:
+    mode = stat.S_IMODE(os.stat(protocol.socket_path(shared_service)).st_mode)
+    assert mode == 0o600
+
+
+@pytest.mark.parametrize(("payload", "says"), [
+    (b"not json\n", "not JSON"),
+    (b"[1, 2]\n", "JSON object"),
+    (b'{"v": 99, "op": "ping"}\n', "protocol version"),
+    (b'{"v": 1, "op": "drop_tables"}\n', "unknown op"),
+    (b'{"v": 1, "op": "search", "args": []}\n', "args must be"),
+    (b'{"v": 1, "op": "search", "args": {"query": 5}}\n', "query must be a string"),
+    (b'{"v": 1, "op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
+    (b"\n", "empty request"),
+    (b'{"v": 1, "op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
+])
+def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, payload: bytes, says: str) -> None:
+    answer = raw_request(protocol.socket_path(shared_service), payload)
+    assert answer["ok"] is False and says in answer["error"], answer
+    assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] > 0
+
+
+def test_many_clients_at_once(shared_service: str) -> None:
+    results: list[object] = []
+
+    def ask(n: int) -> None:
+        try:
+            answer = client.call(shared_service, "search", {"query": f"login crash {n}", "limit": 5}, timeout_s=30, start=False)
+            results.append(len(answer["hits"]))
+        except Exception as exc:  # collected: asserted below
+            results.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 12 and all(isinstance(r, int) and r > 0 for r in results), results
+
+
+def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "1")
+    pid = client.call(str(data_dir), "ping", timeout_s=30, wait=True)["pid"]
+    _wait(lambda: not client.running(str(data_dir)), what="the idle exit")
+    _wait(lambda: not os.path.exists(f"/proc/{pid}"), timeout_s=20, what="the process to end")
+    assert not os.path.exists(protocol.socket_path(str(data_dir))) and not os.path.exists(protocol.info_path(str(data_dir)))
+
+
+def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: recall_store.Stored) -> None:
+    config = stored.config
+    conn = connect(config.db_path)
+    try:
+        with transaction(conn):
+            new = [insert_observation(conn, "sess-beta", "beta", Observation(
+                type="discovery", title=f"Runner cache number {n} was evicted", facts=[f"cache key {n} rotated"]),
+                prompt_number=1) for n in range(40)]
+        client.call(service, "index", {"observations": new}, timeout_s=5)
+        pid = json.loads(Path(protocol.info_path(service)).read_text())["pid"]
+        os.kill(pid, signal.SIGKILL)  # mid-indexing, most likely
+        _wait(lambda: not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
+              what="the kill")
+        while_down = search_memory(config, conn, "runner cache evicted", timeout_s=0.2)
+        assert while_down.mode == "fts" and "keyword results only" in (while_down.note or "") and while_down.hits
+        # The next request restarts it; it catches up from SQLite.
+        assert client.call(service, "ping", timeout_s=30, wait=True)["pid"] != pid
+        _wait(lambda: _lag(Path(service)) == 0, what="the catch-up after the kill")
+        after = search_memory(config, conn, "runner cache evicted", project="beta", limit=50)
+        assert after.mode == "hybrid" and {h.id for h in after.hits if h.kind == "observation"} >= set(new[:10])
+    finally:
+        conn.close()
+
+
+def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_service: str) -> None:
+    config = recall_store.config_for(Path(shared_service))
+    conn = connect(config.db_path)
+    try:
+        result = search_memory(config, conn, "login crash", timeout_s=0.0005)
+    finally:
+        conn.close()
+    assert result.mode == "fts" and result.hits and "keyword results only" in (result.note or "")
+
+
+def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
+    code = ("import sys, claude_mem.worker.loop, claude_mem.recall.mcp_server, claude_mem.recall.through_service;"
+            "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": service}
+    status = json.loads(subprocess.run([sys.executable, "-m", "claude_mem", "status", "--json"], capture_output=True,
+                                       text=True, timeout=60, env=env).stdout)["service"]
+    assert status["running"] and status["answering"] and status["rss_bytes"] > 0 and status["index_lag"] == 0
+    doctor = subprocess.run([sys.executable, "-m", "claude_mem", "doctor", "--json"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    finding = next(f for f in json.loads(doctor.stdout) if f["check"] == "memory service")
+    assert finding["ok"] and "answering" in finding["detail"]
+    home = Path(service).parent / "home"
+    home.mkdir()
+    out = subprocess.run([sys.executable, "-m", "claude_mem", "uninstall", "--json"], capture_output=True, text=True,
+                         timeout=60, env={**env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["service_stopped"] == status["pid"]
+    assert not client.running(service)
+
+
+def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: recall_store.Stored) -> None:
+    config = settings.load()
+    Path(protocol.info_path(config.data_dir)).write_text('{"pid": 1}')
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
+    out = subprocess.run([sys.executable, "-m", "claude_mem", "doctor", "--fix", "--json"], capture_output=True, text=True,
+                         timeout=120, env=env)
+    finding = next(f for f in json.loads(out.stdout) if f["check"] == "memory service")
+    assert not finding["ok"] and finding["fixed"].startswith("removed 1")
+    assert not os.path.exists(protocol.info_path(config.data_dir))
