@@ -131,3 +131,18 @@ def test_works_offline_and_collection_reopens_without_the_function(tmp_path: Pat
     assert created == {"attempts": [], "count": 2}
     reopened = _run(REOPEN, tmp_path / "chroma")
     assert reopened == {"attempts": [], "top": "a", "function": "MiniLMInt8EmbeddingFunction"}
+
+
+def test_the_saved_optimised_graph_gives_the_same_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory service loads a graph optimised once and saved in its data folder (-45 MiB);
+    the vectors in the index were made by the default session, so they must not move."""
+    texts = ["Fixed the login crash: the refresh token raced with logout", "why did test_add fail", "dark mode added"]
+    default = embed._Model(embed.model_path(), 1).embed(texts)
+    monkeypatch.setattr(embed, "_optimized_dir", str(tmp_path / "models"))
+    first = embed._Model(embed.model_path(), 1)  # saves the graph, then loads it
+    saved = list((tmp_path / "models").glob("*.onnx"))
+    assert len(saved) == 1 and saved[0].stat().st_size > 1_000_000
+    assert np.abs(first.embed(texts) - default).max() < 1e-5
+    saved[0].write_bytes(b"half-written")  # a damaged copy is dropped (made again next time), never trusted
+    again = embed._Model(embed.model_path(), 1)
+    assert np.abs(again.embed(texts) - default).max() < 1e-5

@@ -13,6 +13,7 @@ though: never import it from the hook path).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -86,7 +87,9 @@ class _Model:
         # The arena keeps every batch's peak buffers for the life of the process: measured here
         # it grew a worker by ~100 MiB after a few batches and made inference no faster.
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = _optimized_session(path, options) if _optimized_dir else None
+        if self.session is None:
+            self.session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self.input_names = {i.name for i in self.session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         # The shipped tokenizer.json pads and truncates to a fixed 128: override both.
@@ -128,6 +131,54 @@ class _Model:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+# Loading the int8 model, onnxruntime's constant folding turns its weights into float32: +165 MiB
+# per process. The graph it optimises to, saved once and loaded with optimisation off, costs
+# +120 MiB with identical vectors and speed; switching constant folding off costs +49 MiB but
+# embeds queries several times slower (bench/embed_memory.py). The memory service, the one long
+# process that holds the model, keeps that saved graph in its data folder.
+_optimized_dir: str | None = None
+
+
+def cache_optimized_model(directory: str | None) -> None:
+    """Load the model from an optimised copy kept in `directory` (made on first use)."""
+    global _optimized_dir
+    _optimized_dir = directory
+
+
+_SAVE_OPTIMIZED = """
+import sys, onnxruntime as ort
+options = ort.SessionOptions()
+options.optimized_model_filepath = sys.argv[2]
+options.log_severity_level = 3
+ort.InferenceSession(sys.argv[1], sess_options=options, providers=["CPUExecutionProvider"])
+"""
+
+
+def _optimized_session(path: Path, options: Any) -> Any:
+    """A session on the saved optimised graph, saving it first (in a child process, whose peak
+    memory then goes away with it); None when that cannot be done (the caller loads the model)."""
+    import subprocess
+    import sys
+
+    import onnxruntime as ort
+
+    assert _optimized_dir is not None
+    saved = os.path.join(_optimized_dir, f"minilm-int8-{MODEL_SHA256[:16]}-ort{ort.__version__}.onnx")
+    try:
+        if not os.path.exists(saved):
+            os.makedirs(_optimized_dir, mode=0o700, exist_ok=True)
+            tmp = f"{saved}.{os.getpid()}.tmp"
+            subprocess.run([sys.executable, "-c", _SAVE_OPTIMIZED, str(path), tmp], check=True, capture_output=True, timeout=300)
+            os.replace(tmp, saved)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        return ort.InferenceSession(saved, sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception:  # a half-written or foreign file, no disk space: made again next time
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        with contextlib.suppress(OSError):
+            os.unlink(saved)
+        return None
 
 
 _lock = threading.Lock()

@@ -135,8 +135,10 @@ class Service:
         if self.config.semantic_index:
             import numpy  # noqa: F401
 
-            import claude_mem.recall.embed  # noqa: F401  (chromadb, onnxruntime, tokenizers)
             import claude_mem.recall.index  # noqa: F401
+            from claude_mem.recall import embed  # chromadb, onnxruntime, tokenizers
+
+            embed.cache_optimized_model(os.path.join(self.config.data_dir, "models"))
 
     def _adopt(self, wanted: Any) -> None:
         """Use the index the client is configured for. Settings change (`settings set chroma_url`,
