@@ -18,7 +18,9 @@ import pytest
 from claude_mem import settings
 from claude_mem.demo import scripted_session
 from claude_mem.recall.index import Index
-from claude_mem.recall.search import search
+from claude_mem.recall.through_service import search_memory
+from claude_mem.service import client as service_client
+from claude_mem.service.control import stop_service
 from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
 from tests.hardening.support import kill_mid_work, model_env, our_processes, wait_until
@@ -296,13 +298,14 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     if env["CLAUDE_MEM_SEMANTIC_INDEX"] == "1":
         conn = connect(str(data_dir / "claude-mem.db"))
         try:
-            assert Index(settings.load()).drift(conn)["in_sync"], "the second worker caught the index up"
+            assert wait_until(lambda: _service_caught_up(data_dir), 120), "the memory service caught the index up"
+            assert Index(settings.load()).drift(conn)["in_sync"]
         finally:
             conn.close()
-    deadline = time.time() + 10
+    deadline = time.time() + 20  # the memory service, if one started, exits after its idle time (3 s here)
     while time.time() < deadline and our_processes(data_dir):
         time.sleep(0.2)
-    assert not our_processes(data_dir), "an observer CLI outlived its worker"
+    assert not our_processes(data_dir), "an observer CLI (or the service) outlived its worker"
 
 
 def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir: Path) -> None:
@@ -342,13 +345,22 @@ def _index_state(data_dir: Path) -> dict[str, set[int]]:
     return out
 
 
-def test_worker_indexes_what_it_commits_and_vector_search_finds_it(tmp_path: Path, data_dir: Path) -> None:
+def _service_caught_up(data_dir: Path) -> bool:
+    try:
+        return service_client.call(str(data_dir), "status", timeout_s=5, start=False).get("index_lag") == 0
+    except (service_client.ServiceUnavailable, service_client.ServiceError):
+        return False
+
+
+def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}],
                    CLAUDE_MEM_SEMANTIC_INDEX="1")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     [obs] = cli_json("observations")
+    assert service_client.running(str(data_dir)), "the worker started the memory service"
+    assert wait_until(lambda: _service_caught_up(data_dir), 120), "the service indexed what the worker committed"
     state = _index_state(data_dir)
     with db(data_dir) as conn:
         every = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {table}")}
@@ -356,12 +368,12 @@ def test_worker_indexes_what_it_commits_and_vector_search_finds_it(tmp_path: Pat
     assert state == every and len(every["prompt"]) == 2 and len(every["summary"]) == 2
     conn = connect(str(data_dir / "claude-mem.db"))
     try:
-        index = Index(settings.load())
         # Words the observation does not contain: only the vector side can find it.
-        result = search(conn, "arithmetic operator mistake", index=index, mode="vector", kinds=("observation",), limit=3)
+        result = search_memory(settings.load(), conn, "arithmetic operator mistake", mode="vector", kinds=("observation",),
+                               limit=3)
         assert result.mode == "vector" and result.note is None
         assert [h.id for h in result.hits] == [obs["id"]]
-        assert index.drift(conn)["in_sync"]
+        assert Index(settings.load()).drift(conn)["in_sync"]
     finally:
         conn.close()
 
@@ -377,33 +389,34 @@ def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: P
     assert all(r["status"] == "done" for r in cli_json("queue"))
     observations = cli_json("observations")
     assert len(observations) == len([r for r in cli_json("queue") if r["kind"] == "tool"])
+    log = data_dir / "logs" / "claude-mem.log"
+    assert wait_until(lambda: "semantic index unavailable" in log.read_text(), 60)
     assert _index_state(data_dir) == {"observation": set(), "summary": set(), "prompt": set()}
-    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
-    assert log_text.count("semantic index unavailable") == 1, "logged once, not once per batch"
+    assert log.read_text().count("semantic index unavailable") == 1, "logged once, not once per batch"
 
-    # Chroma repaired (here: its broken folder removed): the next worker catches up on start.
+    # Chroma repaired (here: its broken folder removed): the next service catches up on start.
+    stop_service(str(data_dir))
     shutil.rmtree(chroma)
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
+    assert wait_until(lambda: _service_caught_up(data_dir), 120)
     state = _index_state(data_dir)
     assert state["observation"] == {o["id"] for o in observations}
     assert len(state["summary"]) == 2 and len(state["prompt"]) == 2
-    assert f"index caught up: {len(observations) + 4} row(s) indexed" in (data_dir / "logs" / "claude-mem.log").read_text()
+    assert f"index caught up: {len(observations) + 4} row(s) indexed" in log.read_text()
 
 
 def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
-    from claude_mem import settings
-    from claude_mem.store.db import connect
-    from claude_mem.worker.indexer import Indexer
+    from claude_mem.service.indexer import Indexer
 
     config = settings.load()
     config.ensure_dirs()
     connect(config.db_path).close()
     lines: list[str] = []
-    indexer = Indexer(config, "sess-idle", lines.append)
+    indexer = Indexer(config, Index(config), lines.append)
     assert indexer.wait_idle(0.01), "nothing handed over yet"
     indexer.start()
-    indexer.committed([], [])
+    indexer.notify([], [])
     assert indexer.wait_idle(60) and indexer._unfinished == 0
     assert indexer.close(10) and not indexer.thread.is_alive()
     assert not any("failed" in line or "unavailable" in line for line in lines), lines

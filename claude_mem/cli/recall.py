@@ -117,6 +117,6 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
 def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
     recent_sessions). `claude-mem install` registers it."""
-    from claude_mem.recall.mcp_server import serve
+    from claude_mem.mcp_server import serve
 
     serve()

@@ -210,6 +210,16 @@ function stat(name, label, value, level, title) {
     el("span", { class: "label" }, label), el("span", { class: "value" }, value));
 }
 
+function serviceStat(service) {
+  if (!service || !service.running) return stat("service", "Memory service", "not running (starts on demand)", "");
+  const parts = [`pid ${service.pid}`];
+  if (service.rss_bytes) parts.push(`${Math.round(service.rss_bytes / 1048576)} MiB`);
+  if (service.answering && service.index_lag !== null) parts.push(`index lag ${service.index_lag}`);
+  if (!service.answering) parts.push("not answering");
+  return stat("service", "Memory service", parts.join(" · "), service.answering ? "ok" : "warn",
+    service.uptime_s ? `up ${Math.round(service.uptime_s)} s` : null);
+}
+
 function renderHealth(health) {
   const q = health.queue;
   const c = health.counts;
@@ -220,6 +230,7 @@ function renderHealth(health) {
       q.skipped ? "warn" : q.pending || q.processing ? "busy" : "ok"),
     stat("workers", "Workers", workers.length ? `${workers.length} live` : "none running", workers.length ? "ok" : "",
       workers.map((w) => `pid ${w.pid} · session ${w.session_id}`).join("\n") || null),
+    serviceStat(health.service),
     stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
     stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
       error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null));
