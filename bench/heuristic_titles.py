@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -79,26 +80,56 @@ def names_something(title: str, names: set[str]) -> bool:
     return any(re.search(r"(?<![\w])" + re.escape(name) + r"(?![\w])", title) for name in names)
 
 
-def drain(transcript: Path, data_dir: Path, batch_chars: int) -> list[dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_AUTOSTART="0", CLAUDE_MEM_SEMANTIC_INDEX="0",
-               CLAUDE_MEM_BATCH_CHARS=str(batch_chars), PYTHONPATH=str(ROOT))
-    os.environ.update({k: v for k, v in env.items() if k.startswith("CLAUDE_MEM_")})
-    config = settings.load(strict=True)
+def fill(transcript: Path, data_dir: Path) -> str:
+    """Store the transcript's events the way the hooks do; returns the database path."""
+    saved = os.environ.get(settings.DATA_DIR_ENV)
+    os.environ[settings.DATA_DIR_ENV] = str(data_dir)  # only the data dir: every other setting at its default
+    try:
+        config = settings.load(strict=True, environ={})
+    finally:
+        if saved is None:
+            del os.environ[settings.DATA_DIR_ENV]
+        else:
+            os.environ[settings.DATA_DIR_ENV] = saved
     config.ensure_dirs()
     conn = connect(config.db_path)
     try:
         store_in_process(config, conn, transcript_payloads(transcript, session_id=SESSION))
     finally:
         conn.close()
-    proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", SESSION, "--drain", "--synthesizer",
-                           "heuristic"], env=env, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise SystemExit(f"worker failed: {proc.stderr[-2000:]}")
-    db = sqlite3.connect(config.db_path)
+    return config.db_path
+
+
+def start_worker(data_dir: Path, batch_chars: int) -> subprocess.Popen[str]:
+    """A real worker process with the heuristic synthesizer (no index: titles are what is measured)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_AUTOSTART="0", CLAUDE_MEM_SEMANTIC_INDEX="0",
+               CLAUDE_MEM_BATCH_CHARS=str(batch_chars), PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", SESSION, "--drain", "--synthesizer",
+                             "heuristic"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def measure(transcript: Path, tmp: Path, sizes: list[int]) -> list[dict]:
+    """Store the transcript once, then drain a copy of that queue per batch size (at the same time)."""
+    db_name = os.path.relpath(fill(transcript, tmp / "filled"), tmp / "filled")
+    workers = []
+    for batch_chars in sizes:
+        shutil.copytree(tmp / "filled", tmp / f"batch-{batch_chars}")
+        workers.append(start_worker(tmp / f"batch-{batch_chars}", batch_chars))
+    for worker in workers:
+        _, stderr = worker.communicate(timeout=600)
+        if worker.returncode != 0:
+            raise RuntimeError(f"worker failed: {stderr[-2000:]}")
+    return [_titles(transcript, str(tmp / f"batch-{batch_chars}" / db_name), batch_chars) for batch_chars in sizes]
+
+
+def _titles(transcript: Path, db_path: str, batch_chars: int) -> dict:
+    db = sqlite3.connect(db_path)
     db.row_factory = sqlite3.Row
     try:
         events = db.execute("SELECT COUNT(*) FROM observation_queue WHERE session_id = ?", (SESSION,)).fetchone()[0]
+        pending = db.execute("SELECT COUNT(*) FROM observation_queue WHERE session_id = ? AND status != 'done'",
+                             (SESSION,)).fetchone()[0]
         rows = [dict(r) for r in db.execute("SELECT type, title, subtitle, facts FROM observations WHERE session_id = ? ORDER BY id",
                                             (SESSION,))]
         inputs = [json.loads(r[0]) if r[0] else None
@@ -106,20 +137,12 @@ def drain(transcript: Path, data_dir: Path, batch_chars: int) -> list[dict]:
     finally:
         db.close()
     names = subjects(inputs)
-    for row in rows:
-        row["events"] = events
-        row["names"] = names_something(row["title"], names) or decision_ok(row)
-    return rows
-
-
-def measure(transcript: Path, tmp: Path, batch_chars: int) -> dict:
-    rows = drain(transcript, tmp / f"{transcript.stem}-{batch_chars}", batch_chars)
     titles = [r["title"] for r in rows]
     generic = [t for t in titles if is_generic(t)]
-    nameless = [r["title"] for r in rows if not r["names"]]
-    return {"transcript": transcript.name, "batch_chars": batch_chars, "events": rows[0]["events"] if rows else 0,
+    nameless = [r["title"] for r in rows if not (names_something(r["title"], names) or decision_ok(r))]
+    return {"transcript": transcript.name, "batch_chars": batch_chars, "events": events, "not_done": pending,
             "observations": len(titles), "generic": len(generic), "generic_share": len(generic) / max(len(titles), 1),
-            "nameless": nameless, "titles": titles}
+            "nameless": nameless, "titles": titles, "rows": rows}
 
 
 def main() -> None:
@@ -135,9 +158,9 @@ def main() -> None:
     if not args.transcripts and not args.all:
         paths = [max(paths, key=lambda p: p.stat().st_size)]
     with tempfile.TemporaryDirectory(prefix="cm-bench-heuristic-") as tmp_name:
-        results = [measure(p, Path(tmp_name), size) for p in paths for size in args.batch_chars]
+        results = [r for p in paths for r in measure(p, Path(tmp_name) / p.stem, args.batch_chars)]
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps([{k: v for k, v in r.items() if k != "rows"} for r in results], indent=2))
         return
     for r in results:
         print(f"== {r['transcript']} (batch_chars={r['batch_chars']}): {r['events']} events -> {r['observations']} observations")

@@ -23,6 +23,7 @@ TITLE_CHARS = 150
 NOTE = "Recorded from the tool events without a model."
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 NOTABLE = ("test", "lint", "build", "commit", "push", "install", "server")
+_CHATTER = ("Perfect", "Great", "Excellent", "Now I", "Now let", "Let me", "I now", "I have", "I'll", "Based on")
 
 
 @dataclass
@@ -186,8 +187,7 @@ def _fix(batch: Batch, runs: list[Run], changes: list[Edited]) -> Observation:
         title = f"{first.label} failed: {o.reason() or first.result()} — fixed in {where}"
     tries = f" ({len(runs) - 1} failing runs)" if len(runs) > 2 else ""
     subject = o.failed_tests[0] if o.failed_tests else f"`{first.command}`"
-    because = o.assertion or o.error or first.result()
-    because = o.explanation or because
+    because = o.explanation or o.assertion or o.error or first.result()
     narrative = (f"{subject} failed{tries} because {because}" + (f" ({o.where})" if o.where and o.where not in because else "")
                  + f". Fixed by editing {', '.join(_edit_labels(changes))}: `{last.command}` then passed ({last.result()}). {NOTE}")
     facts = [o.why()] * bool(o.why()) + [r.fact() for r in runs] + [_edit_fact(batch, c) for c in changes]
@@ -204,7 +204,8 @@ def _checks(runs: list[Run]) -> Observation:
     more = f" ({len(runs)} runs)" if len(runs) > 1 else ""
     kind = last.kind
     if last.failed:
-        title = f"{last.label} failed: {last.outcome.reason() or 'exit ' + str(last.outcome.exit_code or '')}"
+        reason = last.outcome.reason()
+        title = f"{last.label} failed" + (f": {reason}" if reason else "")
         if last.outcome.tests:
             title = f"{last.label}: {last.result()}"
         obs_type = "discovery"
@@ -327,7 +328,8 @@ def _other(e: Event) -> Observation | None:
     if e.tool_name in ("Task", "Agent"):
         agent = i.get("subagent_type") or "agent"
         text = _agent_text(r) or _response_text(e)
-        lines = [clip(line.strip(" #*-"), 200) for line in text.splitlines() if len(line.strip(" #*-")) > 20]
+        lines = [clip(line.strip(" #*-"), 200) for line in text.splitlines()
+                 if len(line.strip(" #*-")) > 20 and not line.startswith(_CHATTER)]
         return Observation(type="discovery", title=clip(f"{agent} agent: {i.get('description') or i.get('prompt') or ''}", TITLE_CHARS),
                            narrative=clip(text, 1200), facts=lines[:8], concepts=["heuristic", "agent"])
     if e.tool_name in ("WebFetch", "WebSearch"):

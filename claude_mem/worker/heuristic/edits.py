@@ -104,15 +104,17 @@ def label(change: Change, name: str, max_symbols: int = 3) -> str:
 
 def _definitions(text: str, path: str) -> list[str]:
     names: list[str] = []
+    ext = os.path.splitext(path)[1].lower()
     for line in text.splitlines()[:_MAX_LINES]:
-        name = _definition(line, path)
+        name = _definition(line, ext)
         if name and name not in names:
             names.append(name)
     return names
 
 
-def _definition(line: str, path: str) -> str:
-    ext = os.path.splitext(path)[1].lower()
+def _definition(line: str, ext: str) -> str:
+    if not line.strip():
+        return ""
     if ext in (".md", ".markdown", ".rst", ".txt"):
         match = _HEADING.match(line)
         return f"section '{clip(match.group(2), 40)}'" if match else ""
@@ -142,7 +144,8 @@ def _enclosing(original: str, old: str, path: str) -> list[str]:
     start = original.rfind("\n", 0, at) + 1
     line = original[start : original.find("\n", at) if "\n" in original[at:] else len(original)]
     indent: int | None = len(line) - len(line.lstrip())
-    name = _definition(line, path)
+    ext = os.path.splitext(path)[1].lower()
+    name = _definition(line, ext)
     if name:  # the edit starts on a definition line: that is what it touched
         return [name]
     before = original[:start].splitlines()[-_MAX_LINES:]
@@ -153,7 +156,7 @@ def _enclosing(original: str, old: str, path: str) -> list[str]:
         depth = len(line) - len(line.lstrip())
         if indent is not None and depth >= indent:
             continue
-        name = _definition(line, path)
+        name = _definition(line, ext)
         if name:
             found.append(name)
             indent = depth

@@ -50,7 +50,8 @@ _TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
 _COMMIT = re.compile(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _PUSHED = re.compile(r"^\s*(?:\*\s+\[new branch\]|[0-9a-f]{7,}\.\.[0-9a-f]{7,}|\+\s*[0-9a-f]{7,}\.\.\.[0-9a-f]{7,})\s+(\S+)\s+->\s+(\S+)",
                      re.M)
-_LISTENING = re.compile(r"(?:listening|running|serving|started|available|ready)\b.*?(https?://[\w.\-\[\]:]+(?::\d+)?\S*)", re.I)
+_LISTENING = re.compile(r"(?:listening|running|serving|started|available|ready|local)\b.{0,200}?(https?://[\w.\-\[\]:]+(?::\d+)?\S*)",
+                        re.I | re.S)
 _TEST_NAME_CHARS = 60
 
 
@@ -104,7 +105,7 @@ def read(text: str, *, failed: bool, cwd: str | None = None) -> Outcome:
         _failed_tests(out, lines)
         _assertion(out, lines)
         if not out.assertion:
-            out.error = _error(lines)
+            out.error = _error(lines) or _located_message(lines)
         out.where = _where(lines, cwd)
     return out
 
@@ -262,6 +263,15 @@ def _error(lines: list[str]) -> str:
             return clip(stripped, 120)
         if _NOT_FOUND.search(stripped):
             return clip(stripped, 120)
+    return ""
+
+
+def _located_message(lines: list[str]) -> str:
+    """`calc_test.go:8: add(2, 3) = -1, want 5`, `x.py:3:1: F401 ...`: the message after the place."""
+    for line in lines:
+        match = _LOCATION.match(line)
+        if match and match.group(3).strip() and not match.group(1).startswith(("http", "www.")):
+            return clip(match.group(3).strip(), 120)
     return ""
 
 
