@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.heuristic_titles import is_generic, measure, names_something, subjects
 from claude_mem.demo import CALC_BUGGY, PYTEST_FAILED
 from claude_mem.replay import find_transcripts
+from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.worker.heuristic import observe, summarize
 from claude_mem.worker.render import Event
 from tests.conftest import TRANSCRIPTS
@@ -159,3 +162,26 @@ def test_a_replayed_session_has_titles_that_name_things(transcript: Path, tmp_pa
         if transcript == FIXTURE and result["batch_chars"] == 12000:
             assert ("test_auth failed: AuthError: 401 for headers {'Authorization': '[REDACTED]'} — fixed in config.py"
                     in result["titles"])
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=12)
+_TOOLS = st.sampled_from(["Bash", "Edit", "MultiEdit", "Write", "Read", "Grep", "Glob", "Task", "AskUserQuestion",
+                          "ExitPlanMode", "WebFetch", "NotebookEdit", "mcp__x__y", None])
+_INPUTS = st.fixed_dictionaries({}, optional={
+    "command": st.text(max_size=80) | _JSON, "file_path": st.text(max_size=30) | _JSON, "old_string": st.text(max_size=60) | _JSON,
+    "new_string": st.text(max_size=60) | _JSON, "content": st.text(max_size=60) | _JSON, "edits": _JSON,
+    "questions": _JSON, "plan": _JSON, "description": _JSON, "run_in_background": _JSON}) | _JSON
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_TOOLS, _INPUTS, _JSON | st.text(max_size=200), st.booleans(), st.sampled_from(["tool", "finalize"])),
+                max_size=6))
+def test_any_events_give_observations_without_raising(specs: list[tuple[Any, Any, Any, bool, str]]) -> None:
+    """The worker calls observe() and summarize() on whatever the hooks stored: they never raise."""
+    events = [Event(id=n, kind=kind, tool_name=name, tool_input=i, tool_response=r, is_error=failed, prompt_number=1,
+                    created_at_epoch=0, cwd=CWD) for n, (name, i, r, failed, kind) in enumerate(specs)]
+    for obs in observe(events):
+        assert obs.title.strip() and len(obs.title) <= 150 and obs.type in OBSERVATION_TYPES
+    summarize("request", events, "last")

@@ -35,6 +35,7 @@ class Run:
     kind: str
     key: str
     outcome: outputs.Outcome
+    raw: str  # the command as given
 
     @property
     def failed(self) -> bool:
@@ -51,8 +52,8 @@ class Run:
         return o.tests or o.first_line or ("no output" if self.kind not in NOTABLE else "passed")
 
     def fact(self) -> str:
-        description = self.event.tool_input.get("description") if isinstance(self.event.tool_input, dict) else None
-        note = f" ({clip(str(description), 80)})" if description and description != "None" else ""
+        description = _input(self.event).get("description")
+        note = f" ({clip(description, 80)})" if isinstance(description, str) and description.strip() else ""
         status = "failed" if self.failed else "ok"
         return clip(f"`{self.command}`{note}: {status} — {self.result()}", 300)
 
@@ -88,7 +89,7 @@ def collect(events: list[Event]) -> Batch:
     batch.read, batch.edited = files_touched(tools)
     known: dict[str, str] = {}
     for index, e in enumerate(tools):
-        i = e.tool_input if isinstance(e.tool_input, dict) else {}
+        i = _input(e)
         if e.tool_name == "Bash" and i.get("command"):
             batch.runs.append(_run(index, e, str(i["command"]), batch.cwd))
         elif e.is_error and e.tool_name not in ("ExitPlanMode", "AskUserQuestion"):
@@ -107,17 +108,18 @@ def collect(events: list[Event]) -> Batch:
 
 
 def _run(index: int, e: Event, command: str, cwd: str | None) -> Run:
-    i = e.tool_input if isinstance(e.tool_input, dict) else {}
+    i = _input(e)
     failed = e.is_error or (isinstance(e.tool_response, dict) and bool(e.tool_response.get("interrupted")))
     shown = commands.display(command, cwd)
     kind = commands.kind(command, i)
     label = shown
-    if commands.is_script(command) and i.get("description"):  # its description says what it was for
-        label = f"{shown.split()[0]} script ({clip(str(i['description']), 60)})"
+    if commands.is_script(command) and isinstance(i.get("description"), str) and i["description"].strip():
+        # an inline script: its description says what it was for
+        label = f"{(shown.split() or ['a'])[0]} script ({clip(i['description'], 60)})"
     elif kind == "commit":  # `git add a b c && git commit`: the commit is what matters
         label = "git commit"
     return Run(index, e, shown, label, kind, commands.check_key(command),
-               outputs.read(_response_text(e), failed=failed, cwd=cwd))
+               outputs.read(_response_text(e), failed=failed, cwd=cwd), command)
 
 
 def observe(events: list[Event]) -> list[Observation]:
@@ -211,7 +213,7 @@ def _checks(runs: list[Run]) -> Observation:
         obs_type = "discovery"
     elif kind == "commit":
         made = outputs.commit(_response_text(last.event))
-        message = made[1] if made else commands.commit_message(str(last.event.tool_input.get("command") or ""))
+        message = made[1] if made else commands.commit_message(last.raw)
         title = f"Committed {made[0]}: {message}" if made else f"git commit: {message or last.result()}"
         obs_type = "change"
     elif kind == "push":
@@ -219,11 +221,11 @@ def _checks(runs: list[Run]) -> Observation:
         title = f"git push: pushed {branch}" if branch else f"{last.label}: {last.result()}"
         obs_type = "change"
     elif kind == "install":
-        names = commands.packages(str(last.event.tool_input.get("command") or "")) or []
-        title = f"Added dependency {', '.join(names)} ({commands.install_tool(str(last.event.tool_input.get('command')))})"
+        names = commands.packages(last.raw) or []
+        title = f"Added dependency {', '.join(names)} ({commands.install_tool(last.raw)})"
         obs_type = "change"
     elif kind == "server":
-        command = str(last.event.tool_input.get("command") or "")
+        command = last.raw
         url = outputs.listening(_response_text(last.event))
         port = commands.port(command)
         title = f"Started server: {last.label}" + (f" on {url}" if url else f" on port {port}" if port else "")
@@ -277,7 +279,7 @@ def _edit_labels(changes: list[Edited], sep: str = ": ") -> list[str]:
 def _edit_fact(batch: Batch, c: Edited) -> str:
     where = batch.short(c.change.path)
     if c.event.tool_name == "Write":
-        content = str(c.event.tool_input.get("content") or "")
+        content = str(_input(c.event).get("content") or "")
         head = "Created" if c.change.what == "new file" else "Rewrote"
         defined = f": {', '.join(c.change.symbols[:6])}" if c.change.symbols else ""
         return clip(f"{head} {where} ({len(content)} chars){defined}", 300)
@@ -298,7 +300,7 @@ def _failures(batch: Batch) -> Observation:
 
 
 def _target(e: Event) -> str:
-    i = e.tool_input if isinstance(e.tool_input, dict) else {}
+    i = _input(e)
     what = i.get("file_path") or i.get("notebook_path") or i.get("url") or i.get("pattern") or i.get("query") or i.get("description")
     if isinstance(what, str) and what:
         return f"{e.tool_name} {os.path.basename(what) if '/' in what and 'file_path' in i else clip(what, 60)}"
@@ -306,16 +308,16 @@ def _target(e: Event) -> str:
 
 
 def _other(e: Event) -> Observation | None:
-    i = e.tool_input if isinstance(e.tool_input, dict) else {}
+    i = _input(e)
     r = e.tool_response if isinstance(e.tool_response, dict) else {}
     if e.tool_name == "AskUserQuestion":
-        questions = [q for q in i.get("questions") or [] if isinstance(q, dict)]
+        raw = i.get("questions") if isinstance(i.get("questions"), list) else []
+        questions = [str(q.get("question") or "") for q in raw if isinstance(q, dict) and q.get("question")]
         answers = r.get("answers") if isinstance(r.get("answers"), dict) else {}
-        facts = [f"Asked {q.get('question')!r}: answered {answers.get(q.get('question'), '(no answer)')!r}" for q in questions]
         if not questions:
             return None
-        first = questions[0].get("question", "")
-        title = f"Asked: {first} — answered: {answers.get(first, 'no answer')}"
+        facts = [f"Asked {q!r}: answered {str(answers.get(q, '(no answer)'))!r}" for q in questions]
+        title = f"Asked: {questions[0]} — answered: {answers.get(questions[0], 'no answer')}"
         return Observation(type="decision", title=clip(title, TITLE_CHARS), narrative=NOTE, facts=facts[:12],
                            concepts=["heuristic", "decision"])
     if e.tool_name == "ExitPlanMode":
@@ -374,6 +376,10 @@ def summarize(request: str, events: list[Event], last_message: str) -> Summary:
     return Summary(request=clip(request, 500), investigated=clip(", ".join(looked), 500), learned=clip("; ".join(learned), 800),
                    completed=clip("; ".join(completed), 800), next_steps=clip(next_steps, 300),
                    notes=clip(last_message, 500) if last_message else "", files_read=batch.read, files_edited=batch.edited)
+
+
+def _input(e: Event) -> dict[str, Any]:
+    return e.tool_input if isinstance(e.tool_input, dict) else {}
 
 
 def _paths(changes: list[Edited]) -> list[str]:
