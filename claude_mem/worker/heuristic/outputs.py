@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from claude_mem.worker.heuristic.commands import clip
 
 _EXIT = re.compile(r"^Exit code (\d+)\s*\n?")
-_DECORATION = re.compile(r"^[\s=\-_*#~.+|<>`]*$|^=+ .* =+$|^(?:platform|rootdir|cachedir|configfile|testpaths|plugins|asyncio|"
+_DECORATION = re.compile(r"^[\s=\-_*#~.+|<>`┃│]*$|^=+ .* =+$|^(?:platform|rootdir|cachedir|configfile|testpaths|plugins|asyncio|"
                          r"collecting|collected)[: ]")
 # pytest's closing line ("==== 1 failed, 3 passed in 0.2s ===="), and its -q form.
 _PYTEST_TALLY = re.compile(r"\b(\d+) (failed|passed|errors?|skipped|xfailed|xpassed)\b")
@@ -137,10 +137,11 @@ def listening(text: str) -> str:
 
 
 def _first_line(lines: list[str]) -> str:
-    for line in lines:
-        if not _DECORATION.match(line) and not line.startswith(("[... ", "warning: ")):
-            return clip(line.strip(), 90)
-    return ""
+    """The first line worth reading; with the next one when it only announces it ("failed:")."""
+    found = [line.strip() for line in lines if not _DECORATION.match(line) and not line.startswith(("[... ", "warning: "))][:2]
+    if len(found) == 2 and found[0].endswith(":"):
+        return clip(f"{found[0]} {found[1]}", 90)
+    return clip(found[0], 90) if found else ""
 
 
 def _tally(out: Outcome, lines: list[str]) -> None:
