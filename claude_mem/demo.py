@@ -22,13 +22,35 @@ from claude_mem.store.reads import ref
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC_FIXED = "def add(a, b):\n    return a + b\n"
+# What `python -m pytest -q test_calc.py` prints against CALC_BUGGY (pytest 8).
+PYTEST_FAILED = """F  [100%]
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+
+    def test_add():
+>       assert add(2, 3) == 5
+E       assert -1 == 5
+E        +  where -1 = add(2, 3)
+
+test_calc.py:5: AssertionError
+=========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
+1 failed in 0.02s"""
+DOCSTRING_ADDED = 'def add(a, b):\n    """Return a + b."""\n'
+
+
+def edit_response(path: str, original: str, old: str, new: str) -> dict[str, Any]:
+    """An Edit's tool_response as Claude Code hands it to PostToolUse hooks: the whole original
+    file comes with it (the heuristic synthesizer finds the edited function there)."""
+    return {"filePath": path, "oldString": old, "newString": new, "originalFile": original, "userModified": False,
+            "replaceAll": False}
 
 
 def scripted_session(project_dir: str, session_id: str) -> list[tuple[str, dict[str, Any]]]:
     """(hook command, payload) pairs of a short, realistic session."""
     calc = os.path.join(project_dir, "calc.py")
     base = {"session_id": session_id, "cwd": project_dir, "transcript_path": os.path.join(project_dir, ".transcript.jsonl")}
-    fail_out = "F\n=== FAILURES ===\n    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\n1 failed in 0.02s"
+    fail_out = PYTEST_FAILED
 
     def tool(n: int, name: str, tool_input: dict, response: Any, *, failed: bool = False) -> tuple[str, dict]:
         payload = {**base, "hook_event_name": "PostToolUseFailure" if failed else "PostToolUse", "tool_name": name,
@@ -46,14 +68,14 @@ def scripted_session(project_dir: str, session_id: str) -> list[tuple[str, dict[
         tool(2, "Bash", {"command": "python -m pytest -q test_calc.py", "description": "Run the tests"},
              f"Exit code 1\n{fail_out}", failed=True),
         tool(3, "Edit", {"file_path": calc, "old_string": "return a - b", "new_string": "return a + b"},
-             {"filePath": calc, "oldString": "return a - b", "newString": "return a + b"}),
+             edit_response(calc, CALC_BUGGY, "return a - b", "return a + b")),
         tool(4, "Bash", {"command": "python -m pytest -q test_calc.py", "description": "Run the tests"},
-             {"stdout": "1 passed in 0.01s", "stderr": "", "interrupted": False}),
+             {"stdout": ".  [100%]\n1 passed in 0.01s", "stderr": "", "interrupted": False}),
         ("summary", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
                      "last_assistant_message": "Fixed add() in calc.py: it subtracted instead of adding. test_add passes now."}),
         ("new", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "add a docstring to add()"}),
-        tool(5, "Edit", {"file_path": calc, "old_string": "def add(a, b):\n", "new_string": 'def add(a, b):\n    """Return a + b."""\n'},
-             {"filePath": calc}),
+        tool(5, "Edit", {"file_path": calc, "old_string": "def add(a, b):\n", "new_string": DOCSTRING_ADDED},
+             edit_response(calc, CALC_FIXED, "def add(a, b):\n", DOCSTRING_ADDED)),
         ("summary", {**base, "hook_event_name": "Stop", "stop_hook_active": False,
                      "last_assistant_message": "Added a docstring to add()."}),
     ]
