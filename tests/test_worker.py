@@ -420,3 +420,39 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
     assert indexer.wait_idle(60) and indexer._unfinished == 0
     assert indexer.close(10) and not indexer.thread.is_alive()
     assert not any("failed" in line or "unavailable" in line for line in lines), lines
+
+
+def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path, data_dir: Path) -> None:
+    """max_workers=1 and three sessions: one worker at a time, the others wait in the queue (status
+    says who and since when), each exiting or idle worker hands its slot to the oldest waiting."""
+    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": 0.3}, CLAUDE_MEM_WORKER_AUTOSTART="1",
+                   CLAUDE_MEM_MAX_WORKERS="1", CLAUDE_MEM_WORKER_IDLE_S="60")
+    os.environ.update(env)  # the hooks, status and the workers they start all see the cap
+    try:
+        for n, session in enumerate(("sess-a", "sess-b", "sess-c")):
+            for command, payload in scripted_session(str(tmp_path / f"proj-{n}"), session):
+                assert run_hook(command, payload).returncode == 0
+        seen_waiting: set[str] = set()
+        most_alive = 0
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            status = cli_json("status")
+            seen_waiting.update(w["session_id"] for w in status["waiting_sessions"])
+            most_alive = max(most_alive, len(status["workers"]))
+            if status["queue"]["pending"] == 0 and status["queue"]["processing"] == 0:
+                break
+            time.sleep(0.3)
+        assert all(r["status"] == "done" for r in cli_json("queue")), "every session was served"
+        assert most_alive == 1, "never more workers than max_workers"
+        assert seen_waiting >= {"sess-b", "sess-c"} - {"sess-a"} and seen_waiting, seen_waiting
+        with db(data_dir) as conn:
+            runs = conn.execute("SELECT session_id, exit_reason FROM worker_runs ORDER BY id").fetchall()
+        served = [r["session_id"] for r in runs]
+        assert served[:3] == ["sess-a", "sess-b", "sess-c"], served
+        assert all("yielding" in (r["exit_reason"] or "") for r in runs[:2]), [tuple(r) for r in runs]
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+        deadline = time.time() + 90
+        while time.time() < deadline and our_processes(data_dir):
+            time.sleep(0.5)
