@@ -44,6 +44,8 @@ def _report(result: install_mod.Result, as_json: bool) -> None:
     if as_json:
         emit_json(result.as_dict())
         return
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     verb = "would change" if result.dry_run else "changed"
     for f in result.files:
         if not f.changed:
