@@ -37,7 +37,7 @@ from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_r
 
 NAME = "the npm claude-mem (thedotmack/claude-mem)"
 FIELD_CHARS = 16_000  # per text field: the peer caps nothing, a pasted log may sit in a narrative
-TITLE_CHARS = 100
+TITLE_CHARS = 200  # as the observer's titles are capped; one made from a narrative gets half
 
 # The peer's own types (its modes: code, law-study, email-investigation, ...) that no synonym
 # covers. What is not here and not a synonym of ours is a `discovery`: something learned.
@@ -151,6 +151,9 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 def check_schema(conn: sqlite3.Connection, path: str) -> int | None:
     """The peer's schema version; raises PeerImportError for anything else."""
     if not is_peer_database(conn):
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone():
+            raise PeerImportError(f"{path} is a database of this claude-mem, not {NAME}'s: run `claude-mem export -o FILE`"
+                                  " with CLAUDE_MEM_DATA_DIR set to its folder, then import FILE")
         raise PeerImportError(f"{path} is an SQLite database but not {NAME}'s (it has no schema_versions, sdk_sessions"
                               " and observations tables)")
     if not {"content_session_id", "memory_session_id"} <= _columns(conn, "sdk_sessions"):
@@ -211,7 +214,9 @@ def _clean(value: Any) -> str:
 
 
 def _clean_list(raw: Any) -> list[str]:
-    return [c for c in (_clean(item) for item in json_list(raw)) if c]
+    # A JSON list; a bare text (older rows) is one item rather than nothing.
+    items = [raw] if isinstance(raw, str) and raw.strip() and not raw.lstrip().startswith("[") else json_list(raw)
+    return [c for c in (_clean(item) for item in items) if c]
 
 
 def map_type(raw: str | None) -> tuple[str, str | None]:
@@ -327,7 +332,7 @@ class _Reader:
             if session is None:
                 continue
             narrative = _clean(o.get("narrative")) or _clean(o.get("text"))  # `text`: the peer's rows before titles
-            title = cut(_clean(o.get("title")) or _clean(o.get("subtitle")) or narrative, TITLE_CHARS)
+            title = cut(_clean(o.get("title")), TITLE_CHARS) or cut(_clean(o.get("subtitle")) or narrative, TITLE_CHARS // 2)
             if not title:
                 self.out.skip("observation", label, peer_project, "empty: no title, text or narrative")
                 continue
