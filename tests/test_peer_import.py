@@ -128,7 +128,8 @@ def test_types_are_mapped_to_the_closest_with_the_original_kept(peer: Path, ours
 def test_shapes_the_peer_can_hold_are_imported_or_skipped_with_their_reason(peer: Path, ours: sqlite3.Connection) -> None:
     # Shapes the fixture's run did not produce but a long-used peer database holds: rows from
     # before titles (text only), several summaries of one prompt, a prompt that was all private,
-    # an observation whose session is gone, an empty one, and another agent's session.
+    # an observation whose session is gone, an empty one, another agent's session, and a session
+    # without an id (skipped with its rows: the rest is imported).
     edit = sqlite3.connect(peer, isolation_level=None)
     memory_id = edit.execute("SELECT memory_session_id FROM sdk_sessions WHERE id = 3").fetchone()[0]
     obs = ("INSERT INTO observations (memory_session_id, project, text, type, title, narrative, created_at, created_at_epoch)"
@@ -144,6 +145,10 @@ def test_shapes_the_peer_can_hold_are_imported_or_skipped_with_their_reason(peer
     edit.execute("INSERT INTO sdk_sessions (content_session_id, memory_session_id, project, platform_source, started_at,"
                  " started_at_epoch, status) VALUES ('5e551001-0000-4000-8000-000000000001', 'codex-mem', 'notes', 'codex',"
                  " '2025-01-03T00:00:00.000Z', 1735862400000, 'active')")
+    blank = edit.execute("INSERT INTO sdk_sessions (content_session_id, memory_session_id, project, started_at, started_at_epoch,"
+                         " status) VALUES ('', 'blank-mem', 'notes', '2025-01-04T00:00:00.000Z', 1735948800000, 'completed')"
+                         ).lastrowid
+    edit.execute(obs, ("blank-mem", None, "change", "Under a session without an id", "it cannot be filed"))
     edit.close()
 
     imported = peer_mod.import_peer(ours, str(peer))
@@ -151,8 +156,10 @@ def test_shapes_the_peer_can_hold_are_imported_or_skipped_with_their_reason(peer
     old_summary = peer_rows(peer, "SELECT max(id) FROM session_summaries")[0][0]
     last_obs = peer_rows(peer, "SELECT max(id) FROM observations")[0][0]
     assert reasons == {
-        f"observation {last_obs - 1}": "empty: no title, text or narrative",
-        f"observation {last_obs}": "its session (gone-session) is not in the database",
+        f"observation {last_obs - 2}": "empty: no title, text or narrative",
+        f"observation {last_obs - 1}": "its session (gone-session) is not in the database",
+        f"session {blank}": "not importable (session: 'claude_session_id' must not be empty)",
+        f"observation {last_obs}": f"its session {blank} was skipped",
         f"summary {old_summary}": "an earlier summary of prompt 1; the latest is kept",
         f"prompt {PEER_COUNTS['prompt'] + 1}": "empty once <private> parts and secrets are removed",
     }

@@ -234,13 +234,14 @@ class _Rows:
     peer_project: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, list[Skip]] = field(default_factory=dict)
 
-    def add(self, kind: str, label: str, peer_project: str, row: dict[str, Any]) -> None:
+    def add(self, kind: str, label: str, peer_project: str, row: dict[str, Any]) -> bool:
         try:
             self.rows[kind].append((label, validate_row(kind, {"kind": kind, **row})))
         except ValueError as exc:  # a shape this import did not foresee: say so, keep the rest
             self.skip(kind, label, peer_project, f"not importable ({exc})")
-            return
+            return False
         self.peer_project[label] = peer_project
+        return True
 
     def skip(self, kind: str, label: str, peer_project: str, reason: str) -> None:
         self.skipped.setdefault(peer_project, []).append(Skip(kind, label, reason))
@@ -271,20 +272,20 @@ class _Reader:
             platform = s.get("platform_source") or "claude"
             # Claude Code's session id is the same in both tools; another agent's ids get its name.
             key = s["content_session_id"] if platform == "claude" else f"{platform}:{s['content_session_id']}"
-            info = {"key": key, "peer": s["project"]}
-            self.sessions[s["id"]] = info
-            if s.get("memory_session_id"):
-                self.by_memory_id[s["memory_session_id"]] = info
-            self.by_content_id.setdefault(s["content_session_id"], info)
             started = int(s["started_at_epoch"])
             ended = s.get("completed_at_epoch")
-            self.out.add("session", f"session {s['id']}", s["project"], {
+            added = self.out.add("session", f"session {s['id']}", s["project"], {
                 "claude_session_id": key, "project": self.project(s["project"]), "cwd": cwds.get(s["content_session_id"]),
                 "user_prompt": _clean(s.get("user_prompt")) or None,
                 "status": s["status"] if s.get("status") in ("completed", "failed") else "ended",
                 "started_at": now_iso(started), "started_at_epoch": started,
                 "updated_at_epoch": int(ended) if ended else started, "completed_at_epoch": int(ended) if ended else None,
             })
+            info = {"key": key if added else None, "peer": s["project"], "label": f"session {s['id']}"}
+            self.sessions[s["id"]] = info
+            if s.get("memory_session_id"):
+                self.by_memory_id[s["memory_session_id"]] = info
+            self.by_content_id.setdefault(s["content_session_id"], info)
 
     def _cwds(self) -> dict[str, str]:
         """The folder each session worked in, where the peer noted one (its tool_uses)."""
@@ -300,8 +301,10 @@ class _Reader:
         for p in map(dict, self.conn.execute("SELECT * FROM user_prompts ORDER BY created_at_epoch, id")):
             label = f"prompt {p['id']}"
             session = self.sessions.get(p.get("session_db_id")) or self.by_content_id.get(p["content_session_id"])
-            if session is None:
-                self.out.skip("prompt", label, "(no session)", f"its session {p['content_session_id']} is not in the database")
+            if session is None or session["key"] is None:
+                self.out.skip("prompt", label, session["peer"] if session else "(no session)",
+                              f"its {session['label']} was skipped" if session else
+                              f"its session {p['content_session_id']} is not in the database")
                 continue
             number = int(p["prompt_number"] or 0)
             text = _clean(p.get("prompt_text"))
@@ -323,6 +326,9 @@ class _Reader:
         session = self.by_memory_id.get(row.get("memory_session_id") or "")
         if session is None:
             self.out.skip(kind, label, peer_project, f"its session ({row.get('memory_session_id')}) is not in the database")
+        elif session["key"] is None:
+            self.out.skip(kind, label, peer_project, f"its {session['label']} was skipped")
+            return None, peer_project
         return session, peer_project
 
     def read_observations(self) -> None:
