@@ -274,14 +274,15 @@ class _Reader:
             key = s["content_session_id"] if platform == "claude" else f"{platform}:{s['content_session_id']}"
             started = int(s["started_at_epoch"])
             ended = s.get("completed_at_epoch")
-            added = self.out.add("session", f"session {s['id']}", s["project"], {
-                "claude_session_id": key, "project": self.project(s["project"]), "cwd": cwds.get(s["content_session_id"]),
+            peer_project = s["project"] or "unknown"
+            added = self.out.add("session", f"session {s['id']}", peer_project, {
+                "claude_session_id": key, "project": self.project(peer_project), "cwd": cwds.get(s["content_session_id"]),
                 "user_prompt": _clean(s.get("user_prompt")) or None,
                 "status": s["status"] if s.get("status") in ("completed", "failed") else "ended",
                 "started_at": now_iso(started), "started_at_epoch": started,
                 "updated_at_epoch": int(ended) if ended else started, "completed_at_epoch": int(ended) if ended else None,
             })
-            info = {"key": key if added else None, "peer": s["project"], "label": f"session {s['id']}"}
+            info = {"key": key if added else None, "peer": peer_project, "label": f"session {s['id']}"}
             self.sessions[s["id"]] = info
             if s.get("memory_session_id"):
                 self.by_memory_id[s["memory_session_id"]] = info
@@ -395,14 +396,18 @@ def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, s
     try:
         result = import_rows(conn, read.rows, dry_run=dry_run)
     except RejectedRow as exc:
-        raise PeerImportError(f"{exc.label} of {path}: {exc}; nothing was imported") from None
-    projects = {name: PeerProject(name, *plan.get(name, (name, "kept"))) for name in plan}
+        raise PeerImportError(f"{exc.label} of {path}: {exc}") from None
+    projects = {name: PeerProject(name, *where) for name, where in plan.items()}
+
+    def report(name: str) -> PeerProject:  # rows of no named project (an empty name) get a line too
+        return projects.setdefault(name, PeerProject(name, name, "kept"))
+
     for kind, labelled in read.rows.items():
         for label, _ in labelled:
-            counts = projects[read.peer_project[label]]
+            counts = report(read.peer_project[label])
             (counts.present if label in result.present_labels else counts.added)[kind] += 1
     for peer_project, skips in read.skipped.items():
-        projects.setdefault(peer_project, PeerProject(peer_project, peer_project, "kept")).skipped.extend(skips)
+        report(peer_project).skipped.extend(skips)
     return PeerImport(path, version, projects, result)
 
 
