@@ -39,7 +39,7 @@ from claude_mem.payload import (
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store import queue, records
-from claude_mem.store.db import SchemaTooNewError, connect, transaction
+from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect, transaction
 from claude_mem.worker import spawn
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -99,7 +99,7 @@ def _fallback_logs_dir() -> str | None:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, (PayloadError, settings_mod.SettingsError)):
+    if isinstance(exc, (PayloadError, settings_mod.SettingsError, SchemaTooNewError)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
@@ -226,7 +226,9 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
             log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
                      f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
             return
-        log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}); event kept in {path}", stderr=True)
+        # The npm claude-mem's database in our place is not "unavailable": say what it is and the fix.
+        problem = str(exc) if isinstance(exc, PeerDatabaseError) else f"database unavailable ({_describe(exc)})"
+        log_line(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
         return
     if config.worker_autostart and record["type"] != "end":
         try:

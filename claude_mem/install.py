@@ -43,6 +43,11 @@ HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
 # Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.
 _OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(context|new|save|summary)\s*$")
 
+# The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
+# "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
+PEER_PLUGIN = "claude-mem@thedotmack"
+_PEER_HOOK = re.compile(r"thedotmack|worker-service\.cjs|claude-mem/plugin/scripts/")
+
 
 class InstallError(Exception):
     """A configuration file cannot be changed safely; nothing was written."""
@@ -85,6 +90,7 @@ class Result:
     dry_run: bool
     command: str  # how our hooks start claude-mem
     files: list[FileResult]
+    warnings: list[str] = field(default_factory=list)  # other tools' hooks that duplicate ours, left alone
 
     @property
     def changed(self) -> bool:
@@ -97,6 +103,7 @@ class Result:
             "dry_run": self.dry_run,
             "changed": self.changed,
             "command": self.command,
+            "warnings": self.warnings,
             "files": [
                 {"path": f.path, "existed": f.existed, "changed": f.changed, "written": f.written, "backup": f.backup,
                  "changes": [{"op": c.op, "target": c.target, "event": c.event, "command": c.command, "previous": c.previous}
@@ -157,6 +164,51 @@ def is_our_server(entry: Any) -> bool:
     args = [a for a in args if isinstance(a, str)] if isinstance(args, list) else []
     words = [entry.get("command") if isinstance(entry.get("command"), str) else "", *args]
     return bool(args) and args[-1] == "mcp" and any("claude-mem" in w or "claude_mem" in w for w in words)
+
+
+def peer_hooks(settings: dict[str, Any]) -> list[str]:
+    """How the npm claude-mem is hooked into these settings: its plugin enabled, or its hook
+    commands written in (never ours, which `hook_subcommand` recognises)."""
+    found = []
+    plugins = settings.get("enabledPlugins")
+    if isinstance(plugins, dict) and plugins.get(PEER_PLUGIN):
+        found.append(f'enabledPlugins "{PEER_PLUGIN}"')
+    events = sorted({event for event, command in _hook_commands(settings)
+                     if hook_subcommand(command) is None and _PEER_HOOK.search(command)})
+    if events:
+        found.append(f"its hooks on {', '.join(events)}")
+    return found
+
+
+def _hook_commands(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """(event, command) of every command hook in a settings object, skipping malformed parts."""
+    hooks = settings.get("hooks")
+    found = []
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for entry in entries if isinstance(entries, list) else ():
+                if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+                    found.append((event, entry["command"]))
+    return found
+
+
+def peer_warnings(paths: list[str]) -> list[str]:
+    """One line per settings file in which the npm claude-mem is hooked in. A file that cannot be
+    read is skipped: this is a notice, and the install itself reads its own file strictly."""
+    warnings = []
+    for path in dict.fromkeys(paths):
+        try:
+            settings, _ = read_json_object(path)
+        except InstallError:
+            continue
+        found = peer_hooks(settings)
+        if found:
+            disable = f"`claude plugin disable {PEER_PLUGIN}`" if any(PEER_PLUGIN in f for f in found) else "removing its hooks"
+            warnings.append(f"the npm claude-mem (thedotmack/claude-mem) is also installed ({' and '.join(found)} in {path}):"
+                            f" running both doubles the work, two observers and their model calls for every session;"
+                            f" {disable} stops it (claude-mem never changes another tool's settings)")
+    return warnings
 
 
 # --- planning changes (pure: dict in, dict out) -------------------------------------------------
@@ -350,7 +402,9 @@ def install(project: str | None = None, *, dry_run: bool = False, base: list[str
         _apply(settings_path, settings_existed, new_settings, hook_changes, dry_run),
         _apply(mcp_path, mcp_existed, new_mcp, mcp_changes, dry_run, private=project is None),
     ]
-    return Result("install", "project" if project else "user", dry_run, shlex.join(base), files)
+    # Plugins enabled for the user run in every project too.
+    warnings = peer_warnings([settings_path, target_paths(None)[0]])
+    return Result("install", "project" if project else "user", dry_run, shlex.join(base), files, warnings)
 
 
 def uninstall(project: str | None = None, *, dry_run: bool = False) -> Result:

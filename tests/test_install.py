@@ -140,6 +140,45 @@ def test_install_keeps_existing_settings_hooks_and_servers(claude_home):
     assert str(settings_backup) in out
 
 
+# How the npm claude-mem 13.25.3 hooks in: `npx claude-mem install` enables its plugin in settings.json (its
+# hooks then come from the plugin's hooks.json); commands in the shape its hooks.json uses, shortened.
+PEER_COMMAND = ('_C="${CLAUDE_CONFIG_DIR:-$HOME/.claude}"; _P="$_C/plugins/marketplaces/thedotmack/plugin";'
+                ' node "$_P/scripts/bun-runner.js" "$_P/scripts/worker-service.cjs" hook claude-code ')
+PEER_SETTINGS = {
+    "enabledPlugins": {"claude-mem@thedotmack": True, "other@market": True},
+    "hooks": {
+        "SessionStart": [{"matcher": "startup|resume|clear|compact",
+                          "hooks": [{"type": "command", "shell": "bash", "command": PEER_COMMAND + "context", "timeout": 60}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": PEER_COMMAND + "observation", "async": True}]}],
+    },
+}
+
+
+def test_install_warns_about_the_npm_claude_mem_and_leaves_it_alone(claude_home):
+    claude_home["settings"].write_text(json.dumps(PEER_SETTINGS))
+    code, out, err = run("install")
+    assert code == 0, err
+    [warning] = [line for line in err.splitlines() if "npm claude-mem" in line]
+    assert warning.startswith("warning: ") and "doubles the work" in warning
+    assert 'enabledPlugins "claude-mem@thedotmack"' in warning and "PostToolUse, SessionStart" in warning
+    assert "claude plugin disable claude-mem@thedotmack" in warning
+    settings = load(claude_home["settings"])
+    assert settings["enabledPlugins"] == PEER_SETTINGS["enabledPlugins"]
+    for event, groups in PEER_SETTINGS["hooks"].items():
+        assert settings["hooks"][event][: len(groups)] == groups  # theirs first and unchanged, ours added
+    assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
+    assert json.loads(run("install", "--json")[1])["warnings"] == [warning.removeprefix("warning: ")]
+
+    assert run("uninstall")[0] == 0  # takes out only ours
+    assert load(claude_home["settings"]) == PEER_SETTINGS
+
+
+def test_no_warning_without_the_npm_claude_mem(claude_home):
+    claude_home["settings"].write_text(json.dumps({**EXISTING_SETTINGS, "enabledPlugins": {"claude-mem@thedotmack": False}}))
+    code, _, err = run("install")
+    assert code == 0 and "npm claude-mem" not in err
+
+
 def test_install_twice_changes_nothing_the_second_time(claude_home):
     claude_home["settings"].write_text(json.dumps(EXISTING_SETTINGS))
     assert run("install")[0] == 0

@@ -18,6 +18,7 @@ class AppContext:
     def __init__(self) -> None:
         self._config: settings_mod.Config | None = None
         self._conn = None
+        self.refused: str | None = None  # why the database was refused, once said
 
     @property
     def config(self) -> settings_mod.Config:
@@ -42,8 +43,22 @@ class AppContext:
             try:
                 self._conn = connect(config.db_path)
             except SchemaTooNewError as exc:
+                self.refused = str(exc)
                 raise click.ClickException(str(exc)) from None
         return self._conn
+
+    def warn_if_peer_database(self) -> None:
+        """A command that never opened the database still says, in one line, when the data dir
+        holds the npm claude-mem's database instead of ours (the others said it as their error)."""
+        if self._conn is not None or self.refused is not None:
+            return
+        import os
+
+        from claude_mem.store.db import peer_database_at, peer_database_message
+
+        path = self._config.db_path if self._config else os.path.join(settings_mod.data_dir_from_env(), "claude-mem.db")
+        if peer_database_at(path):
+            click.echo(f"warning: {peer_database_message(path)}", err=True)
 
 
 class NotFound(click.ClickException):
@@ -62,7 +77,8 @@ def emit_json(data: Any) -> None:
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Persistent memory for Claude Code."""
-    ctx.ensure_object(AppContext)
+    app = ctx.ensure_object(AppContext)
+    ctx.call_on_close(app.warn_if_peer_database)
 
 
 def _hook_command(name: str, event: str) -> None:

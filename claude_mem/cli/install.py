@@ -53,6 +53,8 @@ def _report(result: install_mod.Result, as_json: bool, service_stopped: int | No
         return
     if service_stopped:
         click.echo(f"stopped the memory service (pid {service_stopped})")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     verb = "would change" if result.dry_run else "changed"
     for f in result.files:
         if not f.changed:

@@ -14,7 +14,15 @@ from claude_mem import settings as settings_mod
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
 from claude_mem.cli.inspect import json_option, require_session
-from claude_mem.cli.params import UsageProblem, open_index, parse_ref, parse_when
+from claude_mem.cli.params import (
+    UsageProblem,
+    create_db,
+    index_new_rows,
+    open_index,
+    parse_ref,
+    parse_when,
+    warn_index_error,
+)
 from claude_mem.store import forget as forget_mod
 
 # --- forget and prune ----------------------------------------------------------------------------
@@ -219,37 +227,41 @@ def _read_lines(path: str) -> list[str]:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
 
 
-@cli.command("import", short_help="Add an export's rows (idempotent).")
+@cli.command("import", short_help="Add an export's rows, or the npm claude-mem's memories (idempotent).")
 @click.argument("file")
+@click.option("--project-map", "project_map", multiple=True, metavar="OLD=NEW",
+              help="The npm claude-mem's database: file its project OLD under NEW (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Check the file and count what would be added, without adding it.")
 @click.option("--no-index", is_flag=True, help="Do not add the imported rows to the semantic index now.")
 @json_option
 @pass_app
-def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: bool) -> None:
-    """Add the rows of an export file (FILE, or - for stdin) that are not here yet.
+def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: bool, no_index: bool, as_json: bool) -> None:
+    """Add the rows of an export file (FILE, or - for stdin) that are not here yet, or the
+    memories of the npm claude-mem (FILE: its database, ~/.claude-mem/claude-mem.db, or its folder).
 
-    Every line is checked first: one bad line (named by its number) and nothing is imported.
+    An export: every line is checked first, and one bad line (named by its number) imports
+    nothing. The npm claude-mem's database is read from a copy, never changed; its projects go
+    to ours of the same folder name unless --project-map says otherwise, and the report says
+    per project what was imported and what was skipped, and why.
     Importing the same file twice adds nothing the second time.
     """
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.cli import peer as peer_cli
+
+    peer_path = peer_cli.peer_database_path(file)
+    if peer_path is not None:
+        peer_cli.import_peer_database(app, peer_path, project_map, dry_run=dry_run, no_index=no_index, as_json=as_json)
+        return
+    if project_map:
+        raise UsageProblem("--project-map applies to the npm claude-mem's database only; an export keeps its projects")
     from claude_mem.store.transfer import BadImportLine, import_lines
 
     lines = _read_lines(file)
-    try:
-        conn = app.db(create=True)
-    except OSError as exc:
-        raise click.ClickException(f"cannot create the data dir {app.config.data_dir}: {exc.strerror}") from None
+    conn = create_db(app)
     try:
         result = import_lines(conn, lines, dry_run=dry_run)
     except BadImportLine as exc:
         raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
-    indexed: dict[str, int] | None = None
-    index_error = None
-    if result.total_added and not dry_run and not no_index and app.config.semantic_index:
-        try:
-            indexed = open_index(app.config, create=True).index_missing(conn)  # type: ignore[union-attr]
-        except IndexUnavailable as exc:
-            index_error = str(exc)
+    indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else index_new_rows(app.config, conn)
     if as_json:
         emit_json({"dry_run": dry_run, "added": result.added, "already_present": result.present, "indexed": indexed,
                    "index_error": index_error})
@@ -260,9 +272,7 @@ def import_(app: AppContext, file: str, dry_run: bool, no_index: bool, as_json: 
         click.echo(f"nothing new: all {plural(present, 'row')} of {file} are already here")
         return
     click.echo(f"{'would import' if dry_run else 'imported'} {added}" + (f" ({present} already here)" if present else ""))
-    if index_error:
-        click.echo(paint(f"warning: {index_error}; the rows are stored and searchable by keyword, and are added to the"
-                         " semantic index by `claude-mem doctor --fix`", "yellow", err=True), err=True)
+    warn_index_error(index_error)
 
 
 # --- settings ----------------------------------------------------------------------------------

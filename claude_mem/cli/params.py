@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
+    from claude_mem.cli import AppContext
     from claude_mem.recall.index import Index
     from claude_mem.settings import Config
 
@@ -81,3 +82,31 @@ def open_index(config: Config, *, create: bool) -> Index | None:
     if create:
         return Index(config) if config.semantic_index else None
     return readable_index(config)[0]
+
+
+def index_new_rows(config: Config, conn: Any) -> tuple[dict[str, int] | None, str | None]:
+    """Add the rows the semantic index lacks (after an import): (counts indexed, why it could not)."""
+    from claude_mem.recall.index import IndexUnavailable
+
+    if not config.semantic_index:
+        return None, None
+    try:
+        return open_index(config, create=True).index_missing(conn), None  # type: ignore[union-attr]
+    except IndexUnavailable as exc:
+        return None, str(exc)
+
+
+def create_db(app: AppContext) -> Any:
+    """The database, created if need be (the commands that add rows)."""
+    try:
+        return app.db(create=True)
+    except OSError as exc:
+        raise click.ClickException(f"cannot create the data dir {app.config.data_dir}: {exc.strerror}") from None
+
+
+def warn_index_error(index_error: str | None) -> None:
+    from claude_mem.cli.format import paint
+
+    if index_error:
+        click.echo(paint(f"warning: {index_error}; the rows are stored and searchable by keyword, and are added to the"
+                         " semantic index by `claude-mem doctor --fix`", "yellow", err=True), err=True)

@@ -22,6 +22,23 @@ from claude_mem.store.reads import (  # noqa: F401  (re-exported: the store's re
     list_summaries,
 )
 
+# What models write for the six kinds (the observer's model, and the npm claude-mem's).
+TYPE_SYNONYMS = {
+    "bugfix": ("fix", "bug", "hotfix", "bugfixes", "fixes", "bugs"),
+    "feature": ("feat", "enhancement", "implementation", "newfeature", "addition", "features"),
+    "discovery": ("learning", "insight", "finding", "investigation", "research", "analysis", "observation"),
+    "change": ("config", "configuration", "update", "chore", "docs", "documentation", "maintenance", "setup", "dependency"),
+    "decision": ("design", "architecture", "plan", "choice", "adr"),
+    "refactor": ("cleanup", "restructure", "refactoring", "rename", "reorganization", "simplification"),
+}
+_TYPE_OF = {alias: kind for kind, aliases in TYPE_SYNONYMS.items() for alias in aliases} | {t: t for t in OBSERVATION_TYPES}
+
+
+def known_type(raw: str) -> str | None:
+    """The kind a type name stands for ("Bug-Fix", "features", "insight"), or None."""
+    key = "".join(c for c in raw.lower() if "a" <= c <= "z")
+    return _TYPE_OF.get(key) or (_TYPE_OF.get(key[:-1]) if key.endswith("s") else None)
+
 
 @dataclass
 class Observation:

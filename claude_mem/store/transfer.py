@@ -104,10 +104,19 @@ class BadImportLine(ValueError):
         self.line = line
 
 
+class RejectedRow(ValueError):
+    """The database refused a row (`label` names it: a line number, a row of another database)."""
+
+    def __init__(self, label: Any, message: str) -> None:
+        super().__init__(message)
+        self.label = label
+
+
 @dataclass
 class ImportResult:
     added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     present: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    present_labels: set[Any] = field(default_factory=set)  # the rows (by label) that were already here
 
     @property
     def total_added(self) -> int:
@@ -179,7 +188,7 @@ def _check_value(f: Field, value: Any) -> str | None:
     return None
 
 
-def _validate_row(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+def validate_row(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """The row with defaults filled in; raises ValueError naming the first problem."""
     spec = SPECS[kind]
     unknown = sorted(set(obj) - {f.name for f in spec} - {"kind"})
@@ -236,7 +245,7 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             kind = obj.get("kind")
             if kind not in KINDS:
                 raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(KINDS)}")
-            rows[kind].append((number, _validate_row(kind, obj)))
+            rows[kind].append((number, validate_row(kind, obj)))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:
@@ -279,25 +288,38 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
 def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False) -> ImportResult:
     """Validate every line, then add the rows not already present, all in one transaction
     (rolled back with `dry_run`, which still counts what would be added)."""
-    result = ImportResult()
     # Reading and checking a large file takes seconds: done before taking the write lock, which
     # hooks wait on (then spool). A session removed meanwhile fails its rows' inserts below.
     known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
     rows = parse_lines(lines, known)
+    try:
+        return import_rows(conn, rows, dry_run=dry_run)
+    except RejectedRow as exc:
+        raise BadImportLine(exc.label, str(exc)) from None
+
+
+def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[str, Any]]]], *,
+                dry_run: bool = False) -> ImportResult:
+    """Add validated rows (`(label, row)` by kind, sessions before the rows that refer to them)
+    that are not already present, in one transaction (rolled back with `dry_run`). Raises
+    RejectedRow, with nothing added, when the database refuses one."""
+    result = ImportResult()
     conn.execute("BEGIN IMMEDIATE")
     try:
         projects = dict(conn.execute("SELECT claude_session_id, project FROM sdk_sessions").fetchall())
-        projects.update({r["claude_session_id"]: r["project"] for _, r in rows["session"]})
+        projects.update({r["claude_session_id"]: r["project"] for _, r in rows.get("session", ())})
         for kind in KINDS:  # sessions first: the other rows refer to them
-            for line, row in rows[kind]:
+            for label, row in rows.get(kind, ()):
                 try:
                     added = _insert(conn, TABLES[kind], _complete(kind, row, projects))
                 except sqlite3.IntegrityError as exc:
-                    raise BadImportLine(line, f"{kind}: rejected by the database ({exc})") from None
+                    raise RejectedRow(label, f"{kind}: rejected by the database ({exc})") from None
                 result.added[kind] += added
                 result.present[kind] += not added
+                if not added:
+                    result.present_labels.add(label)
         # A later prompt in an imported session must not reuse an imported prompt's number.
-        touched = {r["session_id"] for _, r in rows["prompt"]} | {r["claude_session_id"] for _, r in rows["session"]}
+        touched = {r["session_id"] for _, r in rows.get("prompt", ())} | {r["claude_session_id"] for _, r in rows.get("session", ())}
         conn.executemany(
             "UPDATE sdk_sessions SET prompt_counter = max(prompt_counter,"
             " (SELECT coalesce(max(prompt_number), 0) FROM user_prompts WHERE session_id = ?)) WHERE claude_session_id = ?",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS, Observation, Summary
+from claude_mem.store.memories import SUMMARY_FIELDS, Observation, Summary, known_type
 
 BLOCKS = ("observation", "summary")
 TEXT_FIELDS = ("type", "title", "subtitle", "narrative", *SUMMARY_FIELDS)
@@ -38,19 +38,10 @@ _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
-_SYNONYMS = {
-    "bugfix": ("fix", "bug", "hotfix", "bugfixes", "fixes", "bugs"),
-    "feature": ("feat", "enhancement", "implementation", "newfeature", "addition", "features"),
-    "discovery": ("learning", "insight", "finding", "investigation", "research", "analysis", "observation"),
-    "change": ("config", "configuration", "update", "chore", "docs", "documentation", "maintenance", "setup", "dependency"),
-    "decision": ("design", "architecture", "plan", "choice", "adr"),
-    "refactor": ("cleanup", "restructure", "refactoring", "rename", "reorganization", "simplification"),
-}
 _CANON = {n: "item" if n in ITEMS else n for n in (*BLOCKS, *TEXT_FIELDS, *LIST_FIELDS, *ITEMS)}
 # (innermost open element or None, tag, is closing) for every tag that is markup at that level.
 _MARKUP = ({(None, b, False) for b in BLOCKS} | {(b, f, False) for b in BLOCKS for f in (*TEXT_FIELDS, *LIST_FIELDS)}
            | {(f, "item", False) for f in LIST_FIELDS} | {(n, n, True) for n in set(_CANON.values())})
-_TYPE_OF = {alias: kind for kind, aliases in _SYNONYMS.items() for alias in aliases} | {t: t for t in OBSERVATION_TYPES}
 
 # XMLParser, not lxml.html: the HTML parser knows <title> as a <head> element and moves it,
 # and invents <html>/<body>/<p> around the rest. The input is already well-formed, so
@@ -248,7 +239,7 @@ def _map_type(raw: str) -> tuple[str, str]:
     key = re.sub(r"[^a-z]", "", raw.lower())
     if not raw:
         return "change", "no <type>; stored as 'change'"
-    kind = _TYPE_OF.get(key) or (_TYPE_OF.get(key[:-1]) if key.endswith("s") else None)
+    kind = known_type(raw)
     if kind == key:
         return kind, ""
     if kind:
