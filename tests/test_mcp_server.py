@@ -4,11 +4,13 @@ cases, over stdio (`claude-mem mcp` as Claude Code starts it) on real stored dat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -208,14 +210,23 @@ def test_without_chroma_search_answers_from_keywords_and_says_so(stored: Stored,
     assert "> " in timeline_text and "keyword results only" in timeline_text
 
 
-def test_semantic_index_off_or_not_built_is_said(tmp_path: Path, alpha_dir: Path) -> None:
+def test_first_search_needs_no_service_and_the_service_builds_the_index(tmp_path: Path, alpha_dir: Path) -> None:
+    from claude_mem.service import client as service_client
     from tests.recall_store import build
 
-    stored = build(tmp_path / "data")  # never indexed
+    stored = build(tmp_path / "data")  # never indexed, no service running
     server = build_server(stored.config, cwd=str(alpha_dir))
     is_error, text = run(lambda c: call(c, "search", query="login"), server)
-    assert not is_error and "no semantic index yet" in text and f"obs:{stored.obs['login']} | " in text
-    assert not (tmp_path / "data" / "chroma").exists(), "a search does not create an empty index"
+    assert not is_error and f"obs:{stored.obs['login']} | " in text
+    # That search started the memory service, which builds the index from SQLite (this process never opens Chroma).
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with contextlib.suppress(service_client.ServiceUnavailable, service_client.ServiceError):
+            if service_client.call(stored.config.data_dir, "status", timeout_s=5, start=False)["index_lag"] == 0:
+                break
+        time.sleep(0.2)
+    is_error, text = run(lambda c: call(c, "search", query="authentication failure after signing out"), server)
+    assert not is_error and "keyword results only" not in text and text.splitlines()[2].startswith(f"obs:{stored.obs['login']} | ")
     stored.config.values["semantic_index"] = False
     is_error, text = run(lambda c: call(c, "search", query="login"), build_server(stored.config, cwd=str(alpha_dir)))
     assert not is_error and "semantic index is off" in text
