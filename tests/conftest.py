@@ -17,6 +17,29 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 TRANSCRIPTS = SHARED_DATA / "transcripts"
 
 
+# A memory service started outside any test's own environment (by a module-scoped fixture) must
+# not outlive the run by the default half hour; the session's end stops whatever is left anyway.
+os.environ["CLAUDE_MEM_SERVICE_IDLE_S"] = "15"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_service_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield
+    import psutil
+
+    base = str(tmp_path_factory.getbasetemp())
+    leftovers = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = proc.info["cmdline"] or []
+            if "claude_mem" in cmd and "service" in cmd and proc.cwd().startswith(base):
+                proc.terminate()
+                leftovers.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    psutil.wait_procs(leftovers, timeout=10)
+
+
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory = tmp_path / "data"

@@ -117,7 +117,10 @@ def ensure_started(data_dir: str) -> int | None:
     if not os.path.isdir(data_dir) or running(data_dir):
         return None
     log_file = os.path.join(data_dir, "logs", protocol.LOG_NAME)
+    # The service finds its data folder in the environment: name the one asked about, whatever
+    # this process's own environment says.
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": data_dir}
     try:
-        return spawn.spawn_detached(data_dir, log_file, ["service"])
+        return spawn.spawn_detached(data_dir, log_file, ["service"], env)
     except OSError:
         return None

@@ -140,6 +140,7 @@ def spawn_detached(data_dir: str, log_file: str, args: list[str], env: dict[str,
 def spawn_worker(data_dir: str, logs_dir: str, session_id: str, env: dict[str, str] | None = None) -> int:
     """Start `claude-mem worker --session ID` detached, its output in the session's log file."""
     log_file = os.path.join(logs_dir, f"worker-{session_key(session_id)}.log")
+    env = {**os.environ, **(env or {}), "CLAUDE_MEM_DATA_DIR": data_dir}  # the folder asked about, whatever ours is
     return spawn_detached(data_dir, log_file, ["worker", "--session", session_id], env)
 
 
