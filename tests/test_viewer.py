@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from starlette.testclient import TestClient
 
 from claude_mem import settings
 from claude_mem.cli.viewer import viewer as viewer_command
+from claude_mem.service import client as service_client
 from claude_mem.store import queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
@@ -361,15 +363,27 @@ def test_search_falls_back_to_keywords_when_the_index_is_down(store: tuple[sqlit
     assert "unavailable" in body["note"] and body["note"].endswith("keyword results only")
 
 
-@pytest.mark.parametrize(("off", "says"), [(True, "is off (setting semantic_index)"), (False, "no semantic index yet")])
-def test_search_never_creates_an_index(off: bool, says: str, data_dir: Path, store: tuple[sqlite3.Connection, dict[str, Any]],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    if off:
-        monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
+def test_search_with_the_index_off_says_so_and_creates_nothing(data_dir: Path, store: tuple[sqlite3.Connection, dict[str, Any]],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
     with client_for(settings.load(), use_index=True) as c:
         body = c.get("/api/search", params={"q": "idempotency"}).json()
-    assert body["mode"] == "fts" and body["hits"] and says in body["note"]
-    assert not (data_dir / "chroma").exists(), "a reader must not create an empty index"
+    assert body["mode"] == "fts" and body["hits"] and "is off (setting semantic_index)" in body["note"]
+    assert not (data_dir / "chroma").exists() and not service_client.running(str(data_dir))
+
+
+def test_first_search_needs_no_index_and_the_service_builds_it(data_dir: Path, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
+    with client_for(settings.load(), use_index=True) as c:
+        first = c.get("/api/search", params={"q": "idempotency"}).json()
+        assert first["hits"], first
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(service_client.ServiceUnavailable, service_client.ServiceError):
+                if service_client.call(str(data_dir), "status", timeout_s=5, start=False)["index_lag"] == 0:
+                    break
+            time.sleep(0.2)
+        later = c.get("/api/search", params={"q": "idempotency"}).json()
+    assert later["mode"] == "hybrid" and later["note"] is None and later["hits"]
 
 
 def test_search_finds_by_meaning_with_the_real_index(config: settings.Config, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:

@@ -17,6 +17,7 @@ from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.store.memories import OBSERVATION_TYPES
 from claude_mem.store.reads import ref
 
+REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
 _FILES_SHOWN = 2
 
 
@@ -97,20 +98,31 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
     if not config.semantic_index:
         raise click.ClickException("the semantic index is off (setting semantic_index); turn it on to build it")
     conn = app.db()
-    index = open_index(config, create=True)
-    assert index is not None
-    started = time.perf_counter()
+    from claude_mem.service import client
+
+    # The memory service indexes; the rebuild runs there, between its own catch-ups. Without
+    # one that answers, this process rebuilds (the file lock keeps the two apart).
     try:
-        counts = index.reindex(conn)
-    except IndexUnavailable as exc:
+        done = client.call(config.data_dir, "reindex", {"settings": client.index_settings(config)}, timeout_s=REINDEX_TIMEOUT_S,
+                           wait=True)
+        counts, location, seconds = done, done["location"], done["seconds"]
+    except client.ServiceError as exc:
         raise click.ClickException(str(exc)) from None
-    seconds = time.perf_counter() - started
+    except client.ServiceUnavailable:
+        index = open_index(config, create=True)
+        assert index is not None
+        started = time.perf_counter()
+        try:
+            counts = index.reindex(conn)
+        except IndexUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        location, seconds = index.location, time.perf_counter() - started
     if as_json:
-        emit_json({"location": index.location, "seconds": round(seconds, 2),
+        emit_json({"location": location, "seconds": round(seconds, 2),
                    **{k: v for k, v in counts.items() if k != "removed"}})
         return
     click.echo(f"reindexed {counts['observation']} observations, {counts['summary']} summaries and {counts['prompt']} prompts"
-               f" into {index.location} in {seconds:.1f} s")
+               f" into {location} in {seconds:.1f} s")
 
 
 @cli.command("mcp")

@@ -12,7 +12,7 @@ from claude_mem.recall.search import Hit, SearchResult, search
 from claude_mem.service import client
 from claude_mem.settings import Config
 
-SEARCH_TIMEOUT_S = 5.0  # a warm service answers in tens of ms; a cold one loads its model in ~2 s
+SEARCH_TIMEOUT_S = 10.0  # a warm service answers in tens of ms; a cold one loads its model in ~2 s (more on a busy machine)
 
 
 def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, timeout_s: float = SEARCH_TIMEOUT_S,

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from claude_mem.recall.index import Index
@@ -26,7 +27,7 @@ from claude_mem.store.reads import KINDS, TABLES, cut
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
 
-_CATCH_UP, _ROWS, _STOP = "catch-up", "rows", "stop"
+_CATCH_UP, _ROWS, _STOP, _REBUILD = "catch-up", "rows", "stop", "rebuild"
 
 
 def unindexed_rows(conn: sqlite3.Connection) -> int:
@@ -63,6 +64,15 @@ class Indexer:
 
     def notify(self, observation_ids: list[int], summary_ids: list[int]) -> None:
         self._put((_ROWS, observation_ids, summary_ids))
+
+    def rebuild(self) -> Future[dict[str, int]]:
+        """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
+        so the counts are this rebuild's own)."""
+        done: Future[dict[str, int]] = Future()
+        with self._done:
+            self._unfinished += 1
+        self.jobs.put((_REBUILD, [], [], done))  # type: ignore[arg-type]
+        return done
 
     def poll(self) -> None:
         """Called about once a second: another connection committed (PRAGMA data_version moved),
@@ -116,17 +126,35 @@ class Indexer:
                         jobs.append(self.jobs.get_nowait())
                     except queue.Empty:
                         break
-                stopping = any(kind == _STOP for kind, _, _ in jobs)
+                stopping = any(job[0] == _STOP for job in jobs)
                 try:
-                    if not stopping:
-                        self._handle(jobs)
+                    for job in jobs:
+                        if job[0] == _REBUILD:
+                            self._rebuild(job[3])  # type: ignore[misc]
+                    rows = [job[:3] for job in jobs if job[0] in (_CATCH_UP, _ROWS)]
+                    if rows and not stopping:
+                        self._handle(rows)
                 finally:
                     with self._done:
-                        self._unfinished -= sum(kind != _STOP for kind, _, _ in jobs)
+                        self._unfinished -= sum(job[0] != _STOP for job in jobs)
                         self._done.notify_all()
         finally:
             if self.conn is not None:
                 self.conn.close()
+
+    def _rebuild(self, done: Future[dict[str, int]]) -> None:
+        try:
+            if self.conn is None:
+                self.conn = connect(self.config.db_path)
+            counts = self.index.reindex(self.conn)
+        except Exception as exc:
+            done.set_exception(exc)
+            return
+        self.behind, self.failing, self.last_error = False, False, None
+        self.last_full = time.monotonic()
+        self.high = {kind: self._max_id(self.conn, kind) for kind in KINDS}
+        self.indexed += sum(v for k, v in counts.items() if k != "removed")
+        done.set_result(counts)
 
     def _handle(self, jobs: list[tuple[str, list[int], list[int]]]) -> None:
         if self.failing and time.monotonic() < self.retry_at:

@@ -152,7 +152,7 @@ class Service:
             return
         self.log(f"index settings changed: chroma_url {url or '(embedded)'}, semantic_index {enabled}")
         if self.indexer is not None:
-            self.indexer.close(3.0)
+            self.indexer.close(0.0)  # its thread ends after the job under way; answering must not wait for it
         self.index = self.indexer = None
         self.config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled})
         if enabled:
@@ -233,6 +233,8 @@ class Service:
         except (ValueError, TypeError, KeyError) as exc:
             return self._error(f"{op}: {exc}")
         except Exception as exc:  # the service must outlive any one request
+            if type(exc).__name__ == "IndexUnavailable":  # says what is wrong already (Chroma down, folder gone)
+                return self._error(str(exc))
             self.log(f"error: {op} failed: {type(exc).__name__}: {exc}")
             return self._error(f"{op} failed: {type(exc).__name__}: {exc}")
         finally:
@@ -303,6 +305,15 @@ class Service:
         result = search(self.conn(), query, index=index, **filters)
         return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
 
+    async def op_reindex(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Rebuild the index from SQLite here, where indexing happens (a rebuild beside the
+        service's own catch-ups would race them for the rows)."""
+        if self.indexer is None:
+            raise ValueError("the semantic index is off (setting semantic_index)")
+        started = time.monotonic()
+        counts = await asyncio.wrap_future(self.indexer.rebuild())
+        return {**counts, "location": self.index.location, "seconds": round(time.monotonic() - started, 2)}
+
     async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
         self.stop_asked = True
         assert self.stopping is not None
@@ -312,7 +323,7 @@ class Service:
 
 SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
-       "stop": Service.op_stop}
+       "reindex": Service.op_reindex, "stop": Service.op_stop}
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

@@ -217,7 +217,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
 
             result = read(lambda conn: search_memory(config, conn, query, mode=mode, **filters))
         else:
-            result = read(search, query, index=None, mode="fts", **filters)
+            result = read(search, query, index=None, mode=mode, **filters)
         note = result.note
         return _json({"query": query, "mode": result.mode, "note": note, "hits": [asdict(h) for h in result.hits]})
 
