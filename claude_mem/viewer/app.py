@@ -222,6 +222,28 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
             raise BadRequest(f"no observation {int(raw)}", 404)
         return _json(found)
 
+    def api_remote(request: Request) -> Response:
+        """A teammate's memory (a search hit from a shared Chroma server), from its documents."""
+        from claude_mem.recall import remote
+        from claude_mem.recall.index import IndexUnavailable, readable_index
+
+        raw = request.path_params["ref"]
+        parsed = remote.parse_ref(raw)
+        if parsed is None:
+            raise BadRequest(f"a teammate's memory is named like obs:12@laptop-b, got {raw[:80]!r}")
+        shared = index if index is not None or not use_index else readable_index(config)[0]
+        if shared is None or not shared.url:
+            raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404)
+        try:
+            found = remote.find_record(shared, *parsed)
+        except IndexUnavailable as exc:
+            raise BadRequest(str(exc), 503) from None
+        except LookupError as exc:
+            raise BadRequest(str(exc), 409) from None
+        if found is None:
+            raise BadRequest(f"no {raw} on the shared server", 404)
+        return _json(found)
+
     def api_session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         if len(session_id) > 500:
@@ -299,6 +321,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/search", api_search),
         Route("/api/observation/{observation_id}", api_observation),
         Route("/api/session/{session_id:path}", api_session),
+        Route("/api/remote/{ref}", api_remote),
         Route("/api/health", api_health),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
