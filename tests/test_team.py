@@ -21,6 +21,7 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 from mcp import Client
+from starlette.testclient import TestClient
 
 from claude_mem.project import project_for
 from claude_mem.recall.index import Index, split_doc_id
@@ -30,6 +31,7 @@ from claude_mem.settings import Config
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
+from claude_mem.viewer.app import create_app
 from tests.cli_helpers import _age, invoke, invoke_json
 from tests.recall_store import OLD_MS, config_for
 from tests.test_index import ChromaServer
@@ -222,7 +224,7 @@ def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> Non
     assert search(a.conn, "webhook", index=index, mode="fts").hits == []
 
 
-def test_mcp_tools_name_and_read_a_teammates_memory(team: tuple[Laptop, Laptop], tmp_path: Path) -> None:
+def test_mcp_tools_and_the_viewer_name_and_read_a_teammates_memory(team: tuple[Laptop, Laptop], tmp_path: Path) -> None:
     a, b = team
     a.index().index_missing(a.conn)
     b.index().index_missing(b.conn)
@@ -249,6 +251,15 @@ def test_mcp_tools_name_and_read_a_teammates_memory(team: tuple[Laptop, Laptop],
     assert f"## obs:{a.obs['login']} " in records  # a local record beside it, in full
     assert err3 and "no such observation: obs:" in missing
     assert err4 and "stays on their machine" in timeline and "get_observations" in timeline
+
+    with TestClient(create_app(a.config, poll_s=0.02), base_url="http://127.0.0.1:37777") as viewer:
+        found = viewer.get("/api/search", params={"q": "customers charged twice by webhook retries"}).json()
+        shown = viewer.get(f"/api/remote/{ref}")
+        bad = viewer.get("/api/remote/obs:1")
+        unknown = viewer.get(f"/api/remote/obs:{b.obs['webhook']}@laptop-z")
+    assert (found["hits"][0]["origin"], found["hits"][0]["id"]) == ("laptop-b", b.obs["webhook"]) and "laptop-b" in found["note"]
+    assert shown.status_code == 200 and shown.json()["facts"] == ["duplicate charges came from webhook retries"]
+    assert bad.status_code == 400 and unknown.status_code == 404
 
 
 def test_local_projects_are_never_sent(team: tuple[Laptop, Laptop], server: ChromaServer, tmp_path: Path) -> None:
