@@ -203,12 +203,10 @@ def _parsed(doc_id: str) -> tuple[str, int] | None:
         return None
 
 
-def kind_where(kind: str, ids: Iterable[int] | None = None, installation: str | None = None) -> dict[str, Any]:
+def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
     clauses: list[dict[str, Any]] = [{"kind": kind}]
     if ids is not None:
         clauses.append({"sqlite_id": {"$in": [int(i) for i in ids]}})
-    if installation is not None:
-        clauses.append({"installation": installation})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
