@@ -18,7 +18,6 @@ Synthetic memory from bench/scale.py (the same templates, projects and sessions)
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -38,17 +37,8 @@ from claude_mem.recall.index import Index, split_doc_id
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 
-
-def _load_scale() -> Any:
-    path = Path(__file__).resolve().parent / "scale.py"
-    spec = importlib.util.spec_from_file_location("claude_mem_bench_scale", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-scale = _load_scale()
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+import scale  # noqa: E402  (the generator of synthetic memory)
 
 
 def build(data_dir: Path, observations: int, seed: int) -> Any:
