@@ -5,6 +5,9 @@ candidates with every filter applied inside the search, not after it (SQL WHERE 
 side; on the semantic side the same SQL run on the nearest documents' rows, see `_nearest`),
 then the two are fused. Without an index, or when it fails, the keyword side answers alone and the result
 says so. Importing this module is cheap: chromadb and the model load only when an Index is used.
+On a Chroma server a team shares, teammates' documents come back from the semantic side too: they
+are ranked with the rest, filtered on their metadata (recall/remote.py), returned as hits with an
+`origin`, and the result's note says they were found by meaning only (issue 16).
 
 How the fusion was chosen (bench/locomo.py, LoCoMo development split: 5 conversations, 1,210
 facts, 760 questions of categories 1-4; recall@10 of the evidence turns, 0.785 is the ceiling
