@@ -25,7 +25,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from claude_mem.project import project_for
-from claude_mem.recall import views
+from claude_mem.recall import remote, views
 from claude_mem.recall.through_service import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.memories import OBSERVATION_TYPES
@@ -60,8 +60,9 @@ Give anchor (a ref from search, e.g. "obs:12" or "sum:3"), or a query to anchor 
 before/after: how many items on each side."""
 
 GET_DOC = """Full observation records (title, narrative, facts, concepts, files, session, date): step 3 of
-search -> timeline -> get_observations. ids are the numbers of obs:N refs ("obs:12" is accepted too), at most 20
-per call. Ask only for the records whose ~tokens in search are worth reading."""
+search -> timeline -> get_observations. ids are the numbers of obs:N refs ("obs:12" is accepted too), or a
+teammate's ref as search shows it ("obs:12@laptop-b"), at most 20 per call. Ask only for the records whose
+~tokens in search are worth reading."""
 
 RECENT_DOC = """Where the latest sessions of a project left off, newest first: each session's most recent turn
 summary (request, completed, learned, next steps). project: default the current one; '*' for all."""
@@ -87,13 +88,15 @@ Count = Annotated[int, Field(ge=0, le=25)]
 
 
 def _obs_number(value: Any) -> Any:
-    """"obs:12" -> 12, so refs copied from search rows work too."""
-    if isinstance(value, str) and value.strip().lower().startswith("obs:"):
+    """"obs:12" -> 12, so refs copied from search rows work too; a teammate's "obs:12@laptop-b" stays a ref."""
+    if isinstance(value, str) and value.strip().lower().startswith("obs:") and "@" not in value:
         return value.strip()[4:]
-    return value
+    return value.strip() if isinstance(value, str) else value
 
 
-ObsId = Annotated[int, BeforeValidator(_obs_number), Field(ge=1)]
+REMOTE_OBS_PATTERN = r"^obs:[1-9][0-9]{0,17}@[A-Za-z0-9._-]{1,64}$"
+ObsId = Annotated[Annotated[int, Field(ge=1)] | Annotated[str, Field(pattern=REMOTE_OBS_PATTERN)],
+                  BeforeValidator(_obs_number)]
 
 
 class Memory:
@@ -201,12 +204,15 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         hint = f" Projects with memories: {', '.join(others)} (or project='*')." if others else ""
         return f"No {what} in {_scope_text(project)}.{hint}"
 
-    def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, **filters: Any) -> tuple[list[Any], str | None]:
+    def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, *, local_only: bool = False,
+             **filters: Any) -> tuple[list[Any], str | None]:
         # The question being answered would otherwise often be its own best match (and the
         # anchor of timeline(query=...)): it is left out, everything else of the session stays.
         live = memory.live_prompt(conn)
-        result = search_memory(memory.config, conn, query, project=project, limit=limit + (live is not None), **filters)
-        hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live)][:limit]
+        asked = limit + (live is not None) + (10 if local_only else 0)
+        result = search_memory(memory.config, conn, query, project=project, limit=asked, **filters)
+        hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live and h.origin is None)
+                and not (local_only and h.origin)][:limit]
         return hits, result.note
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
@@ -238,8 +244,8 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         return views.bounded(lines, MAX_SEARCH_CHARS, "rows")
 
     @server.tool(name="timeline", description=TIMELINE_DOC, annotations=read_only, structured_output=False)
-    def timeline_tool(anchor: Annotated[str | None, Field(pattern=views.REF_PATTERN, description='A ref from search, e.g. "obs:12".')]
-                      = None,
+    def timeline_tool(anchor: Annotated[str | None, Field(pattern=views.ANY_REF_PATTERN,
+                                                          description='A ref from search, e.g. "obs:12".')] = None,
                       query: Annotated[str | None, Field(min_length=1, max_length=500,
                                                          description="Instead of anchor: anchor on the best match.")] = None,
                       before: Count = 5, after: Count = 5, project: Project = None) -> str:
@@ -251,12 +257,16 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             if conn is None:
                 return nothing_yet
             if anchor is not None:
+                if remote.parse_ref(anchor):
+                    raise ToolError(f"{anchor} is a teammate's memory: its session's timeline stays on their machine;"
+                                    f' get_observations(ids=["{anchor}"]) shows what they shared' if anchor.startswith("obs:")
+                                    else f"{anchor} is a teammate's memory: its session's timeline stays on their machine")
                 parsed = views.parse_ref(anchor)
                 assert parsed is not None  # the pattern was checked
                 kind, row_id = parsed
             else:
                 scope = memory.project(project)
-                hits, note = find(conn, query or "", scope, 1)
+                hits, note = find(conn, query or "", scope, 1, local_only=True)
                 if not hits:
                     return nothing_in(conn, scope, "memories match")
                 kind, row_id = hits[0].kind, hits[0].id
@@ -269,15 +279,38 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
     @server.tool(name="get_observations", description=GET_DOC, annotations=read_only, structured_output=False)
     def get_observations_tool(ids: Annotated[list[ObsId], Field(min_length=1, max_length=20,
                                                                 description="Observation numbers (obs:N), at most 20.")]) -> str:
+        wanted = [i for i in dict.fromkeys(ids) if isinstance(i, int)]
+        theirs = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         with memory.lock:
             conn = memory.conn()
-            if conn is None:
+            if conn is None and not theirs:
                 return nothing_yet
-            wanted = list(dict.fromkeys(ids))
-            text, missing = views.observation_records(conn, wanted, MAX_RECORDS_CHARS)
-        if len(missing) == len(wanted):
-            raise ToolError(f"no such observation: {', '.join(views.ref('observation', i) for i in missing)}")
-        return text
+            text, missing = views.observation_records(conn, wanted, MAX_RECORDS_CHARS) if conn and wanted else ("", wanted)
+            shared, not_shared = remote_records(theirs, MAX_RECORDS_CHARS - len(text)) if theirs else ("", [])
+        if len(missing) + len(not_shared) == len(wanted) + len(theirs):
+            raise ToolError(f"no such observation: {', '.join([views.ref('observation', i) for i in missing] + not_shared)}")
+        tail = f"Not found on the shared server: {', '.join(not_shared)}." if not_shared else ""
+        return "\n\n".join(filter(None, [text, shared, tail]))
+
+    def remote_records(refs: list[str], limit: int) -> tuple[str, list[str]]:
+        """Teammates' observations from the shared server: their records, and the refs it has not."""
+        from claude_mem.recall.through_service import remote_record
+
+        lines: list[str] = []
+        missing: list[str] = []
+        for text in refs:
+            parsed = remote.parse_ref(text)
+            assert parsed is not None  # the pattern was checked
+            kind, row_id, origin = parsed
+            try:
+                rec = remote_record(memory.config, kind, row_id, origin)
+            except LookupError as exc:
+                raise ToolError(str(exc)) from None
+            if rec is None:
+                missing.append(text)
+            else:
+                lines += [*([""] if lines else []), *remote.record_lines(rec, views.local_stamp(rec["created_at_epoch"]))]
+        return (views.bounded(lines, limit, "lines") if lines else ""), missing
 
     @server.tool(name="recent_sessions", description=RECENT_DOC, annotations=read_only, structured_output=False)
     def recent_sessions_tool(project: Project = None,

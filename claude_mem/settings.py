@@ -120,6 +120,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
         Setting("context_chars", "int", 8000, "Most characters the SessionStart digest injects.", minimum=200),
         Setting("chroma_url", "str", "", "Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded index."),
+        Setting("installation_name", "str", "",
+                "The name teammates see beside what this installation shares on a Chroma server (default: the host name;"
+                " other characters than letters, digits, . _ - become -)."),
+        Setting("local_projects", "list", [],
+                "Projects never sent to a Chroma server (chroma_url); their memories are searched by keyword only."),
         Setting("semantic_index", "bool", True, "Keep the Chroma index for search by meaning (off: keyword search only, no model loaded)."),
         Setting("retention_days", "int", 0, "prune removes memories older than this (0 keeps everything).", minimum=0),
         Setting("hook_busy_ms", "int", 3000, "How long a hook waits for a locked database before spooling.", minimum=0),

@@ -20,12 +20,14 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.index import Index, IndexUnavailable
+from claude_mem.installation import Installation
+from claude_mem.recall.index import Index, IndexUnavailable, split_doc_id
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
 
 CHROMA = Path(sys.executable).with_name("chroma")
+ME = Installation("0123456789abcdef", "laptop-a")
 
 
 def free_port() -> int:
@@ -92,7 +94,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     if request.param == "embedded":
         ix = Index(path=str(tmp_path / "chroma"), collection_name=name)
     else:
-        ix = Index(url=request.getfixturevalue("server").url, collection_name=name)
+        ix = Index(url=request.getfixturevalue("server").url, collection_name=name, installation=ME)
     yield ix
     ix.close()
 
@@ -118,7 +120,11 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
     with index._use("inspect") as store:
         got = store.collection.get(include=["metadatas", "documents"])
-    docs = dict(zip(got["ids"], zip(got["documents"], got["metadatas"], strict=True), strict=True))
+    me = index.installation
+    assert {split_doc_id(doc_id)[1] for doc_id in got["ids"]} == {me.id}
+    assert {(m["installation"], m["origin"]) for m in got["metadatas"]} == {(me.id, me.name)}
+    docs = dict(zip((split_doc_id(doc_id)[0] for doc_id in got["ids"]),
+                    zip(got["documents"], got["metadatas"], strict=True), strict=True))
     first, summary, prompt = rows["observation"][0], rows["summary"][0], rows["prompt"][0]
     assert sorted(docs) == sorted([
         f"obs:{first}:main", f"obs:{first}:fact:0", f"obs:{first}:fact:1",
@@ -131,7 +137,9 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     assert meta["sqlite_id"] == first and meta["kind"] == "observation" and meta["project"] == "alpha"
     assert meta["session_id"] == "s1" and meta["type"] == "bugfix" and meta["prompt_number"] == 1
     assert meta["created_at"] == created // 1000 and meta["created_at_ms"] == created
-    assert meta["files"] == "src/auth.py\nsrc/session.py"
+    assert meta["files"] == "src/auth.py\nsrc/session.py" and meta["title"] == "Fixed login crash"
+    assert docs[f"sum:{summary}:learned"][1]["title"] == "fix the login"
+    assert docs[f"prompt:{prompt}"][1]["title"] == "please make the app dark themed"
     assert docs[f"obs:{first}:fact:1"][1]["fact"] == 1
     assert docs[f"sum:{summary}:learned"] == ("tokens expire", docs[f"sum:{summary}:learned"][1])
     assert docs[f"prompt:{prompt}"][1]["project"] == "alpha"  # from the session: user_prompts has no project
@@ -167,7 +175,7 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     assert index.index_missing(conn)["removed"] == 1
     assert index.drift(conn)["in_sync"]
     with index._use("inspect") as store:
-        assert sorted(store.collection.get(where={"kind": "summary"})["ids"]) == [
+        assert sorted(split_doc_id(i)[0] for i in store.collection.get(where={"kind": "summary"})["ids"]) == [
             f"sum:{rows['summary'][0]}:completed", f"sum:{rows['summary'][0]}:request"]
 
     counts = index.reindex(conn)
@@ -186,7 +194,7 @@ def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Con
 
     def ids() -> list[str]:
         with index._use("inspect") as store:
-            return sorted(store.collection.get(where={"sqlite_id": login})["ids"])
+            return sorted(split_doc_id(i)[0] for i in store.collection.get(where={"sqlite_id": login})["ids"])
 
     index.index_observations(conn, [login])
     assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:fact:1", f"obs:{login}:main"]
@@ -219,7 +227,7 @@ def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server:
 def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: sqlite3.Connection, tmp_path: Path) -> None:
     srv = ChromaServer(tmp_path / "srv").start()
     try:
-        ix = Index(url=srv.url)
+        ix = Index(url=srv.url, installation=ME)
         rows = add_rows(conn)
         ix.index_observations(conn, rows["observation"][:1])
         srv.stop()
@@ -241,7 +249,7 @@ def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: 
 
 def test_unreachable_url_raises_index_unavailable() -> None:
     with pytest.raises(IndexUnavailable, match="127.0.0.1"):
-        Index(url=f"http://127.0.0.1:{free_port()}").query("anything", 1)
+        Index(url=f"http://127.0.0.1:{free_port()}", installation=ME).query("anything", 1)
 
 
 def test_deleted_folder_raises_then_is_rebuilt(conn: sqlite3.Connection, tmp_path: Path) -> None:

@@ -76,9 +76,12 @@ def test_tool_contract(stored: Stored, alpha_dir: Path) -> None:
     assert types["enum"] == ["decision", "bugfix", "feature", "refactor", "discovery", "change"]
     assert props["search"]["query"]["maxLength"] == 500
     assert "format" in json.dumps(props["search"]["since"])  # date / date-time
-    assert props["timeline"]["anchor"]["anyOf"][0]["pattern"] == "^(obs|sum|prompt):[1-9][0-9]*$"
+    # A teammate's ref (obs:12@laptop-b, see test_team.py) is accepted too, to say what can be done with it.
+    assert props["timeline"]["anchor"]["anyOf"][0]["pattern"] == "^(obs|sum|prompt):[1-9][0-9]*(@[A-Za-z0-9._-]{1,64})?$"
     assert props["timeline"]["before"]["maximum"] == 25
-    assert props["get_observations"]["ids"]["maxItems"] == 20 and props["get_observations"]["ids"]["items"]["type"] == "integer"
+    ids = props["get_observations"]["ids"]
+    assert ids["maxItems"] == 20 and [option["type"] for option in ids["items"]["anyOf"]] == ["integer", "string"]
+    assert ids["items"]["anyOf"][0]["minimum"] == 1 and "@" in ids["items"]["anyOf"][1]["pattern"]
     assert props["recent_sessions"]["limit"]["maximum"] == 20
     for tool in tools:
         assert tool.annotations is not None and tool.annotations.read_only_hint is True

@@ -58,8 +58,15 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     """Show one session (its prompts, observations and summaries in order) or one row.
 
     REF is a session id (or its first characters), an observation id (`12` or `obs:12`), a
-    summary (`sum:3`) or a prompt (`prompt:5`).
+    summary (`sum:3`) or a prompt (`prompt:5`), or a teammate's memory found on a shared Chroma
+    server (`obs:12@laptop-b`), shown from what their installation shared.
     """
+    from claude_mem.recall import remote
+
+    theirs = remote.parse_ref(ref)
+    if theirs:
+        _show_remote(app, *theirs, as_json)
+        return
     conn = app.db()
     parsed = parse_ref(ref)
     if parsed:
@@ -84,6 +91,30 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         emit_json(timeline)
     else:
         _show_session(timeline)
+
+
+def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
+    from claude_mem.cli.params import open_index
+    from claude_mem.recall import remote
+    from claude_mem.recall.index import IndexUnavailable
+
+    index = open_index(app.config, create=False)
+    if index is None or not index.url:
+        raise click.ClickException(f"{kind} {row_id}@{origin} is a teammate's memory, read from a shared Chroma server;"
+                                   " this installation has none (setting chroma_url)")
+    try:
+        rec = remote.find_record(index, kind, row_id, origin)
+    except (IndexUnavailable, LookupError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if rec is None:
+        raise NotFound(f"no {kind} {row_id} of {origin!r} on {index.location}")
+    if as_json:
+        emit_json(rec)
+        return
+    first, *rest = remote.record_lines(rec, local_time(rec["created_at_epoch"]))
+    heading(first.removeprefix("## "))
+    for line in rest:
+        click.echo(line)
 
 
 def _show_session(t: dict[str, Any]) -> None:
@@ -384,6 +415,39 @@ def _index_line(health: dict[str, Any]) -> str:
     return paint(f"drift: {missing} rows missing, {stale} stale ({line}); `claude-mem doctor --fix` repairs it", "yellow")
 
 
+def sharing(config: Any, health: dict[str, Any] | None) -> dict[str, Any]:
+    """What this installation sends to a shared Chroma server (issue 16: sharing is said, not
+    implied): the server, the name teammates see, what was sent, what is kept local."""
+    from claude_mem.installation import clean_name, default_name
+
+    url = (config.chroma_url or "").strip()
+    out: dict[str, Any] = {"server": url or None, "name": clean_name(config.installation_name) or default_name(),
+                           "local_projects": sorted(config.local_projects) if url else []}
+    if health and "installation" in health:
+        out["installation_id"] = health["installation"]["id"]
+    if url and health and "shared" in health:
+        out["rows_sent"] = {kind: health[kind]["indexed"] for kind in ("observation", "summary", "prompt")}
+        out.update(health["shared"])
+    return out
+
+
+def _sharing_line(share: dict[str, Any]) -> str:
+    from claude_mem.cli.format import plural
+
+    if not share["server"]:
+        return "not shared (the semantic index is this machine's; setting chroma_url shares it with a team)"
+    who = f"{share['server']} as {share['name']}" + (f" ({share['installation_id']})" if "installation_id" in share else "")
+    if "rows_sent" not in share:
+        return f"{who}: what was sent cannot be read now (see index)"
+    sent = share["rows_sent"]
+    line = (f"{who}: sent {plural(sent['observation'], 'observation')}, {plural(sent['summary'], 'summary')},"
+            f" {plural(sent['prompt'], 'prompt')} ({plural(share['documents_sent'], 'document')});"
+            f" {plural(share['others'], 'document')} of other installations there")
+    if share["local_projects"]:
+        line += "; never sent: " + ", ".join(share["local_projects"])
+    return line
+
+
 def _last_log_error(logs_dir: str) -> str | None:
     from claude_mem.logs import read_tail
 
@@ -404,7 +468,7 @@ def status(app: AppContext, as_json: bool) -> None:
                             "database_exists": os.path.exists(config.db_path), "model": config.model,
                             "synthesizer": config.synthesizer, "credentials": model_credentials()}
     info["database_bytes"] = overview.database_bytes(config.db_path)
-    info.update(counts={}, queue={}, model_outages=[], last_queue_error=None, index=None)
+    info.update(counts={}, queue={}, model_outages=[], last_queue_error=None, index=None, sharing=sharing(config, None))
     if info["database_exists"]:
         conn = app.db()
         info["counts"] = overview.counts(conn)
@@ -412,6 +476,7 @@ def status(app: AppContext, as_json: bool) -> None:
         info["model_outages"] = overview.model_outages(conn)
         info["last_queue_error"] = overview.last_queue_error(conn)
         info["index"] = index_health(app, conn)
+        info["sharing"] = sharing(config, info["index"])
     info["workers"] = [w.as_dict() for w in list_workers(config.workers_dir) if w.alive]
     info["waiting_sessions"] = _waiting_for_slot(app, info["workers"]) if info["database_exists"] else []
     info["service"] = service_control.state(config.data_dir).as_dict()
@@ -477,6 +542,7 @@ def _print_status(info: dict[str, Any]) -> None:
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
                                 for s in ("pending", "processing", "done", "skipped"))),
             ("index", _index_line(info["index"])),
+            ("sharing", _sharing_line(info["sharing"])),
         ]
     workers = info["workers"]
     fields.append(("workers", f"{len(workers)} live" + (": " + ", ".join(

@@ -100,6 +100,8 @@ def _refs(values: tuple[str, ...]) -> list[tuple[str, int]]:
     refs = []
     for value in values:
         ref = parse_ref(value)
+        if ref is None and "@" in value:
+            raise UsageProblem(f"{value!r} is a teammate's memory: only the installation that recorded it can forget it")
         if ref is None:
             raise UsageProblem(f"{value!r} is not a row id; use an observation id like 12 or obs:12 (or sum:3, prompt:5)")
         refs.append(ref)

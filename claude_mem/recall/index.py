@@ -8,9 +8,15 @@ everything. Whatever goes wrong on the Chroma side (server down, folder deleted 
 model file damaged) surfaces as one `IndexUnavailable`, which callers catch to carry on without
 the index.
 
-Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it):
+Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it),
+each named by its key and the installation that wrote it (`obs:12:main@<installation id>`, see
+`document_id`; one collection on a Chroma server is shared by a team, issue 16):
   obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
   sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
+Their metadata carries what a teammate needs to show the document without this machine's SQLite
+(kind, type, title, dates, project, session, files, the installation's id and name). Everything
+that deletes deletes this installation's documents only; search reads teammates' documents as
+`RemoteDocument`s.
 
 chromadb is imported lazily (~0.8 s): constructing an `Index` costs nothing.
 """
@@ -24,10 +30,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from claude_mem.installation import Installation, installation_for
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import KIND_OF_PREFIX, KINDS, SUMMARY_FIELDS, TABLES, cut
 
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
     from claude_mem.settings import Config
 
 COLLECTION = "claude_mem"
+TITLE_CHARS = 200
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
@@ -54,8 +62,21 @@ class Document:
 
 
 @dataclass(frozen=True)
+class RemoteDocument:
+    """A document another installation wrote to the shared server: what search and `show` know
+    of a teammate's memory (no SQLite row of theirs is here)."""
+
+    installation: str  # its id
+    name: str  # its readable name (`installation_name` over there)
+    row_id: int  # the row's id in their database
+    text: str
+    metadata: dict[str, Any] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class VectorMatch:
-    """One matching document: which row it belongs to and how close it is (cosine distance)."""
+    """One matching document: which row it belongs to and how close it is (cosine distance).
+    `doc_id` is the document's key (`obs:12:main`) for this installation's documents."""
 
     kind: str
     sqlite_id: int
@@ -63,6 +84,8 @@ class VectorMatch:
     doc_id: str
     # The stored unit vector (numpy float32), when asked for or read anyway.
     embedding: Any = field(default=None, compare=False, repr=False)
+    # Set for a teammate's document (doc_id is then its full id); None for this installation's.
+    origin: RemoteDocument | None = field(default=None, compare=False)
 
 
 def _files(*columns: str | None) -> list[str]:
@@ -78,11 +101,13 @@ def _files(*columns: str | None) -> list[str]:
     return out
 
 
-def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str]) -> dict[str, Any]:
+def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str],
+                   title: str | None) -> dict[str, Any]:
     created_ms = int(row["created_at_epoch"] or 0)
     return {
         "sqlite_id": int(row["id"]),
         "kind": kind,
+        "title": cut(title, TITLE_CHARS),  # a teammate's search shows it; they have no row to read it from
         "project": project or "",
         "session_id": row["session_id"] or "",
         "created_at": created_ms // 1000,
@@ -94,8 +119,9 @@ def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | 
 
 
 def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(document id, text, metadata of the part) for each document of a row. Needs only the row's
-    id and text columns, so search can name a row's documents from what it read anyway."""
+    """(document key, text, metadata of the part) for each document of a row. Needs only the row's
+    id and text columns, so search can name a row's documents from what it read anyway. The key
+    is the document's id within one installation; `document_id` makes its id in Chroma."""
     row_id = row["id"]
     if kind == "observation":
         parts: list[tuple[str, str, dict[str, Any]]] = []
@@ -118,18 +144,20 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
 
 
 def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("observation", row, row["project"], _files(row["files_read"], row["files_modified"]))
+    meta = _base_metadata("observation", row, row["project"], _files(row["files_read"], row["files_modified"]),
+                          row["title"] or row["subtitle"])
     meta["type"] = row["type"]
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
 
 
 def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("summary", row, row["project"], _files(row["files_read"], row["files_edited"]))
+    title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
+    meta = _base_metadata("summary", row, row["project"], _files(row["files_read"], row["files_edited"]), title)
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
 
 
 def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("prompt", row, row["project"], [])
+    meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
 
 
@@ -148,10 +176,31 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start:start + size]
 
 
+def document_id(key: str, installation_id: str) -> str:
+    """A document's id in Chroma: its key (`obs:12:fact:0`, as `document_texts` names it) and the
+    installation that wrote it, `obs:12:fact:0@3f9c...`. Keys never hold '@'."""
+    return f"{key}@{installation_id}"
+
+
+def split_doc_id(doc_id: str) -> tuple[str, str | None]:
+    """(key, installation id) of a document id; the id is None for a document written before
+    installations had ids (claude-mem before issue 16: `obs:12:main`)."""
+    key, sep, owner = doc_id.partition("@")
+    return key, (owner if sep else None)
+
+
 def parse_doc_id(doc_id: str) -> tuple[str, int]:
-    """("observation", 12) from "obs:12:fact:3"."""
-    prefix, _, rest = doc_id.partition(":")
+    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"."""
+    prefix, _, rest = split_doc_id(doc_id)[0].partition(":")
     return KIND_OF_PREFIX[prefix], int(rest.split(":", 1)[0])
+
+
+def _parsed(doc_id: str) -> tuple[str, int] | None:
+    # A teammate on a newer claude-mem may write kinds this one does not know: they are skipped.
+    try:
+        return parse_doc_id(doc_id)
+    except (KeyError, ValueError):
+        return None
 
 
 def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
@@ -166,7 +215,12 @@ class Index:
     after a failure, so a server that comes back is used again without a restart."""
 
     def __init__(self, config: Config | None = None, *, path: str | None = None, url: str | None = None,
-                 collection_name: str = COLLECTION) -> None:
+                 collection_name: str = COLLECTION, installation: Installation | None = None,
+                 local_projects: Iterable[str] | None = None) -> None:
+        """`installation` says whose documents this index writes and deletes; by default the one
+        of the config's data dir, or, for an embedded index given by path, of the folder holding
+        it (the data dir's layout). `local_projects` (default: the setting) are never sent to a
+        server."""
         if url is None:
             url = str(getattr(config, "chroma_url", "") or "") if config is not None else ""
         url = url.strip()
@@ -178,6 +232,47 @@ class Index:
         self.path = None if url else os.path.abspath(str(path))
         self.collection_name = collection_name
         self._store = _store_for(self.url, self.path, collection_name)
+        self._installation = installation
+        self._config = config
+        if local_projects is None:
+            local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
+        # Only a server is "sent to": an embedded index is this machine's own.
+        self.local_projects = frozenset(local_projects) if url else frozenset()
+
+    @property
+    def installation(self) -> Installation:
+        """Whose documents this index writes (read or made on first use, not at construction)."""
+        if self._installation is None:
+            if self._config is not None:
+                found = installation_for(self._config.data_dir, getattr(self._config, "installation_name", "") or "")
+            elif self.path is not None:
+                found = installation_for(os.path.dirname(self.path))
+            else:
+                raise ValueError("an Index on a Chroma server needs a config or an installation: whose documents are these?")
+            self._installation = found
+        return self._installation
+
+    def _mine(self, owner: str | None) -> bool:
+        """Whether a document with this owner (from its id) is this installation's. An embedded
+        index is the data dir's own, so its documents from before installation ids are too; on a
+        server, whose such a document is cannot be known (installations overwrote each other's)."""
+        return owner == self.installation.id or (owner is None and not self.url)
+
+    def _owned(self, where: dict[str, Any]) -> dict[str, Any]:
+        """`where` narrowed to this installation's documents, on a server. An embedded index
+        holds nothing else, and its documents from before installation ids have no such field."""
+        if not self.url:
+            return where
+        return {"$and": [where, {"installation": self.installation.id}]}
+
+    def _state_key(self, collection_id: str) -> str:
+        # index_state.collection_id says where a row's documents are: which collection, and under
+        # which installation's ids (rows sent before installation ids, under the bare collection
+        # id, count as not there: see _upgrade_legacy).
+        return f"{collection_id}@{self.installation.id}"
+
+    def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
+        return bool(self.local_projects) and (row["project"] or "") in self.local_projects
 
     @property
     def location(self) -> str:
@@ -259,11 +354,11 @@ class Index:
         for chunk in _chunks(wanted, UPSERT_BATCH):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(_ROW_SQL[kind].format(marks=marks), list(chunk)).fetchall()
-            docs = [doc for row in rows for doc in _BUILD[kind](row)]
+            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in _BUILD[kind](row)]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
-                cid = str(store.collection.id)
+                cid = self._state_key(str(store.collection.id))
                 # Stale documents (a summary rewritten, a fact removed) go first, for every row
                 # index_state says this collection holds (an empty collection id means "maybe still
                 # held", see store/forget.py; rows of a collection since replaced are not in this
@@ -275,7 +370,7 @@ class Index:
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
                     [kind, cid, *chunk])]
                 if held:
-                    store.collection.delete(where=kind_where(kind, held))
+                    store.collection.delete(where=self._owned(kind_where(kind, held)))
                 if docs:
                     store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
                                             metadatas=[d.metadata for d in docs])
@@ -293,6 +388,10 @@ class Index:
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
         return found
 
+    def _owned_document(self, doc: Document) -> Document:
+        me = self.installation
+        return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name})
+
     def _embed(self, texts: list[str]) -> Any:
         from claude_mem.recall.embed import embed_texts
 
@@ -308,7 +407,7 @@ class Index:
             return
         with self._use(f"delete {kind}s", write=True) as store:
             for chunk in _chunks(wanted, 500):
-                store.collection.delete(where=kind_where(kind, chunk))
+                store.collection.delete(where=self._owned(kind_where(kind, chunk)))
         if conn is not None:
             with transaction(conn):
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in wanted])
@@ -327,7 +426,10 @@ class Index:
 
     def _index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
         with self._use("open", recover=True) as store:
-            cid = str(store.collection.id)
+            collection_id = str(store.collection.id)
+        cid = self._state_key(collection_id)
+        if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
+            self._upgrade_legacy(conn, collection_id)
         counts: dict[str, int] = {}
         removed = 0
         for kind in KINDS:
@@ -346,13 +448,68 @@ class Index:
         return counts
 
     def reindex(self, conn: sqlite3.Connection) -> dict[str, int]:
-        """Rebuild the collection from SQLite (the source of truth)."""
+        """Rebuild this installation's documents from SQLite (the source of truth). An embedded
+        collection is dropped whole; on a server only this installation's documents go (a
+        teammate's reindex once took everyone's memory with it, issue 16)."""
         with self._use("reset", write=True, recover=True) as store:
-            store.client.delete_collection(self.collection_name)
-            store.drop()
+            if self.url:
+                collection_id = str(store.collection.id)
+                if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
+                    self._upgrade_legacy(conn, collection_id, store)
+                store.collection.delete(where={"installation": self.installation.id})
+            else:
+                store.client.delete_collection(self.collection_name)
+                store.drop()
         with transaction(conn):
             conn.execute("DELETE FROM index_state")
         return self.index_missing(conn)
+
+    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: _Store | None = None) -> None:
+        """Documents written before installation ids (`obs:12:main`), which index_state marks
+        with the bare collection id.
+
+        Embedded, they are all this data dir's: each is renamed (`obs:12:main@<id>`, owner in its
+        metadata) with its stored vector, no re-embedding (see bench/team.py), and those of rows
+        gone from SQLite are dropped. On a server, installations overwrote each other's under
+        these ids, so what one holds is nobody's for sure: the old documents of this
+        installation's rows are deleted and the rows sent again (their state keeps the bare id,
+        which `_index_missing` counts as missing)."""
+        if self.url:
+            for kind in KINDS:
+                rows = [r[0] for r in conn.execute(
+                    "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ?", (kind, collection_id))]
+                for chunk in _chunks(rows, 500):
+                    with contextlib.nullcontext(store) if store else self._use("upgrade", write=True) as held:
+                        found = held.collection.get(where=kind_where(kind, chunk), include=[])["ids"]
+                        legacy = [doc_id for doc_id in found if split_doc_id(doc_id)[1] is None]
+                        if legacy:
+                            held.collection.delete(ids=legacy)
+            return
+        legacy: list[str] = []
+        offset = 0
+        while True:
+            with self._use("upgrade") as held:
+                page = held.collection.get(include=[], limit=PAGE, offset=offset)["ids"]
+            legacy += [doc_id for doc_id in page if split_doc_id(doc_id)[1] is None]
+            if len(page) < PAGE:
+                break
+            offset += PAGE
+        live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
+        owner = {"installation": self.installation.id, "origin": self.installation.name}
+        for chunk in _chunks(legacy, UPSERT_BATCH * 4):
+            with self._use("upgrade", write=True) as held:
+                got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
+                keep = [n for n, doc_id in enumerate(got["ids"])
+                        if (parsed := _parsed(doc_id)) is not None and parsed[1] in live[parsed[0]]]
+                if keep:
+                    held.collection.upsert(ids=[document_id(got["ids"][n], owner["installation"]) for n in keep],
+                                           embeddings=[got["embeddings"][n] for n in keep],
+                                           documents=[got["documents"][n] for n in keep],
+                                           metadatas=[{**(got["metadatas"][n] or {}), **owner} for n in keep])
+                held.collection.delete(ids=list(chunk))
+        with transaction(conn):
+            conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
+                         (self._state_key(collection_id), collection_id))
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -360,18 +517,20 @@ class Index:
         return self._embed([text])[0]
 
     def query(self, text: str, n: int = 10, where: dict[str, Any] | None = None) -> list[tuple[str, int, float]]:
-        """Rows closest to `text`: (kind, sqlite id, cosine distance of its best document)."""
+        """This installation's rows closest to `text`: (kind, sqlite id, cosine distance of its best document)."""
         best: dict[tuple[str, int], float] = {}
-        for match in self.query_documents(text, n * 3, where):
+        for match in self.query_documents(text, n * 3, where, include_remote=False):
             best.setdefault((match.kind, match.sqlite_id), match.distance)
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
     def query_documents(self, text: str | Sequence[float], n: int = 10, where: dict[str, Any] | None = None, *,
-                        with_embeddings: bool = False) -> list[VectorMatch]:
+                        with_embeddings: bool = False, include_remote: bool = True) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
-        Kind and row come from the document id; their text is not fetched (it costs more than
-        the search itself, and SQLite has it anyway). The stored vectors come when asked for
-        (with the query: 5 ms for 120 at 100k observations, against 7.6 ms for a `vectors` after)."""
+        Kind and row come from the document id; the text of this installation's documents is not
+        fetched (it costs more than the search itself, and SQLite has it anyway). The stored
+        vectors come when asked for (with the query: 5 ms for 120 at 100k observations, against
+        7.6 ms for a `vectors` after). Teammates' documents on a shared server come with their
+        text and metadata (`origin`), fetched by id, unless `include_remote` is False."""
         import numpy as np
 
         if n <= 0:
@@ -383,14 +542,52 @@ class Index:
                                             where=where or None, include=include)
         count = len(result["ids"][0])
         vectors = np.asarray(result["embeddings"][0], dtype=np.float32) if with_embeddings and count else [None] * count
-        out = []
+        out: list[VectorMatch] = []
+        remote: list[str] = []
         for doc_id, dist, vector in zip(result["ids"][0], result["distances"][0], vectors, strict=True):
-            kind, row_id = parse_doc_id(doc_id)
-            out.append(VectorMatch(kind, row_id, float(dist), doc_id, vector))
+            parsed = _parsed(doc_id)
+            key, owner = split_doc_id(doc_id)
+            if parsed is None:
+                continue
+            if self._mine(owner):
+                out.append(VectorMatch(*parsed, float(dist), key, vector))
+            elif owner is not None and include_remote:
+                out.append(VectorMatch(*parsed, float(dist), doc_id, vector))
+                remote.append(doc_id)
+        if remote:
+            found = self._remote(remote)
+            out = [replace(m, origin=found[m.doc_id]) if m.doc_id in found else m for m in out
+                   if "@" not in m.doc_id or m.doc_id in found]
         return out
 
+    def _remote(self, doc_ids: list[str]) -> dict[str, RemoteDocument]:
+        """Teammates' documents by id, with their text and metadata."""
+        out: dict[str, RemoteDocument] = {}
+        with self._use("get") as store:
+            got = store.collection.get(ids=doc_ids, include=["documents", "metadatas"])
+        for doc_id, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+            owner = split_doc_id(doc_id)[1] or ""
+            meta = dict(meta or {})
+            out[doc_id] = RemoteDocument(owner, str(meta.get("origin") or owner[:8]), parse_doc_id(doc_id)[1], text or "", meta)
+        return out
+
+    def remote_documents(self, kind: str, row_id: int, origin: str) -> list[RemoteDocument]:
+        """The documents of a teammate's row (`obs:12@laptop-b`): `origin` is their name or
+        installation id. Empty when the server has none; documents of several installations when
+        the name is shared (the caller says so)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}")
+        where = {"$and": [{"kind": kind}, {"sqlite_id": int(row_id)}, {"installation": {"$ne": self.installation.id}},
+                          {"$or": [{"origin": origin}, {"installation": origin}]}]}
+        with self._use("get") as store:
+            got = store.collection.get(where=where, include=[])
+        ids = [doc_id for doc_id in got["ids"] if split_doc_id(doc_id)[1] is not None]
+        found = self._remote(ids) if ids else {}
+        return [found[doc_id] for doc_id in sorted(found, key=_document_order)]
+
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored vectors of these documents (ids that are not in the index are left out). A
+        """Stored vectors of these documents (ids that are not in the index are left out), by key
+        for this installation's documents (`obs:12:main`) and by full id for a teammate's. A
         lookup by id: ~5x faster than a metadata filter on sqlite_id (1.2 against 6 ms for
         60 rows on a 600-observation index), which matters on the search path."""
         import numpy as np
@@ -399,27 +596,39 @@ class Index:
         out: dict[str, np.ndarray] = {}
         if not wanted:
             return out
+        me = self.installation.id
+        full = {doc_id if "@" in doc_id else document_id(doc_id, me): doc_id for doc_id in wanted}
+        # An embedded index not yet upgraded (see _upgrade_legacy) still names them by key alone.
+        legacy = {} if self.url else {doc_id: doc_id for doc_id in wanted if "@" not in doc_id}
         with self._use("get") as store:
-            for chunk in _chunks(wanted, 500):
-                got = store.collection.get(ids=list(chunk), include=["embeddings"])
-                if got["ids"]:
-                    out.update(zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
+            for names in (full, legacy):
+                asked = [name for name, doc_id in names.items() if doc_id not in out]
+                for chunk in _chunks(asked, 500):
+                    got = store.collection.get(ids=list(chunk), include=["embeddings"])
+                    if got["ids"]:
+                        out.update((names[name], vector) for name, vector in
+                                   zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
         return out
 
     def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
-        """Rows in SQLite against rows with documents in Chroma, per kind: `missing` are rows
-        without documents, `stale` are documents of rows SQLite no longer has."""
+        """This installation's rows in SQLite against rows with documents in Chroma, per kind:
+        `missing` are rows without documents, `stale` are documents of rows SQLite no longer
+        has. On a server, also `others`: documents of other installations there."""
         # One pass over the ids alone (they name kind and row), the lock taken per page: a pass per
         # kind reading metadata took 9.7 s at 120k documents, ids alone 0.8 s, and writers wait
-        # on the lock meanwhile.
+        # on the lock meanwhile. On a server, teammates' documents are left out by the query.
         chroma_ids: dict[str, set[int]] = {kind: set() for kind in KINDS}
+        where = {"installation": self.installation.id} if self.url else None
         offset = 0
+        mine = 0
         while True:
             with self._use("drift") as store:
-                page = store.collection.get(include=[], limit=PAGE, offset=offset)["ids"]
+                page = store.collection.get(include=[], where=where, limit=PAGE, offset=offset)["ids"]
             for doc_id in page:
-                kind, row_id = parse_doc_id(doc_id)
-                chroma_ids[kind].add(row_id)
+                parsed = _parsed(doc_id)
+                if parsed is not None and self._mine(split_doc_id(doc_id)[1]):
+                    chroma_ids[parsed[0]].add(parsed[1])
+                    mine += 1
             if len(page) < PAGE:
                 break
             offset += PAGE
@@ -427,14 +636,33 @@ class Index:
         in_sync = True
         for kind in KINDS:
             sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")}
-            empty = _rows_without_documents(conn, kind)
+            empty = _rows_without_documents(conn, kind) | _rows_kept_local(conn, kind, self.local_projects)
             missing = len(sqlite_ids - chroma_ids[kind] - empty)
             stale = len(chroma_ids[kind] - sqlite_ids)
             in_sync = in_sync and not missing and not stale
             report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids[kind]), "missing": missing, "stale": stale}
         report["in_sync"] = in_sync
         report["location"] = self.location
+        report["installation"] = {"id": self.installation.id, "name": self.installation.name}
+        if self.url:
+            with self._use("count") as store:
+                total = store.collection.count()
+            report["shared"] = {"documents_sent": mine, "others": max(0, total - mine),
+                                "local_projects": sorted(self.local_projects)}
         return report
+
+
+def _document_order(doc_id: str) -> tuple[int, int, str]:
+    # A row's documents as they were made: main text first, then facts by number, then the rest.
+    key = split_doc_id(doc_id)[0]
+    parts = key.split(":")
+    if len(parts) >= 3 and parts[2] == "main":
+        return 0, 0, key
+    if len(parts) >= 4 and parts[2] == "fact" and parts[3].isdigit():
+        return 1, int(parts[3]), key
+    if len(parts) >= 3 and parts[2] in SUMMARY_FIELDS:
+        return 2, SUMMARY_FIELDS.index(parts[2]), key
+    return 3, 0, key
 
 
 OFF_NOTE = "the semantic index is off (setting semantic_index): keyword results only"
@@ -549,9 +777,12 @@ class _FileLock:
             return 0
 
     def bump(self) -> int:
+        if self.fd is None:
+            # No file, no generations (a server): counting one here made every use after a write
+            # see a "newer" generation and reconnect, a new HttpClient each time (~0.2-0.5 s).
+            return self.generation()
         value = self.generation() + 1
-        if self.fd is not None:
-            os.pwrite(self.fd, f"{value:<31}\n".encode(), 0)
+        os.pwrite(self.fd, f"{value:<31}\n".encode(), 0)
         return value
 
 
@@ -568,6 +799,19 @@ def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
     else:
         sql = "SELECT id FROM user_prompts WHERE blank(prompt_text)"
     return {r[0] for r in conn.execute(sql)}
+
+
+def _rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[str]) -> set[int]:
+    """Rows of projects that setting local_projects keeps off a server: not missing there."""
+    if not projects:
+        return set()
+    marks = ",".join("?" * len(projects))
+    if kind == "prompt":
+        sql = (f"SELECT p.id FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id"
+               f" WHERE s.project IN ({marks})")
+    else:
+        sql = f"SELECT id FROM {TABLES[kind]} WHERE project IN ({marks})"
+    return {r[0] for r in conn.execute(sql, sorted(projects))}
 
 
 def _http_client(url: str, settings: Any) -> Any:

@@ -5,6 +5,9 @@ candidates with every filter applied inside the search, not after it (SQL WHERE 
 side; on the semantic side the same SQL run on the nearest documents' rows, see `_nearest`),
 then the two are fused. Without an index, or when it fails, the keyword side answers alone and the result
 says so. Importing this module is cheap: chromadb and the model load only when an Index is used.
+On a Chroma server a team shares, teammates' documents come back from the semantic side too: they
+are ranked with the rest, filtered on their metadata (recall/remote.py), returned as hits with an
+`origin`, and the result's note says they were found by meaning only (issue 16).
 
 How the fusion was chosen (bench/locomo.py, LoCoMo development split: 5 conversations, 1,210
 facts, 760 questions of categories 1-4; recall@10 of the evidence turns, 0.785 is the ceiling
@@ -113,6 +116,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from claude_mem.recall import remote
 from claude_mem.recall.index import VectorMatch, document_texts
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import KINDS, cut, file_clause, json_list
@@ -164,6 +168,9 @@ class Hit:
     created_at_epoch: int     # ms
     files: list[str]
     score: float
+    # None for this installation's memory; a teammate's installation name for a memory found on a
+    # shared Chroma server (`id` is then the row's id in their database: ref `obs:12@laptop-b`).
+    origin: str | None = None
 
 
 @dataclass
@@ -260,6 +267,7 @@ class _Candidate:
     raw_cosine: float | None = None  # plain: for the relevance floor (MIN_COSINE)
     doc_id: str = ""  # the best matching document (vector side)
     row: dict[str, Any] = field(default_factory=dict)
+    remote: remote.RemoteRow | None = None  # a teammate's memory: its row is made from its documents
 
 
 @dataclass(frozen=True)
@@ -494,6 +502,9 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row and _relevant(c, windows)][:limit]]
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
+    origins = [h.origin for h in hits if h.origin]
+    if origins:
+        note = "; ".join(filter(None, [note, remote.note(origins)]))
     return SearchResult(hits, used, note)
 
 
@@ -525,6 +536,7 @@ class _Raw:
     embedding: Any
     matches: list[VectorMatch]  # nearest first
     asked: int  # how many were asked for: fewer came back only when the index has no more
+    aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
 
 
 def _fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters, want: int) -> _Raw:
@@ -534,7 +546,9 @@ def _fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters,
     # with them. With filters, vectors are fetched once the filters have run.
     filtered = _has_filters(f) or set(kinds) != set(KINDS)
     n = want * RAW_FACTOR if filtered else want
-    return _Raw(embedding, index.query_documents(embedding, n, with_embeddings=not filtered), n)
+    aliases = remote.Aliases()
+    matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
+    return _Raw(embedding, matches, n, aliases)
 
 
 def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, terms: list[str], kinds: tuple[str, ...],
@@ -544,6 +558,13 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, te
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
         candidates.setdefault(key, _Candidate(*key))
+    for m in matches:
+        if m.origin is not None:  # a teammate's memory: what it is comes with its documents
+            cand = candidates[(m.kind, m.sqlite_id)]
+            if cand.remote is None:
+                cand.remote = remote.RemoteRow.of(m)
+                cand.row = cand.remote.row
+            cand.remote.texts[m.doc_id] = m.origin.text
     owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
     if fill_missing:
         # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the
@@ -590,14 +611,19 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: _Raw, kinds: tuple[str
             break
     if len(kept) >= min(want, POOL) or len(raw.matches) < raw.asked:
         return kept[:want]
+    # Teammates' documents have no rows here: those among the nearest that passed are kept.
+    theirs = [m for m in kept if m.origin is not None]
     rows = _filtered_rows(conn, kinds, f, BRUTE_FORCE_ROWS)
     if rows is not None:
         owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row)}
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in index.vectors(list(owners)).items()]
-        return sorted(scored, key=lambda m: m.distance)[:want]
+        return sorted(scored + theirs, key=lambda m: m.distance)[:want]
     where = _vector_where(conn, kinds, f)
-    return [] if where is None else index.query_documents(embedding, want, where or None)
+    if where is None:
+        return theirs[:want]
+    found = [raw.aliases.local(m) for m in index.query_documents(embedding, want, where or None)]
+    return [m for m in found if m.origin is None or remote.passes(m.origin.metadata, m.kind, f)]
 
 
 def _has_filters(f: _Filters) -> bool:
@@ -605,14 +631,15 @@ def _has_filters(f: _Filters) -> bool:
 
 
 def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: _Filters) -> list[VectorMatch]:
-    """The matches whose rows are of the wanted kinds and pass the filters, in order."""
+    """The matches whose rows are of the wanted kinds and pass the filters, in order (a
+    teammate's, by its metadata)."""
     wanted = [m for m in matches if m.kind in kinds]
     if not _has_filters(f):
         return wanted
     ok: set[tuple[str, int]] = set()
     for kind in kinds:
         where = _sql_filters(kind, f, "t")
-        ids = sorted({m.sqlite_id for m in wanted if m.kind == kind})
+        ids = sorted({m.sqlite_id for m in wanted if m.kind == kind and m.origin is None})
         if where is None or not ids:
             continue
         clauses, params = where
@@ -621,7 +648,8 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
             sql = (f"SELECT t.id FROM {_FROM_BY_ID[kind]} WHERE t.id IN ({','.join('?' * len(chunk))})"
                    + "".join(f" AND {c}" for c in clauses))
             ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
-    return [m for m in wanted if (m.kind, m.sqlite_id) in ok]
+    return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
+                                  else remote.passes(m.origin.metadata, m.kind, f))]
 
 
 def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters,
@@ -754,12 +782,20 @@ def _snippet(text: str, terms: list[str]) -> str:
 
 
 def _document_text(c: _Candidate) -> str:
-    """The text of the document the vector search matched, rebuilt from the SQLite row."""
+    """The text of the document the vector search matched, rebuilt from the SQLite row (or, for
+    a teammate's memory, as it came from the server)."""
+    if c.remote is not None:
+        return c.remote.texts.get(c.doc_id, "")
     return next((text for doc_id, text, _ in document_texts(c.kind, c.row) if doc_id == c.doc_id), "")
 
 
 def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
     row = c.row
+    if c.remote is not None:
+        return Hit(kind=c.kind, id=c.remote.row_id, session_id=row["session_id"], project=row["project"], type=row["type"],
+                   title=cut(row["title"], TITLE_CHARS), snippet=_snippet(_document_text(c), terms),
+                   created_at_epoch=row["created_at_epoch"], files=row["files"], score=round(float(score), 6),
+                   origin=c.remote.name)
     if c.kind == "observation":
         title = row["title"] or row["subtitle"] or ""
         facts = json_list(row["facts"])

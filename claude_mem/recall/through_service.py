@@ -35,3 +35,18 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, timeo
         result.note = f"{exc}: keyword results only"
         return result
     return SearchResult([Hit(**hit) for hit in answer["hits"]], answer["mode"], answer.get("note"))
+
+
+def remote_record(config: Config, kind: str, row_id: int, origin: str, *, timeout_s: float = SEARCH_TIMEOUT_S) -> dict[str, Any] | None:
+    """A teammate's row (a search hit from the shared Chroma server), read by the service; None
+    when the server has no such row. Raises LookupError with a one-line reason otherwise."""
+    if not config.chroma_url:
+        raise LookupError(f"{kind} {row_id}@{origin} is a teammate's memory, read from a shared Chroma server; this installation"
+                          " has none (setting chroma_url)")
+    try:
+        answer = client.call(config.data_dir, "remote_record", {"kind": kind, "id": row_id, "origin": origin,
+                                                                  "settings": client.index_settings(config)},
+                             timeout_s=timeout_s, wait=True)
+    except (client.ServiceUnavailable, client.ServiceError) as exc:
+        raise LookupError(str(exc)) from None
+    return answer["record"]

@@ -3,7 +3,8 @@ observation records, where recent sessions left off. Compact by design (one line
 JSON punctuation) and bounded: a view that would grow past its limit says what it left out.
 
 Rows are named by references the agent can pass back: `obs:12`, `sum:3`, `prompt:7` (the same
-names the CLI's `show` and the index's document ids use).
+names the CLI's `show` and the index's document ids use), and `obs:12@laptop-b` for a teammate's
+memory found on a shared Chroma server (recall/remote.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, cut, get_observations
 
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
 _REF = re.compile(REF_PATTERN)
+# A ref as an agent may pass it back: one of this machine's, or a teammate's (`obs:12@laptop-b`).
+ANY_REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*(@[A-Za-z0-9._-]{1,64})?$"
 NARRATIVE_CHARS = 3_000
 FACT_CHARS = 300
 MAX_FACTS = 20
@@ -73,15 +76,16 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
     """A header and one `ref | date | type | title | files | ~tokens` row per hit."""
     costs: dict[tuple[str, int], int] = {}
     for kind, table in TABLES.items():
-        ids = [h.id for h in hits if h.kind == kind]
+        ids = [h.id for h in hits if h.kind == kind and h.origin is None]
         if ids:
             for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
                 costs[(kind, row["id"])] = tokens(record_chars(kind, row))
     lines = ["ref | date | type | title | files | ~tokens"]
     for h in hits:
-        lines.append(" | ".join([ref(h.kind, h.id), local_stamp(h.created_at_epoch), h.type or h.kind,
-                                 cut(h.title, 120) or "(untitled)", files_text(h.files) or "-",
-                                 str(costs.get((h.kind, h.id), "?"))]))
+        # A teammate's record is what their documents hold: about as long as the matched text.
+        cost = costs.get((h.kind, h.id), "?") if h.origin is None else tokens(len(h.title) + len(h.snippet) + 100)
+        lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
+                                 cut(h.title, 120) or "(untitled)", files_text(h.files) or "-", str(cost)]))
     return lines
 
 

@@ -305,6 +305,23 @@ class Service:
         result = search(self.conn(), query, index=index, **filters)
         return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
 
+    async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A teammate's row, from its documents on the shared server (see recall/remote.py)."""
+        kind, row_id, origin = args.get("kind"), args.get("id"), args.get("origin")
+        if not isinstance(kind, str) or not isinstance(row_id, int) or not isinstance(origin, str):
+            raise ValueError("kind (text), id (number) and origin (text) are required")
+        if self.index is None or not self.index.url:
+            raise ValueError("a teammate's memory is read from a shared Chroma server; this installation has none (setting chroma_url)")
+        from claude_mem.recall import remote
+
+        def find() -> dict[str, Any] | None:
+            try:
+                return remote.find_record(self.index, kind, row_id, origin)
+            except LookupError as exc:
+                raise ValueError(str(exc)) from None
+
+        return {"record": await asyncio.get_running_loop().run_in_executor(self.pool, find)}
+
     async def op_reindex(self, args: dict[str, Any]) -> dict[str, Any]:
         """Rebuild the index from SQLite here, where indexing happens (a rebuild beside the
         service's own catch-ups would race them for the rows)."""
@@ -323,7 +340,7 @@ class Service:
 
 SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
-       "reindex": Service.op_reindex, "stop": Service.op_stop}
+       "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "stop": Service.op_stop}
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

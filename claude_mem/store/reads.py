@@ -25,8 +25,9 @@ KIND_OF_PREFIX = {prefix: kind for kind, prefix in REF_PREFIX.items()}
 KINDS = tuple(TABLES)  # ("observation", "summary", "prompt")
 
 
-def ref(kind: str, row_id: int) -> str:
-    return f"{REF_PREFIX[kind]}:{row_id}"
+def ref(kind: str, row_id: int, origin: str | None = None) -> str:
+    """`obs:12`, or `obs:12@laptop-b` for a teammate's memory (recall/remote.py)."""
+    return f"{REF_PREFIX[kind]}:{row_id}" + (f"@{origin}" if origin else "")
 
 
 def decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:

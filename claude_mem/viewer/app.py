@@ -230,6 +230,37 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
             raise BadRequest(f"no observation {int(raw)}", 404)
         return _json(found)
 
+    def api_remote(request: Request) -> Response:
+        """A teammate's memory (a search hit from a shared Chroma server), from its documents."""
+        from claude_mem.recall import remote
+        from claude_mem.recall.index import IndexUnavailable
+
+        raw = request.path_params["ref"]
+        parsed = remote.parse_ref(raw)
+        if parsed is None:
+            raise BadRequest(f"a teammate's memory is named like obs:12@laptop-b, got {raw[:80]!r}")
+        if index is None and use_index:  # through the memory service, which holds the Chroma client
+            from claude_mem.recall.through_service import remote_record
+
+            if not config.chroma_url:
+                raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404)
+            try:
+                found = remote_record(config, *parsed)
+            except LookupError as exc:
+                raise BadRequest(str(exc), 409) from None
+        else:
+            if index is None or not index.url:
+                raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404)
+            try:
+                found = remote.find_record(index, *parsed)
+            except IndexUnavailable as exc:
+                raise BadRequest(str(exc), 503) from None
+            except LookupError as exc:
+                raise BadRequest(str(exc), 409) from None
+        if found is None:
+            raise BadRequest(f"no {raw} on the shared server", 404)
+        return _json(found)
+
     def api_session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         if len(session_id) > 500:
@@ -307,6 +338,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/search", api_search),
         Route("/api/observation/{observation_id}", api_observation),
         Route("/api/session/{session_id:path}", api_session),
+        Route("/api/remote/{ref}", api_remote),
         Route("/api/health", api_health),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]

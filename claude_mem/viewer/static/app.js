@@ -59,7 +59,11 @@ function refreshTimes() {
 
 const shortId = (id) => (id && id.length > 12 ? `${id.slice(0, 8)}…` : id || "");
 const sessionHref = (id) => `#/session/${encodeURIComponent(id)}`;
-const itemHref = (item) => (item.kind === "observation" ? `#/observation/${item.id}` : sessionHref(item.session_id));
+const REF_PREFIX = { observation: "obs", summary: "sum", prompt: "prompt" };
+// A teammate's memory (a search hit from a shared Chroma server) is named obs:12@laptop-b.
+const remoteRef = (item) => `${REF_PREFIX[item.kind]}:${item.id}@${item.origin}`;
+const itemHref = (item) => (item.origin ? `#/remote/${encodeURIComponent(remoteRef(item))}`
+  : item.kind === "observation" ? `#/observation/${item.id}` : sessionHref(item.session_id));
 const badge = (item) => el("span", { class: `badge t-${token(item.type || item.kind)}` }, item.type || item.kind);
 
 // -- the list pane: live feed and search results ------------------------------------------------
@@ -73,7 +77,9 @@ function itemNode(item, extra) {
       el("div", { class: "meta" },
         el("span", { class: "proj" }, item.project), el("span", {}, when(item.created_at_epoch)),
         item.prompt_number ? el("span", {}, `turn ${item.prompt_number}`) : null,
-        el("span", { class: "sid", title: item.session_id }, shortId(item.session_id)))));
+        el("span", { class: "sid", title: item.session_id }, shortId(item.session_id)),
+        item.origin ? el("span", { class: "origin", title: "a teammate's memory, from the shared Chroma server" },
+          `from ${item.origin}`) : null)));
 }
 
 function addItem(item, live) {
@@ -274,6 +280,19 @@ function renderObservation({ observation: o, session, prompt }) {
     ...files);
 }
 
+function renderRemote(r) {
+  return el("article", { class: "observation remote" },
+    el("header", {}, badge({ type: r.type, kind: r.kind }), el("h2", {}, r.title || "(untitled)")),
+    el("dl", { class: "facts-meta" },
+      field("From", `${r.origin} (installation ${r.installation})`), field("Project", r.project),
+      field("Session", r.session_id), field("Turn", r.prompt_number || null), field("Stored", when(r.created_at_epoch))),
+    r.text ? section("Text", el("p", { class: "narrative" }, r.text)) : null,
+    r.facts && r.facts.length ? section("Facts", list(r.facts)) : null,
+    r.fields ? section("Summary", el("dl", {}, SUMMARY_FIELDS.map(([key, label]) => field(label, r.fields[key])))) : null,
+    r.files && r.files.length ? section("Files", list(r.files, "files")) : null,
+    el("p", { class: "placeholder" }, "A teammate's memory, as their installation shared it with the Chroma server."));
+}
+
 function timelineEntry(entry) {
   if (entry.kind === "prompt") {
     return el("li", { class: "t-entry tl-prompt", dataset: { kind: "prompt", id: entry.id } },
@@ -303,7 +322,7 @@ function renderSession({ session: s, entries }) {
 async function route() {
   const seq = ++state.routeSeq;
   const detail = $("detail");
-  const match = location.hash.match(/^#\/(observation|session)\/(.+)$/);
+  const match = location.hash.match(/^#\/(observation|session|remote)\/(.+)$/);
   markSelected();
   if (!match) {
     detail.replaceChildren(el("p", { class: "placeholder" },
@@ -316,7 +335,8 @@ async function route() {
     // Decoded and encoded again, so the address can only ever name one path segment.
     const body = await api(`/api/${what}/${encodeURIComponent(decodeURIComponent(raw))}`);
     if (seq !== state.routeSeq) return;
-    detail.replaceChildren(what === "observation" ? renderObservation(body) : renderSession(body));
+    const render = { observation: renderObservation, session: renderSession, remote: renderRemote }[what];
+    detail.replaceChildren(render(body));
     detail.scrollTop = 0;
   } catch (err) {
     if (seq === state.routeSeq) detail.replaceChildren(el("p", { class: "load-error" }, err.message));
