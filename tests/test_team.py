@@ -20,10 +20,10 @@ from typing import Any
 import chromadb
 import pytest
 from chromadb.config import Settings
-from claude_mem.recall.mcp_server import build_server
 from mcp import Client
 from starlette.testclient import TestClient
 
+from claude_mem.mcp_server import build_server
 from claude_mem.project import project_for
 from claude_mem.recall.index import Index, split_doc_id
 from claude_mem.recall.search import search
