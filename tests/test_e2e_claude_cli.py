@@ -55,6 +55,10 @@ def sandbox(data_dir: Path):
         "LANG": "C.UTF-8",
         "CLAUDE_MEM_DATA_DIR": str(data_dir),
         "CLAUDE_MEM_WORKER_AUTOSTART": "0",
+        "CLAUDE_MEM_SERVICE_IDLE_S": "15",
+        # On a busy machine our MCP server (a Python start) can miss the CLI's default wait for
+        # MCP servers, and its tools are then not offered at all.
+        "MCP_TIMEOUT": "60000",
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes

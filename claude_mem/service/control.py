@@ -50,7 +50,7 @@ def _process(pid: Any) -> psutil.Process | None:
     return proc if "claude_mem" in " ".join(cmd) and "service" in cmd else None
 
 
-def state(data_dir: str, *, timeout_s: float = 1.0) -> ServiceState:
+def state(data_dir: str, *, timeout_s: float = 3.0) -> ServiceState:
     if not client.running(data_dir):
         leftovers = tuple(p for p in (protocol.socket_path(data_dir), protocol.info_path(data_dir)) if os.path.exists(p))
         return ServiceState(running=False, stale_files=leftovers)

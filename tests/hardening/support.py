@@ -178,6 +178,15 @@ def our_processes(data_dir: Path) -> list[psutil.Process]:
     return found
 
 
+def is_service(proc: psutil.Process) -> bool:
+    """The data folder's memory service: it outlives workers on purpose, until its idle time."""
+    try:
+        cmd = proc.cmdline()
+    except (psutil.Error, OSError):
+        return False
+    return "claude_mem" in cmd and "service" in cmd
+
+
 def leftover_processes(data_dir: Path, timeout: float) -> list[psutil.Process]:
     """What is still running after `timeout` seconds (workers exit after their idle time)."""
     wait_until(lambda: not our_processes(data_dir), timeout, step=0.25)

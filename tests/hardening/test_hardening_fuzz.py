@@ -23,7 +23,7 @@ from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
 from claude_mem.mcp_server import build_server
 from claude_mem.worker.parse import parse_reply
-from tests.hardening.support import record
+from tests.hardening.support import record, wait_until
 from tests.recall_store import build_indexed
 
 SLOW_S = 1.0
@@ -150,6 +150,12 @@ def test_fuzzed_mcp_tool_arguments(memory: Any, long_run: bool) -> None:
         calls.append((tool, {name: data.draw(arg_values) for name in names}))
 
     collect()
+    # Searches go to the memory service: started and caught up first, its start is not a tool call's cost.
+    from claude_mem.service import client as service_client
+
+    data_dir = memory.config.data_dir
+    service_client.call(data_dir, "ping", timeout_s=120, wait=True)
+    assert wait_until(lambda: service_client.call(data_dir, "status", timeout_s=30, start=False)["index_lag"] == 0, 120)
 
     async def run_all() -> float:
         slowest = 0.0
