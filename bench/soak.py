@@ -1,6 +1,7 @@
 """Does the memory service stay small over time? One `claude-mem service` process indexing and
-searching without a pause: a writer commits a session's worth of observations every few seconds
-(and tells the service, as a worker does), a reader searches continuously through the socket.
+searching without a pause over a corpus of constant size (400 observations, indexed first): a
+writer rewrites 8 of them every 3 s and tells the service, which re-embeds and re-upserts them,
+and a reader searches continuously through the socket.
 The service's RSS is sampled every 5 s; after the warm-up (the first fifth of the run) its growth
 to the end must stay within 10% (the best-known system's embedding server grows ~280 MB an hour).
 
@@ -42,22 +43,44 @@ def sentence(rng: random.Random, n: int = 9) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def writer(data_dir: Path, stop: threading.Event, counts: dict[str, int]) -> None:
-    rng = random.Random(1)
+PREFILL_SESSIONS = 50  # x 8 observations: the corpus the run keeps rewriting
+
+
+def _observation(rng: random.Random) -> Observation:
+    return Observation(type="discovery", title=sentence(rng, 6), narrative=sentence(rng, 30), facts=[sentence(rng), sentence(rng)])
+
+
+def prefill(data_dir: Path) -> list[int]:
+    rng = random.Random(0)
     conn = connect(str(data_dir / "claude-mem.db"))
-    session = 0
+    ids: list[int] = []
     try:
-        while not stop.is_set():
-            session += 1
+        for session in range(PREFILL_SESSIONS):
             sid = f"soak-{session}"
             with transaction(conn):
                 ensure_session(conn, sid, project=f"p{session % 5}", cwd=None, transcript_path=None)
-                ids = [insert_observation(conn, sid, f"p{session % 5}", Observation(
-                    type="discovery", title=sentence(rng, 6), narrative=sentence(rng, 30), facts=[sentence(rng), sentence(rng)]),
-                    prompt_number=1) for _ in range(8)]
-            counts["observations"] += len(ids)
+                ids += [insert_observation(conn, sid, f"p{session % 5}", _observation(rng), prompt_number=1) for _ in range(8)]
+    finally:
+        conn.close()
+    return ids
+
+
+def writer(data_dir: Path, ids: list[int], stop: threading.Event, counts: dict[str, int]) -> None:
+    """Rewrites 8 observations every 3 s and tells the service, which re-embeds them: continuous
+    indexing over a corpus of constant size, so any growth is the service's, not the data's."""
+    rng = random.Random(1)
+    conn = connect(str(data_dir / "claude-mem.db"))
+    try:
+        while not stop.is_set():
+            chosen = rng.sample(ids, 8)
+            with transaction(conn):
+                for row_id in chosen:
+                    fresh = _observation(rng)
+                    conn.execute("UPDATE observations SET title = ?, narrative = ?, facts = ? WHERE id = ?",
+                                 (fresh.title, fresh.narrative, json.dumps(fresh.facts), row_id))
+            counts["observations"] += len(chosen)
             try:
-                client.call(str(data_dir), "index", {"observations": ids, "settings": SETTINGS}, timeout_s=2, start=False)
+                client.call(str(data_dir), "index", {"observations": chosen, "settings": SETTINGS}, timeout_s=2, start=False)
             except (client.ServiceUnavailable, client.ServiceError):
                 counts["notice_failures"] += 1
             stop.wait(3.0)
@@ -87,17 +110,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cm-soak-") as name:
         data_dir = Path(name) / "data"
         data_dir.mkdir(mode=0o700)
-        connect(str(data_dir / "claude-mem.db")).close()
+        ids = prefill(data_dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
         proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_SERVICE_IDLE_S": "600"})
         client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
+        while client.call(str(data_dir), "status", timeout_s=60, start=False).get("index_lag"):
+            time.sleep(2)  # the prefilled corpus indexed first: what follows is steady state
         service = psutil.Process(proc.pid)
         stop = threading.Event()
         counts = {"observations": 0, "searches": 0, "notice_failures": 0, "search_failures": 0}
         latencies: list[float] = []
-        threads = [threading.Thread(target=writer, args=(data_dir, stop, counts)),
+        threads = [threading.Thread(target=writer, args=(data_dir, ids, stop, counts)),
                    threading.Thread(target=reader, args=(data_dir, stop, counts, latencies))]
         for t in threads:
             t.start()
@@ -125,7 +150,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"soak {args.minutes:g} min: {counts['observations']} observations indexed, {counts['searches']} searches "
+    print(f"soak {args.minutes:g} min: {counts['observations']} observation rewrites indexed, {counts['searches']} searches "
           f"(p50 {result['search_p50_ms']} ms), {counts['search_failures']} failed, index lag at the end {lag}")
     print(f"service RSS after warm-up {result['rss_after_warm_up_mib']} MiB -> end {result['rss_end_mib']} MiB "
           f"(peak {result['rss_peak_mib']}): growth {growth:+.1%} ({'ok' if growth <= GROWTH_TARGET else 'ABOVE'} target "
