@@ -81,7 +81,7 @@ class Indexer:
             if self._poll_conn is None:
                 self._poll_conn = connect(self.config.db_path)
             version = self._poll_conn.execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):  # the data folder is gone or unreadable: nothing to index
             return
         due = self.failing and time.monotonic() >= self.retry_at
         if version != self._version or due or time.monotonic() - self.last_full > FULL_CATCH_UP_S:
