@@ -150,13 +150,14 @@ def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
     )
 
 
-def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str, last_error: str | None = None) -> None:
-    """`last_error` says why a row ended done without the model (its attempts were used up)."""
+def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str, given_up: str | None = None) -> None:
+    """`given_up`: the reason of the last of a row's failed attempts, when it ends done without
+    the model (that attempt is counted)."""
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = ?,"
+        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = ?, attempts = attempts + ?,"
         f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
-        (last_error[:500] if last_error else None, processed_by, now_ms(), *ids),
+        (given_up[:500] if given_up else None, 1 if given_up else 0, processed_by, now_ms(), *ids),
     )
 
 

@@ -264,11 +264,11 @@ class Worker:
         if not outcome.error:
             self._store(events, outcome, "model" if self.use_model else "heuristic")
             return "done"
+        with transaction(self.conn):
+            self._keep_raw_reply([e.id for e in events], outcome)
         if faults.is_transient(outcome.error):
             self._defer_for_outage([e.id for e in events], outcome)
             return "outage"
-        with transaction(self.conn):
-            self._keep_raw_reply([e.id for e in events], outcome)
         if len(batch) > 1:
             # One bad event must not take its batch-mates down with it: split until it is alone.
             self.log(f"model failed on a batch of {len(batch)} ({outcome.error}: {outcome.detail}); splitting it")
@@ -282,7 +282,7 @@ class Worker:
         self._failed_alone(batch[0], events[0], outcome)
         return "failed"
 
-    def _store(self, events: list[Event], outcome: Outcome, synth: str, note: str | None = None) -> None:
+    def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
         """Insert what was synthesised and mark its rows done, in one transaction; a model
         batch also moves the point the observer conversation resumes from past it."""
         ids = [e.id for e in events]
@@ -310,7 +310,7 @@ class Worker:
                 self.conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
                                   (*self._turn, self.session_id))
                 self._fresh = False
-            queue.mark_done(self.conn, ids, synth, note)
+            queue.mark_done(self.conn, ids, synth, given_up)
         self._turn = None
         if self.indexer is not None:
             self.indexer.committed(new_ids, summary_ids)
@@ -395,7 +395,9 @@ class Worker:
         # Nothing usable: ask once, firmly, before counting it against these events.
         retry = await self._send(fill("observation_retry"))
         if retry.error:
-            return await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
+            failed = await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
+            failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
+            return failed
         second = parse_reply(retry.text)
         both = reply.text + "\n---\n" + retry.text
         if second.usable() or NOTHING_MARK in "".join(retry.text.split()):

@@ -13,6 +13,9 @@ Environment:
   FAKE_CLAUDE_SESSIONS  optional directory of known session ids. When set, `--resume ID` with an
                         unknown ID fails the way the real CLI does; new sessions are recorded there.
   FAKE_CLAUDE_MODEL     model reported when no `--model` flag is given.
+  FAKE_CLAUDE_OUTAGE    optional file holding "START:END" (epoch seconds): every turn in that window
+                        answers {"error": "overloaded"} instead of its step (the step is still consumed);
+                        "arm:SECONDS" starts such a window at the next turn of any CLI.
 
 A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
@@ -116,6 +119,25 @@ def next_step() -> tuple[int, dict]:
         fh.truncate()
         fh.write(str(index + 1))
     return index, steps[index] if index < len(steps) else default
+
+
+def in_outage() -> bool:
+    path = os.environ.get("FAKE_CLAUDE_OUTAGE")
+    if not path:
+        return False
+    try:
+        with open(path, "r+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            first, second = fh.read().split(":")
+            if first == "arm":
+                now = time.time()
+                first, second = str(now), str(now + float(second))
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"{first}:{second}")
+    except (OSError, ValueError):
+        return False
+    return float(first) <= time.time() < float(second)
 
 
 def user_text(message: dict) -> str:
@@ -265,6 +287,8 @@ def main() -> int:
                   "mcp_servers": [], "model": model, "permissionMode": "default", "claude_code_version": VERSION,
                   "uuid": str(uuid.uuid4())})
             index, step = next_step()
+            if in_outage():
+                step = {"error": "overloaded"}
             log("step", turn=turn, index=index, step=step)
             answer(step, message, turn=turn, session_id=session_id, model=model)
     log("exit", code=0, reason="eof")
