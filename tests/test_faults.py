@@ -158,9 +158,11 @@ def test_cli_killed_five_times_on_one_batch_is_processed_once_by_the_model(tmp_p
 
 def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, data_dir: Path, long_run: bool,
                                                                 cli_env: Callable[..., dict[str, str]]) -> None:
-    """The issue's "Done when" scenario, shortened (6 s instead of 60 s unless --long): with
+    """The issue's "Done when" scenario, shortened (a 6 s outage, first backoff 0.2 s, capped at
+    1 s) unless --long runs it as written (60 s, first backoff 1 s, the default cap): with
     max_attempts=2 the old policy skipped every event of it."""
     outage_s = 60.0 if long_run else 6.0
+    backoff = {"CLAUDE_MEM_RETRY_BACKOFF_S": "1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "180"} if long_run else {}
     failed: list[str] = []
     kills: list[int] = []
     state: dict[str, float] = {}
@@ -185,7 +187,8 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
     with FakeMessagesAPI(script) as api:
         # The worker lives through the outage (idle time counts from its last progress); the
         # session's end lets it exit once everything is done.
-        env = cli_env(api, CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_WORKER_AUTOSTART="1", CLAUDE_MEM_WORKER_IDLE_S=str(2 * outage_s + 30))
+        env = cli_env(api, CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_WORKER_AUTOSTART="1", CLAUDE_MEM_WORKER_IDLE_S=str(2 * outage_s + 30),
+                      **backoff)
         assert all(r.returncode == 0 and not r.stderr for r in play_subprocess(first_turns, env=env))
         # While the model is down, status says so and how many events wait.
         assert wait_until(lambda: len(failed) >= 2, 60), "the worker tried during the outage"
@@ -197,14 +200,15 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
         wait_until(lambda: time.monotonic() >= state["end"], outage_s)
         # Recovery, then one more prompt.
         assert all(r.returncode == 0 and not r.stderr for r in play_subprocess([*last_turn, end], env=env))
-        done = wait_until(lambda: all(r["status"] == "done" for r in queue_rows(data_dir)) and len(queue_rows(data_dir)) == 7, 120)
+        done = wait_until(lambda: all(r["status"] == "done" for r in queue_rows(data_dir)) and len(queue_rows(data_dir)) == 7, 240)
         elapsed = time.monotonic() - started
         after = status_json(env)
     queue = queue_rows(data_dir)
     observations, summaries = memories(data_dir, session)
     record(f"faults: {outage_s:.0f} s 529 outage + 2 CLI kills", events=len(queue), lost=sum(r["status"] != "done" for r in queue),
            leaked=len(leftover_processes(data_dir, timeout=40)),
-           note=f"max_attempts 2; {len(failed)} failed tries, 0 skipped, 0 heuristic; done {elapsed:.0f} s after it began")
+           note=f"max_attempts 2, backoff {env['CLAUDE_MEM_RETRY_BACKOFF_S']}..{env['CLAUDE_MEM_RETRY_BACKOFF_MAX_S']} s;"
+                f" {len(failed)} failed tries, 0 skipped, 0 heuristic; done {elapsed:.0f} s after it began")
     assert done, queue
     assert len(kills) == 2 and all(kills), kills
     assert all(r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), queue

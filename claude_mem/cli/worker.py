@@ -172,7 +172,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     note("orphaned observers", not orphans, f"{len(orphans)} observer CLI process(es) without a worker", fixed)
 
     # Due rows only: events waiting out an outage's backoff need no worker until they are due.
-    waiting = stranded.stranded_sessions(conn, config.workers_dir, limit=10_000)
+    waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
     stuck = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'processing'").fetchone()[0]
     fixed = ""
     if waiting and fix:

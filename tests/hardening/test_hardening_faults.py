@@ -94,7 +94,7 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     path = transcripts()[0]
     session = "chaos"
     events = session_events(path, session, tmp_path / "proj", None if long_run else 30)
-    turn_s = 0.3
+    turn_s = 0.5  # wide enough for a kill to land mid-turn on a loaded machine
     env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s})
 
     reference_dir = tmp_path / "reference"
@@ -108,20 +108,20 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     kills = 15 if long_run else 4
     # The model answers 529 for a while (from the second worker on), and every failure used to
     # cost an attempt: with two, the old policy skipped events here (issue 11). Smaller batches
-    # give the kills more turns to land in; a worker that has finished exits after its idle time,
-    # which outlasts the outage.
+    # give the kills more turns to land in; --drain workers wait out any backoff and exit once
+    # the queue is empty.
     outage_s = 20.0 if long_run else 6.0
     outage = tmp_path / "outage"
     env = {**env, "FAKE_CLAUDE_OUTAGE": str(outage), "CLAUDE_MEM_MAX_ATTEMPTS": "2", "CLAUDE_MEM_BATCH_CHARS": "3000",
-           "CLAUDE_MEM_RETRY_BACKOFF_S": "0.1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "0.5", "CLAUDE_MEM_WORKER_IDLE_S": str(outage_s + 5)}
-    killer = CliKiller(data_dir, rng, 12 if long_run else 4)
+           "CLAUDE_MEM_RETRY_BACKOFF_S": "0.1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "0.5"}
+    killer = CliKiller(data_dir, random.Random(7), 12 if long_run else 4)  # its own: the kill targets stay those of the seed
     killer.start()
     interrupted = 0
     try:
         for n in range(kills):
             if n == 1:
                 outage.write_text(f"arm:{outage_s}")  # from the next model turn on
-            proc = subprocess.Popen(worker_argv(session), env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+            proc = subprocess.Popen(worker_argv(session, "--drain"), env={**os.environ, **env}, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             if not kill_mid_work(proc, data_dir / "claude-mem.db", session, rng, turn_s):
                 break  # the work is done: later kills would prove nothing
