@@ -241,7 +241,7 @@ def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, excl
     """Start workers for other sessions' events that no worker is left to take (issue 11): this
     hook may be the only process that runs for a long time. Never fails the hook."""
     try:
-        stranded.revive(config, conn, exclude)
+        stranded.revive(config, conn, exclude, throttle=True)
     except (sqlite3.Error, OSError) as exc:
         log_line(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
 

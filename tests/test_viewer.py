@@ -420,7 +420,7 @@ def test_the_newest_error_wins_whatever_its_source(client: TestClient, config: s
     assert (error["source"], error["message"], error["session_id"]) == ("observer", "Not logged in", "sess-search-2")
     [outage] = health["outages"]
     assert outage["claude_session_id"] == "sess-search-2" and outage["observer_error"] == "Not logged in"
-    assert outage["waiting"] == 0 and health["skipped"]["count"] == 0
+    assert outage["waiting"] == 0 and health["skipped"]["count"] == 1 and health["skipped"]["last_error"]
     from claude_mem.logs import log_line
 
     log_line(config.logs_dir, "worker", "error: chroma index unavailable")

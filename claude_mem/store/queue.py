@@ -226,11 +226,21 @@ def due_sessions(conn: sqlite3.Connection, now: int, limit: int = 4) -> list[str
 
 
 def untouched_since(conn: sqlite3.Connection, session_id: str, before: int) -> bool:
-    """True when some waiting row of the session has not changed since `before`: its worker is
-    not merely starting up."""
-    return conn.execute(
-        "SELECT 1 FROM observation_queue WHERE session_id = ? AND status IN ('pending', 'processing')"
-        " AND updated_at_epoch < ? LIMIT 1", (session_id, before)).fetchone() is not None
+    """True when the session's first waiting row has not changed since `before`: its worker is
+    not merely starting up. (Two seeks of observation_queue_claim, however long the queue.)"""
+    for status in ("pending", "processing"):
+        head = conn.execute("SELECT updated_at_epoch FROM observation_queue WHERE session_id = ? AND status = ?"
+                            " ORDER BY id LIMIT 1", (session_id, status)).fetchone()
+        if head is not None and head[0] < before:
+            return True
+    return False
+
+
+def hold_session(conn: sqlite3.Connection, session_id: str, due_ms: int) -> None:
+    """No pending row of the session is due before `due_ms` (the session waits for the model as
+    a whole, so `due_sessions` does not count it)."""
+    conn.execute("UPDATE observation_queue SET next_attempt_epoch = ? WHERE session_id = ? AND status = 'pending'"
+                 " AND next_attempt_epoch < ?", (due_ms, session_id, due_ms))
 
 
 def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, dict[str, int]]:

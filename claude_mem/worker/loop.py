@@ -346,6 +346,7 @@ class Worker:
         due, message = self._outage_due
         with transaction(self.conn):
             queue.defer(self.conn, ids, message, due)
+            queue.hold_session(self.conn, self.session_id, due)
 
     def _failed_alone(self, row: dict[str, Any], event: Event, outcome: Outcome) -> None:
         """An event that fails on its own: another attempt after a backoff, or, once

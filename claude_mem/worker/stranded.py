@@ -9,7 +9,9 @@ per candidate session.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 
 from claude_mem.settings import Config
 from claude_mem.store import queue
@@ -20,6 +22,10 @@ from claude_mem.worker import spawn
 # its lock yet (starting Python and the worker takes ~1 s): not stranded.
 GRACE_MS = 5000
 MAX_SESSIONS = 4  # per call; the next caller picks up more
+# Hooks look at most this often (a stat of a marker file otherwise): the scan grows with the
+# due rows of live sessions (~1 ms per 1,000 here), and stranded rows can wait a few seconds.
+HOOK_EVERY_S = 5.0
+MARKER = ".stranded-checked"
 
 
 def stranded_sessions(conn: sqlite3.Connection, workers_dir: str, *, grace_ms: int = GRACE_MS,
@@ -30,10 +36,11 @@ def stranded_sessions(conn: sqlite3.Connection, workers_dir: str, *, grace_ms: i
             if not spawn.worker_alive(workers_dir, sid) and queue.untouched_since(conn, sid, now - grace_ms)]
 
 
-def revive(config: Config, conn: sqlite3.Connection, exclude: str | None = None) -> list[str]:
+def revive(config: Config, conn: sqlite3.Connection, exclude: str | None = None, *, throttle: bool = False) -> list[str]:
     """Start a worker for each stranded session but `exclude` (a session the caller starts a
-    worker for anyway), unless worker_autostart is off; returns the sessions it started one for."""
-    if not config.worker_autostart:
+    worker for anyway), unless worker_autostart is off; returns the sessions it started one for.
+    `throttle` (hooks): skip the look when any process looked less than HOOK_EVERY_S ago."""
+    if not config.worker_autostart or (throttle and not _due_for_a_look(config.workers_dir)):
         return []
     started = []
     for sid in stranded_sessions(conn, config.workers_dir):
@@ -42,3 +49,20 @@ def revive(config: Config, conn: sqlite3.Connection, exclude: str | None = None)
         if spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid) is not None:
             started.append(sid)
     return started
+
+
+def _due_for_a_look(workers_dir: str) -> bool:
+    marker = os.path.join(workers_dir, MARKER)
+    try:
+        if time.time() - os.stat(marker).st_mtime < HOOK_EVERY_S:
+            return False
+        os.utime(marker)
+    except FileNotFoundError:
+        try:
+            os.makedirs(workers_dir, mode=0o700, exist_ok=True)
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError:
+            pass
+    except OSError:
+        pass
+    return True

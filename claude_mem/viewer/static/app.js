@@ -216,18 +216,19 @@ function renderHealth(health) {
   const workers = health.workers;
   const error = health.last_error;
   const outages = (health.outages || []).filter((o) => o.waiting);
+  const skipped = health.skipped ? health.skipped.count : 0;
   const when = (ms) => new Date(ms).toLocaleString();
+  const events = (n) => `${n} event${n === 1 ? "" : "s"}`;
   $("health").replaceChildren(
     stat("queue", "Queue", `${q.pending} pending · ${q.processing} processing · ${q.done} done · ${q.skipped} skipped`,
       q.skipped ? "warn" : q.pending || q.processing ? "busy" : "ok"),
     stat("workers", "Workers", workers.length ? `${workers.length} live` : "none running", workers.length ? "ok" : "",
       workers.map((w) => `pid ${w.pid} · session ${w.session_id}`).join("\n") || null),
     stat("model", "Model", outages.length
-      ? `unreachable since ${when(outages[0].outage_since_epoch)}, ${outages.reduce((n, o) => n + o.waiting, 0)} events waiting`
-      : health.skipped && health.skipped.count ? `${health.skipped.count} events skipped · claude-mem retry` : "answering",
-      outages.length || (health.skipped && health.skipped.count) ? "warn" : "ok",
-      outages.map((o) => `session ${o.claude_session_id} · ${o.observer_error}`).join("\n")
-        || (health.skipped && health.skipped.last_error) || null),
+      ? `unreachable since ${when(outages[0].outage_since_epoch)}, ${events(outages.reduce((n, o) => n + o.waiting, 0))} waiting`
+      : skipped ? `${events(skipped)} skipped · claude-mem retry` : "answering",
+      outages.length || skipped ? "warn" : "ok",
+      outages.map((o) => `session ${o.claude_session_id} · ${o.observer_error}`).join("\n") || (skipped && health.skipped.last_error) || null),
     stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
     stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
       error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null));
