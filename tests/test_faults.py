@@ -300,3 +300,24 @@ def test_waiting_events_of_a_finished_session_get_a_worker(runs_next: str, tmp_p
     assert wait_until(lambda: all(r["status"] == "done" for r in queue_rows(data_dir, "left-behind")), 60), \
         queue_rows(data_dir, "left-behind")
     assert leftover_processes(data_dir, timeout=30) == [], "the worker drained the ended session and exited"
+
+
+# --- the waits ------------------------------------------------------------------------------------------
+
+def test_outage_backoff_doubles_with_jitter_up_to_the_cap() -> None:
+    import random
+
+    from claude_mem.worker import faults
+
+    config = settings.Config("/nonexistent", {**{k: s.default for k, s in settings.SETTINGS.items()},
+                                              "retry_backoff_s": 1.0, "retry_backoff_max_s": 180.0})
+    rng = random.Random(1)
+    waits = [[faults.outage_backoff_s(config, n, rng) for _ in range(200)] for n in range(1, 11)]
+    for n, ws in enumerate(waits, start=1):
+        ceiling = min(180.0, 2.0 ** (n - 1))
+        assert all(ceiling / 2 <= w <= ceiling for w in ws), n
+        assert max(ws) - min(ws) > ceiling / 4, "jittered, so sessions do not retry in step"
+    assert faults.outage_backoff_s(config, 10_000, rng) <= 180.0
+    assert [faults.attempt_backoff_s(config, a) for a in range(5)] == [1.0, 4.0, 16.0, 64.0, 180.0]
+    assert not faults.is_transient("invalid_request") and not faults.is_transient("unparseable")
+    assert all(faults.is_transient(c) for c in ("overloaded", "rate_limit", "api_error", "timeout", "crashed", "auth"))
