@@ -40,7 +40,7 @@ from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store import queue, records
 from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect, transaction
-from claude_mem.worker import spawn
+from claude_mem.worker import spawn, stranded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -217,6 +217,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
             if command == "new":
                 drain_spool(config, conn)
             apply_event(conn, record)
+            # This hook starts its own session's worker below (unless it ends the session).
+            revive_stranded(config, conn, command, exclude=None if record["type"] == "end" else record["session_id"])
         finally:
             conn.close()
     except (sqlite3.Error, OSError, SchemaTooNewError) as exc:
@@ -236,6 +238,15 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
                                 config.max_workers)
         except OSError as exc:
             log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
+
+
+def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:
+    """Start workers for other sessions' events that no worker is left to take (issue 11): this
+    hook may be the only process that runs for a long time. Never fails the hook."""
+    try:
+        stranded.revive(config, conn, exclude, throttle=True)
+    except (sqlite3.Error, OSError) as exc:
+        log_line(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
 
 
 # --- the spool: events the database could not take -----------------------------------------
@@ -337,6 +348,7 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
     try:
         text = build_digest(conn, project_for(cwd), max_chars=config.context_chars)
+        revive_stranded(config, conn, "context")
     finally:
         conn.close()
     if not text:

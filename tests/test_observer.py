@@ -489,7 +489,8 @@ def messages_api():
 def test_real_cli_against_a_fake_messages_api(tmp_path: Path, short_tmp: str, observer_dir: str, messages_api: _MessagesAPI) -> None:
     env = {**_isolated_env(tmp_path, short_tmp, messages_api.url), "ANTHROPIC_API_KEY": "sk-ant-fake"}
     xml = "<observation><type>discovery</type><title>Parser reads & writes</title></observation>"
-    messages_api.plan = [xml, 529, "<summary><request>r</request></summary>", "resumed reply", "fresh reply"]
+    messages_api.plan = [xml, 529, "<summary><request>r</request></summary>", "resumed reply", "fresh reply", "cut reply",
+                         "fallback reply"]
 
     async def scenario() -> tuple[list[Reply], Observer, Observer]:
         async with Observer(model=MODEL, system_prompt="You observe.", cwd=observer_dir, env=env, turn_timeout_s=30) as first:
@@ -501,13 +502,25 @@ def test_real_cli_against_a_fake_messages_api(tmp_path: Path, short_tmp: str, ob
         async with Observer(model=MODEL, system_prompt="You observe.", cwd=observer_dir, env=env, resume=unknown,
                             turn_timeout_s=30) as fresh:
             replies.append(await fresh.send("events 4"))
+        # Cut just after the first turn: the failed "events 2" and everything since are dropped.
+        async with Observer(model=MODEL, system_prompt="You observe.", cwd=observer_dir, env=env, resume=first.session_id,
+                            resume_at=replies[0].uuid, turn_timeout_s=30) as cut:
+            replies.append(await cut.send("events 5"))
+        # A cut point the CLI does not know: the plain resume instead.
+        async with Observer(model=MODEL, system_prompt="You observe.", cwd=observer_dir, env=env, resume=first.session_id,
+                            resume_at=unknown, turn_timeout_s=30) as fallback:
+            replies.append(await fallback.send("events 6"))
         return replies, resumed, fresh
 
     replies, resumed, fresh = run(scenario())
-    ok, overloaded, summary, again, new = replies
+    ok, overloaded, summary, again, new, cut_reply, fallback_reply = replies
+    assert ok.uuid and cut_reply.text == "cut reply" and cut_reply.session_id == ok.session_id
+    cut_history = json.dumps(messages_api.requests[5]["messages"])
+    assert "events 1" in cut_history and "events 2" not in cut_history and "summary please" not in cut_history
+    assert fallback_reply.text == "fallback reply" and "events 5" in json.dumps(messages_api.requests[6]["messages"])
     assert ok.error is None and ok.text == xml and ok.model == MODEL
     assert ok.usage == {"input_tokens": 12, "output_tokens": 9, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    assert overloaded.error == "overloaded" and "529" in overloaded.detail
+    assert overloaded.error == "overloaded" and "529" in overloaded.detail and overloaded.status == 529
     assert summary.error is None and summary.text == "<summary><request>r</request></summary>"
     assert ok.session_id == overloaded.session_id == summary.session_id
     # The resumed conversation carries the earlier turns to the model.

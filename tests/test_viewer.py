@@ -429,8 +429,12 @@ def test_the_newest_error_wins_whatever_its_source(client: TestClient, config: s
         conn.execute("UPDATE observation_queue SET updated_at_epoch = ? WHERE last_error IS NOT NULL", (now_ms() - 10_000,))
         conn.execute("UPDATE sdk_sessions SET observer_error = 'Not logged in', observer_error_at_epoch = ?"
                      " WHERE claude_session_id = 'sess-search-2'", (now_ms() - 5_000,))
-    error = client.get("/api/health").json()["last_error"]
+    health = client.get("/api/health").json()
+    error = health["last_error"]
     assert (error["source"], error["message"], error["session_id"]) == ("observer", "Not logged in", "sess-search-2")
+    [outage] = health["outages"]
+    assert outage["claude_session_id"] == "sess-search-2" and outage["observer_error"] == "Not logged in"
+    assert outage["waiting"] == 0 and health["skipped"]["count"] == 1 and health["skipped"]["last_error"]
     from claude_mem.logs import log_line
 
     log_line(config.logs_dir, "worker", "error: chroma index unavailable")

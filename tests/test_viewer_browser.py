@@ -102,6 +102,7 @@ def test_live_feed_search_and_details(page: Any, viewer: str, store: tuple[sqlit
     assert page.locator("#feed li.item").count() == 14
     assert "1 pending" in page.inner_text("[data-stat='queue'] .value")
     assert page.inner_text("[data-stat='error'] .value") == "observer: model overloaded (529)"
+    assert page.inner_text("[data-stat='model'] .value") == "1 event skipped · claude-mem retry"
 
     # A new observation, stored the way the worker stores it, shows up on top without a reload.
     stored_at = time.monotonic()

@@ -122,16 +122,34 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
         assert conn.execute("SELECT sdk_session_id FROM sdk_sessions").fetchone()[0]
 
 
-def test_unparseable_reply_is_kept_raw(tmp_path: Path, data_dir: Path) -> None:
+def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     garbage = "I think the user fixed a bug but I will not use XML today."
     env = fake_env(tmp_path, [{"reply": garbage}], default={"per_event": True})
     assert run_worker("sess-demo", env).returncode == 0
     with db(data_dir) as conn:
         raw = conn.execute("SELECT reply, error, queue_ids FROM raw_replies").fetchall()
-    assert len(raw) == 1 and raw[0]["reply"] == garbage and raw[0]["error"]
+    assert len(raw) == 1 and raw[0]["reply"].startswith(garbage) and "after a nudge" in raw[0]["error"]
     assert len(json.loads(raw[0]["queue_ids"])) == 4
-    assert all(r["status"] == "done" for r in cli_json("queue"))
+    queue = cli_json("queue")
+    assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue)
+    observations = cli_json("observations")
+    assert len([o for o in observations if o["prompt_number"] == 1]) == 4, "the nudge was answered for the same four events"
+
+
+def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    garbage = "Still no XML from me."
+    env = fake_env(tmp_path, [{"reply": garbage}, {"reply": garbage}], default={"per_event": True})
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    assert "splitting it" in proc.stdout
+    queue = cli_json("queue")
+    assert all(r["status"] == "done" and r["processed_by"] == "model" for r in queue)
+    assert all(r["attempts"] == 0 for r in queue), "the halves answered: no event was charged for the batch's failure"
+    with db(data_dir) as conn:
+        raw = conn.execute("SELECT reply, error FROM raw_replies").fetchall()
+    assert len(raw) == 1 and raw[0]["reply"].count(garbage) == 2
 
 
 def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, data_dir: Path) -> None:
@@ -149,19 +167,44 @@ def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, 
     assert len(recv) == 1, "exactly one firmer retry"
 
 
-def test_model_failures_back_off_then_skip_and_retry_requeues(tmp_path: Path, data_dir: Path) -> None:
+def test_an_outage_counts_no_attempt_and_clears_on_the_first_success(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    env = fake_env(tmp_path, [{"error": "overloaded"}] * 3, default={"per_event": True})
-    assert run_worker("sess-demo", env, "--idle", "0").returncode == 0
+    env = fake_env(tmp_path, [{"error": "overloaded"}, {"error": "rate_limit"}, {"error": "api_error"}], default={"per_event": True},
+                   CLAUDE_MEM_MAX_ATTEMPTS="1")
+    proc = run_worker("sess-demo", env, "--idle", "0")
+    assert proc.returncode == 0, proc.stderr
     queue = cli_json("queue")
-    skipped = [r for r in queue if r["status"] == "skipped"]
-    assert len(skipped) == 4 and all(r["attempts"] == 3 and "overloaded" in r["last_error"] for r in skipped)
-    # later events were processed once the head of the queue was skipped
-    assert {r["status"] for r in queue if r["prompt_number"] == 2} == {"done"}
+    assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue)
+    assert proc.stdout.count("no attempt counted") == 3
+    assert "the model answers again" in proc.stdout
+    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
+    assert log_text.count("model unreachable (") == 1, "one outage, reported once"
+    assert cli_json("status")["model_outages"] == [], "cleared by the first good reply"
+    # Each failed turn ended its CLI; the next one resumed the conversation cut at the last stored batch.
+    starts = [e for e in fake_log(tmp_path) if e["event"] == "start"]
+    assert len(starts) == 4 and not any("--resume-session-at" in " ".join(e["argv"]) for e in starts[:1])
 
+
+def test_events_failing_on_their_own_are_skipped_with_synthesizer_model_until_retry(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [], default={"error": "invalid_request"}, CLAUDE_MEM_MAX_ATTEMPTS="2")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    queue = cli_json("queue")
+    assert all(r["status"] == "skipped" and r["attempts"] == 2 and "invalid_request" in r["last_error"] for r in queue)
+    assert "splitting it" in proc.stdout
+    status = subprocess.run([sys.executable, "-m", "claude_mem", "status"], capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=30)
+    assert "7 events skipped" in status.stdout and "claude-mem retry" in status.stdout, status.stdout
+    doctor = subprocess.run([sys.executable, "-m", "claude_mem", "doctor", "--json"], capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=60)
+    skipped = next(f for f in json.loads(doctor.stdout) if f["check"] == "skipped events")
+    assert doctor.returncode == 1 and not skipped["ok"] and "claude-mem retry" in skipped["detail"]
+
+    (tmp_path / "script.json").write_text(json.dumps({"steps": [], "default": {"per_event": True}}))
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "retry", "--json"], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=30)
-    assert proc.returncode == 0 and json.loads(proc.stdout) == {"requeued": 4, "sessions": ["sess-demo"]}
+    assert proc.returncode == 0 and json.loads(proc.stdout) == {"requeued": 7, "sessions": ["sess-demo"]}
     again = subprocess.run([sys.executable, "-m", "claude_mem", "retry"], capture_output=True, text=True,
                            env={**os.environ, **env}, timeout=30)
     assert again.returncode == 1 and "nothing to retry" in again.stderr

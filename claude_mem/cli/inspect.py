@@ -13,9 +13,10 @@ import click
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
-from claude_mem.store import overview
+from claude_mem.store import outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
+from claude_mem.store.outages import describe
 from claude_mem.store.reads import cut
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -87,6 +88,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
+    timeline["outage"] = outages.for_session(conn, matches[0])
     if as_json:
         emit_json(timeline)
     else:
@@ -122,7 +124,8 @@ def _show_session(t: dict[str, Any]) -> None:
     heading(f"session {s['claude_session_id']}")
     echo_fields([("project", s["project"]), ("status", paint(s["status"], status_colour(s["status"]))),
                  ("started", local_time(s["started_at_epoch"])), ("last activity", local_time(s["updated_at_epoch"])),
-                 ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]), ("model outage", s["observer_error"])])
+                 ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]),
+                 ("model outage", describe(t["outage"], local_time) if t.get("outage") else None)])
     numbers = sorted({r["prompt_number"] for kind in ("prompts", "observations", "summaries") for r in t[kind]})
     if not numbers:
         click.echo("\n(nothing stored for this session yet)")
@@ -468,12 +471,18 @@ def status(app: AppContext, as_json: bool) -> None:
                             "database_exists": os.path.exists(config.db_path), "model": config.model,
                             "synthesizer": config.synthesizer, "credentials": model_credentials()}
     info["database_bytes"] = overview.database_bytes(config.db_path)
-    info.update(counts={}, queue={}, model_outages=[], last_queue_error=None, index=None, sharing=sharing(config, None))
+    info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None,
+                sharing=sharing(config, None), workers_started=[])
     if info["database_exists"]:
+        from claude_mem.worker import stranded
+
         conn = app.db()
+        # Events no worker is left to take get one now (issue 11): `status` may be what runs next.
+        info["workers_started"] = stranded.revive(config, conn)
         info["counts"] = overview.counts(conn)
         info["queue"] = queue_mod.counts_by_status(conn)
         info["model_outages"] = overview.model_outages(conn)
+        info["skipped"] = overview.skipped_events(conn)
         info["last_queue_error"] = overview.last_queue_error(conn)
         info["index"] = index_health(app, conn)
         info["sharing"] = sharing(config, info["index"])
@@ -554,9 +563,15 @@ def _print_status(info: dict[str, Any]) -> None:
                                         "yellow")))
     fields.append(("service", _service_line(info["service"])))
     fields.append(("model", _model_line(info)))
-    for o in info["model_outages"][:1]:
-        fields.append(("last outage", paint(f"{local_time(o['observer_error_at_epoch'])} session {o['claude_session_id'][:12]}: "
-                                            f"{o['observer_error']}", "yellow")))
+    for o in info["model_outages"][:3]:
+        fields.append(("outage", paint(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}", "yellow")))
+    skipped = info["skipped"]
+    if skipped["count"]:
+        fields.append(("skipped", paint(f"{skipped['count']} event{'s' if skipped['count'] != 1 else ''} skipped after"
+                                        f" max_attempts failures of their own (last: {cut(skipped['last_error'] or '', 160)});"
+                                        " `claude-mem retry` re-queues them", "yellow")))
+    if info["workers_started"]:
+        fields.append(("started", f"a worker for {len(info['workers_started'])} session(s) whose events were waiting"))
     qe = info["last_queue_error"]
     if qe:
         fields.append(("queue error", f"{local_time(qe['updated_at_epoch'])} event {qe['id']} ({qe['status']}): "

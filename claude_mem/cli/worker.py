@@ -144,10 +144,12 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.
 
     Exits 1 when a problem is left unrepaired."""
+    from claude_mem.cli.format import local_time
     from claude_mem.hooks import drain_spool, spooled
-    from claude_mem.store import queue
+    from claude_mem.store import overview, queue
     from claude_mem.store.db import latest_version, transaction
-    from claude_mem.worker import processes, spawn
+    from claude_mem.store.outages import describe
+    from claude_mem.worker import processes, stranded
 
     config = app.config
     conn = app.db()
@@ -190,7 +192,8 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         fixed = f"stopped {processes.terminate(orphans)} orphaned observer process(es)"
     note("orphaned observers", not orphans, f"{len(orphans)} observer CLI process(es) without a worker", fixed)
 
-    waiting = [s for s in queue.sessions_with_work(conn) if not spawn.worker_alive(config.workers_dir, s)]
+    # Due rows only: events waiting out an outage's backoff need no worker until they are due.
+    waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
     stuck = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'processing'").fetchone()[0]
     fixed = ""
     if waiting and fix:
@@ -200,7 +203,17 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         _start_workers(app, waiting)
         fixed = f"started workers for {len(waiting)} session(s)"
     note("queued work without a worker", not waiting,
-         f"{len(waiting)} session(s) with pending/processing events and no live worker ({stuck} processing)", fixed)
+         f"{len(waiting)} session(s) with events due and no live worker ({stuck} processing)", fixed)
+
+    stalled = [o for o in overview.model_outages(conn, limit=100) if o["waiting"]]
+    note("model outages", not stalled,
+         "; ".join(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}" for o in stalled[:3])
+         or "the model answers (or no session is waiting for it)")
+
+    skipped = overview.skipped_events(conn)
+    note("skipped events", not skipped["count"],
+         f"{skipped['count']} event(s) skipped after max_attempts failures of their own"
+         + (f" (last: {skipped['last_error']}); `claude-mem retry` re-queues them" if skipped["count"] else ""))
 
     waiting_files = spooled(config)
     fixed = ""

@@ -10,6 +10,7 @@ import os
 import sqlite3
 from typing import Any
 
+from claude_mem.store import outages
 from claude_mem.store.reads import TABLES, decode, like_escape
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
@@ -95,10 +96,16 @@ def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> dict[str, Any] 
 
 
 def model_outages(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:
-    """Sessions whose observer could not use the model, latest first."""
-    return [dict(r) for r in conn.execute(
-        "SELECT claude_session_id, observer_error, observer_error_at_epoch FROM sdk_sessions"
-        " WHERE observer_error IS NOT NULL ORDER BY observer_error_at_epoch DESC LIMIT ?", (limit,))]
+    """Sessions whose observer cannot reach the model, latest first, with their waiting events."""
+    return outages.current(conn, limit)
+
+
+def skipped_events(conn: sqlite3.Connection) -> dict[str, Any]:
+    """How many events were given up (synthesizer=model) and the latest reason."""
+    count = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'skipped'").fetchone()[0]
+    last = conn.execute("SELECT session_id, last_error FROM observation_queue WHERE status = 'skipped'"
+                        " ORDER BY updated_at_epoch DESC, id DESC LIMIT 1").fetchone() if count else None
+    return {"count": count, "last_error": last[1] if last else None, "session_id": last[0] if last else None}
 
 
 def last_queue_error(conn: sqlite3.Connection) -> dict[str, Any] | None:

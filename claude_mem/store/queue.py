@@ -1,8 +1,10 @@
 """The event queue: what hooks put in, and what workers take out.
 
-A row moves pending -> processing (claimed by one worker) -> done, or back to pending with a
-backoff after a model failure, or to skipped after too many. A worker that dies leaves its
-rows in processing; the next worker for the session takes them back (`release_stale`).
+A row moves pending -> processing (claimed by one worker) -> done, or back to pending: deferred
+while the model is unreachable (no attempt counted), or with a backoff after a failure of its own,
+and to skipped after too many of those. A worker that dies leaves its rows in processing; the next
+worker for the session takes them back (`release_processing`), and `due_sessions` lets whatever
+runs next notice rows that no worker is left to take.
 
 On the hook path: standard library only.
 """
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 QUEUE_COLUMNS = (
     "id, session_id, kind, tool_name, tool_input, tool_response, tool_use_id, is_error, "
     "duration_ms, agent_id, cwd, prompt_number, status, attempts, last_error, "
-    "next_attempt_epoch, claimed_by, created_at, created_at_epoch, updated_at_epoch"
+    "next_attempt_epoch, claimed_by, processed_by, created_at, created_at_epoch, updated_at_epoch"
 )
 
 
@@ -148,12 +150,14 @@ def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
     )
 
 
-def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str) -> None:
+def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str, given_up: str | None = None) -> None:
+    """`given_up`: the reason of the last of a row's failed attempts, when it ends done without
+    the model (that attempt is counted)."""
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = NULL,"
+        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = ?, attempts = attempts + ?,"
         f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
-        (processed_by, now_ms(), *ids),
+        (given_up[:500] if given_up else None, 1 if given_up else 0, processed_by, now_ms(), *ids),
     )
 
 
@@ -170,6 +174,17 @@ def mark_failed(conn: sqlite3.Connection, ids: list[int], error: str, *, max_att
         (error[:500], max_attempts, now + int(backoff_s * 1000), now, *ids),
     )
     return conn.execute(f"SELECT COUNT(*) FROM observation_queue WHERE id IN ({marks}) AND status = 'skipped'", ids).fetchone()[0]
+
+
+def defer(conn: sqlite3.Connection, ids: list[int], error: str, due_ms: int) -> None:
+    """Back to pending until `due_ms` without counting an attempt: the model was unreachable,
+    which says nothing about these events."""
+    marks = ",".join("?" * len(ids))
+    conn.execute(
+        f"UPDATE observation_queue SET status = 'pending', claimed_by = NULL, last_error = ?,"
+        f" next_attempt_epoch = ?, updated_at_epoch = ? WHERE id IN ({marks})",
+        (error[:500], due_ms, now_ms(), *ids),
+    )
 
 
 def release(conn: sqlite3.Connection, ids: list[int]) -> None:
@@ -207,6 +222,45 @@ def waiting_sessions(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute(
         "SELECT session_id FROM observation_queue WHERE status = 'pending' AND next_attempt_epoch <= ?"
         " GROUP BY session_id ORDER BY MIN(id)", (now_ms(),))]
+
+
+def due_sessions(conn: sqlite3.Connection, now: int, limit: int = 4) -> list[str]:
+    """Sessions with rows due for work (pending, or processing by a worker that may be dead):
+    one index-only range scan of observation_queue_due, cheap enough for every hook."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT session_id FROM observation_queue INDEXED BY observation_queue_due"
+        " WHERE status IN ('pending', 'processing') AND next_attempt_epoch <= ? LIMIT ?", (now, limit))]
+
+
+def untouched_since(conn: sqlite3.Connection, session_id: str, before: int) -> bool:
+    """True when the session's first waiting row has not changed since `before`: its worker is
+    not merely starting up. (Two seeks of observation_queue_claim, however long the queue.)"""
+    for status in ("pending", "processing"):
+        head = conn.execute("SELECT updated_at_epoch FROM observation_queue WHERE session_id = ? AND status = ?"
+                            " ORDER BY id LIMIT 1", (session_id, status)).fetchone()
+        if head is not None and head[0] < before:
+            return True
+    return False
+
+
+def hold_session(conn: sqlite3.Connection, session_id: str, due_ms: int) -> None:
+    """No pending row of the session is due before `due_ms` (the session waits for the model as
+    a whole, so `due_sessions` does not count it)."""
+    conn.execute("UPDATE observation_queue SET next_attempt_epoch = ? WHERE session_id = ? AND status = 'pending'"
+                 " AND next_attempt_epoch < ?", (due_ms, session_id, due_ms))
+
+
+def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, dict[str, int]]:
+    """For each session: rows still to do, and when the first of them is due (epoch ms)."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    # The first row in order is the one the session waits for (rows are taken strictly in order).
+    return {r[0]: {"waiting": r[1], "next_try_epoch": r[2]} for r in conn.execute(
+        "SELECT session_id, COUNT(*), (SELECT h.next_attempt_epoch FROM observation_queue h WHERE h.session_id = q.session_id"
+        "  AND h.status IN ('pending', 'processing') ORDER BY h.id LIMIT 1)"
+        f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN ('pending', 'processing') GROUP BY session_id",
+        session_ids)}
 
 
 def sessions_with_work(conn: sqlite3.Connection) -> list[str]:

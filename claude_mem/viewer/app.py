@@ -46,6 +46,7 @@ TOKEN_COOKIE = "claude_mem_viewer_token"
 POLL_S = 0.25
 HEALTH_EVERY_S = 5.0
 HEALTH_MIN_GAP_S = 1.0  # a burst of commits sends one health update, not one per commit
+REVIVE_EVERY_S = 10.0  # how often health looks for events no worker is left to take
 MAX_QUERY_CHARS = 1000
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
@@ -181,7 +182,15 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         with data.reader(db_path) as conn:
             return fn(conn, *args, **kwargs)
 
+    revived_at = [0.0]
+
     def health_of(conn: Any) -> dict[str, Any]:
+        # The viewer may be what runs next: events no worker is left to take get one (issue 11).
+        if time.monotonic() - revived_at[0] >= REVIVE_EVERY_S:
+            revived_at[0] = time.monotonic()
+            from claude_mem.worker import stranded
+
+            stranded.revive(config, conn)
         from claude_mem.service.control import state
 
         return {**data.health(conn, workers_dir=config.workers_dir, logs_dir=config.logs_dir),

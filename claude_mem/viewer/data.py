@@ -221,5 +221,7 @@ def health(conn: sqlite3.Connection, *, workers_dir: str, logs_dir: str) -> dict
         counts = overview.counts(conn)
         queue = queue_mod.counts_by_status(conn)
         error = last_error(conn, logs_dir)
+        outages = overview.model_outages(conn, limit=3)
+        skipped = overview.skipped_events(conn)
     workers = [w.as_dict() for w in list_workers(workers_dir) if w.alive]
-    return {"counts": counts, "queue": queue, "workers": workers, "last_error": error}
+    return {"counts": counts, "queue": queue, "workers": workers, "last_error": error, "outages": outages, "skipped": skipped}

@@ -6,10 +6,15 @@ crash (or the CLI re-sending a failed message) inserts nothing new. A worker kil
 point leaves rows pending or processing; the next worker (holding the session's lock, so no
 other worker can own them) takes processing rows back.
 
-Model failures count an attempt with a backoff; after `max_attempts` a row is skipped with its
-reason (`claude-mem retry` re-queues it). A missing login is a whole-session outage: it is
-recorded once on the session and, with synthesizer=auto, the heuristic synthesizer takes over
-so capture never stops.
+Model failures (worker/faults.py): a transient one (CLI killed, timeout, 429, 5xx, 529, refused
+connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
+A failure of the batch itself (rejected as invalid or too long, no parseable reply after a nudge)
+splits the batch in halves until the event that fails alone is found; only that event uses up
+attempts, and then gets heuristic observations (synthesizer=auto) or is skipped with its reason
+(synthesizer=model). Any failure ends the observer CLI: the next one resumes the conversation cut
+at the last stored batch, so nothing failed is ever in front of the model twice. A missing login
+with synthesizer=auto hands the session to the heuristic synthesizer so capture never stops.
+A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
 """
 
 from __future__ import annotations
@@ -27,11 +32,11 @@ from claude_mem.hooks import drain_spool
 from claude_mem.logs import log_line
 from claude_mem.service import client as service
 from claude_mem.settings import Config
-from claude_mem.store import queue, records
+from claude_mem.store import outages, queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
 from claude_mem.store.reads import cut
-from claude_mem.worker import heuristic, spawn
+from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
 
@@ -224,6 +229,11 @@ class Worker:
                 continue
             wait_ms = rows[0]["next_attempt_epoch"] - now_ms()
             if wait_ms > 0:
+                # Waiting out a backoff is idle time too: a long outage does not keep one worker
+                # per session alive; whatever runs next once the rows are due starts another.
+                if not self.drain and time.monotonic() - idle_since >= self.idle_s:
+                    self.log(f"{len(rows)} event(s) wait for the model; the next hook or `status` starts a worker for them")
+                    return "idle"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
             batch = self._take_batch(rows)
@@ -231,13 +241,14 @@ class Worker:
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
             try:
-                await self._process(batch)
+                settled = await self._process(batch)
             except BaseException:
-                # Cancelled (SIGTERM) or crashed mid-batch: hand the rows back untouched.
+                # Cancelled (SIGTERM) or crashed mid-batch: hand back the rows not settled yet.
                 with transaction(conn):
                     queue.release(conn, ids)
                 raise
-            idle_since = time.monotonic()
+            if settled != "outage":
+                idle_since = time.monotonic()
 
     def _session_ended(self) -> bool:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
@@ -245,15 +256,17 @@ class Worker:
         return row is not None and row[0] == "ended"
 
     def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A finalize alone, or consecutive ready tool rows of one prompt up to batch_chars."""
+        """A finalize alone, an event that failed on its own before alone, or consecutive ready
+        tool rows of one prompt up to batch_chars."""
         first = rows[0]
-        if first["kind"] == "finalize":
+        if first["kind"] == "finalize" or first["attempts"]:
             return [first]
         batch = [first]
         size = len(render_event(Event.from_row(first)))
         now = now_ms()
         for row in rows[1:]:
-            if row["kind"] != "tool" or row["prompt_number"] != first["prompt_number"] or row["next_attempt_epoch"] > now:
+            if (row["kind"] != "tool" or row["prompt_number"] != first["prompt_number"] or row["next_attempt_epoch"] > now
+                    or row["attempts"]):
                 break
             cost = len(render_event(Event.from_row(row)))
             if size + cost > self.config.batch_chars:
@@ -262,20 +275,43 @@ class Worker:
             size += cost
         return batch
 
-    async def _process(self, batch: list[dict[str, Any]]) -> None:
+    async def _process(self, batch: list[dict[str, Any]]) -> str:
+        """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
+        "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
+        own: split, and its events settled one way or another)."""
         events = [Event.from_row(r) for r in batch]
-        ids = [e.id for e in events]
         session = records.get_session(self.conn, self.session_id) or {}
-        project = session.get("project") or "unknown"
         if events[0].kind == "finalize":
             outcome = await self._summarize(events[0], session)
         else:
             outcome = await self._observe(events, session)
-        if outcome.error:
-            await self._fail(ids, outcome)
-            return
+        if not outcome.error:
+            self._store(events, outcome, "model" if self.use_model else "heuristic")
+            return "done"
+        with transaction(self.conn):
+            self._keep_raw_reply([e.id for e in events], outcome)
+        if faults.is_transient(outcome.error):
+            self._defer_for_outage([e.id for e in events], outcome)
+            return "outage"
+        if len(batch) > 1:
+            # One bad event must not take its batch-mates down with it: split until it is alone.
+            self.log(f"model failed on a batch of {len(batch)} ({outcome.error}: {outcome.detail}); splitting it")
+            middle = len(batch) // 2
+            first, second = batch[:middle], batch[middle:]
+            if await self._process(first) == "outage":
+                self._defer_for_outage([r["id"] for r in second], None)
+                return "outage"
+            await self._process(second)
+            return "failed"
+        self._failed_alone(batch[0], events[0], outcome)
+        return "failed"
+
+    def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
+        """Insert what was synthesised and mark its rows done, in one transaction; a model
+        batch also moves the point the observer conversation resumes from past it."""
+        ids = [e.id for e in events]
+        project = (records.get_session(self.conn, self.session_id) or {}).get("project") or "unknown"
         prompt_number = events[0].prompt_number
-        synth = "model" if self.use_model else "heuristic"
         model = self.config.model if synth == "model" else None
         new_ids: list[int] = []
         summary_ids: list[int] = []
@@ -293,12 +329,13 @@ class Worker:
                     "UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
                     " completed_at_epoch = ? WHERE claude_session_id = ?",
                     (now_ms(), self.session_id))
-            if outcome.raw is not None:
-                self.conn.execute(
-                    "INSERT INTO raw_replies (session_id, queue_ids, reply, error, created_at, created_at_epoch)"
-                    " VALUES (?, ?, ?, ?, datetime('now'), ?)",
-                    (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
-            queue.mark_done(self.conn, ids, synth)
+            self._keep_raw_reply(ids, outcome)
+            if synth == "model" and self._turn is not None:
+                self.conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
+                                  (*self._turn, self.session_id))
+                self._fresh = False
+            queue.mark_done(self.conn, ids, synth, given_up)
+        self._turn = None
         if self.config.semantic_index and (new_ids or summary_ids):
             self._notify_index(new_ids, summary_ids)
         self.stats["events"] += len(ids)
@@ -314,15 +351,62 @@ class Worker:
         except (service.ServiceUnavailable, service.ServiceError):
             pass
 
-    async def _fail(self, ids: list[int], outcome: Outcome) -> None:
-        attempts = self.conn.execute(
-            f"SELECT MAX(attempts) FROM observation_queue WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0] or 0
-        backoff = self.config.retry_backoff_s * (4 ** attempts)
+    def _keep_raw_reply(self, ids: list[int], outcome: Outcome) -> None:
+        """Keep a reply that yielded nothing usable (call inside a transaction)."""
+        if outcome.raw is None:
+            return
+        self.conn.execute(
+            "INSERT INTO raw_replies (session_id, queue_ids, reply, error, created_at, created_at_epoch)"
+            " VALUES (?, ?, ?, ?, datetime('now'), ?)",
+            (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
+        outcome.raw = None  # kept once, whichever way the batch is settled
+
+    def _defer_for_outage(self, ids: list[int], outcome: Outcome | None) -> None:
+        """The model is unreachable: the rows wait, no attempt counted, backing off per failed try
+        in a row (outcome None: rows split off a batch whose first half met the outage)."""
+        if not ids:
+            return
+        if outcome is not None:
+            message = f"{outcome.error}: {outcome.detail}".strip(": ")
+            with transaction(self.conn):
+                failures, since = outages.record_failure(self.conn, self.session_id, message)
+            wait = faults.outage_backoff_s(self.config, failures)
+            self._outage_due = (now_ms() + int(wait * 1000), message)
+            if failures == 1:
+                log_line(self.config.logs_dir, "worker", f"session {self.session_id}: model unreachable ({message});"
+                         " its events wait, none is given up", stderr=True)
+            self.log(f"model failed ({message}); {len(ids)} event(s) wait {wait:.1f} s (try {failures} of an outage"
+                     f" since {time.strftime('%H:%M:%S', time.localtime(since / 1000))}; no attempt counted)")
+        due, message = self._outage_due
         with transaction(self.conn):
-            skipped = queue.mark_failed(self.conn, ids, f"{outcome.error}: {outcome.detail}".strip(": "),
-                                        max_attempts=self.config.max_attempts, backoff_s=backoff)
-        self.log(f"model failed ({outcome.error}: {outcome.detail}); {len(ids)} event(s) back in the queue"
-                 + (f", {skipped} skipped after {self.config.max_attempts} attempts" if skipped else ""))
+            queue.defer(self.conn, ids, message, due)
+            queue.hold_session(self.conn, self.session_id, due)
+
+    def _failed_alone(self, row: dict[str, Any], event: Event, outcome: Outcome) -> None:
+        """An event that fails on its own: another attempt after a backoff, or, once
+        max_attempts are used, heuristic observations (auto) or skipped with its reason (model)."""
+        reason = f"{outcome.error}: {outcome.detail}".strip(": ")
+        attempts, limit = row["attempts"] + 1, self.config.max_attempts
+        if attempts < limit:
+            backoff = faults.attempt_backoff_s(self.config, row["attempts"])
+            with transaction(self.conn):
+                queue.mark_failed(self.conn, [event.id], reason, max_attempts=limit, backoff_s=backoff)
+            self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")
+        elif self.mode == "auto":
+            note = f"the model failed on it {attempts} times; heuristic observations instead (last: {reason})"
+            self._store([event], self._heuristic(event), "heuristic", note)
+            self.log(f"event {event.id}: {note}; `claude-mem reprocess --session {self.session_id}` redoes it with the model")
+        else:
+            with transaction(self.conn):
+                queue.mark_failed(self.conn, [event.id], reason, max_attempts=limit, backoff_s=0)
+            self.log(f"event {event.id} skipped after {attempts} failed attempts ({reason});"
+                     f" `claude-mem retry --session {self.session_id}` re-queues it")
+
+    def _heuristic(self, event: Event) -> Outcome:
+        if event.kind != "finalize":
+            return Outcome(observations=heuristic.observe([event]))
+        request, turn_events, last_message = self._turn_context(event)
+        return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
 
     # --- model and heuristic synthesis -----------------------------------------------------------
 
@@ -341,29 +425,49 @@ class Worker:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
         self.last_request_number = prompt_number
         result = parse_reply(reply.text)
-        return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
+        if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
+            return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
+        # Nothing usable: ask once, firmly, before counting it against these events.
+        retry = await self._send(fill("observation_retry"))
+        if retry.error:
+            failed = await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
+            failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
+            return failed
+        second = parse_reply(retry.text)
+        both = reply.text + "\n---\n" + retry.text
+        if second.usable() or NOTHING_MARK in "".join(retry.text.split()):
+            return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
+        problems = "; ".join(second.problems)[:300] or "no usable block"
+        self._turn = None
+        await self._close_observer()  # the next try resumes the conversation before this batch
+        return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
+                       raw_error=problems)
 
-    async def _summarize(self, finalize: Event, session: dict[str, Any]) -> Outcome:
-        prompt_number = finalize.prompt_number
-        request = self._prompt_text(prompt_number)
-        turn_events = self._turn_events(prompt_number)
-        read, edited = files_touched(turn_events)
+    def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
+        """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
+        request = self._prompt_text(finalize.prompt_number)
         last_message = ""
         if isinstance(finalize.tool_response, dict):
             last_message = str(finalize.tool_response.get("last_assistant_message") or "")
+        return request, self._turn_events(finalize.prompt_number), last_message
+
+    async def _summarize(self, finalize: Event, session: dict[str, Any]) -> Outcome:
+        prompt_number = finalize.prompt_number
+        request, turn_events, last_message = self._turn_context(finalize)
+        read, edited = files_touched(turn_events)
         if not self.use_model:
-            return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
+            return self._heuristic(finalize)
         message = fill("summary", prompt_number=prompt_number, request=request or "(unknown)",
                        last_message=cut(last_message, 1500) or "(none)")
         reply = await self._send(message)
         if reply.error:
-            return await self._model_failed(
-                reply, lambda: Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic"))
+            return await self._model_failed(reply, lambda: self._heuristic(finalize))
         result = parse_reply(reply.text)
         observations = list(result.observations)
         extra: dict[str, Any] = {}
         if result.summary is None:
             # Models sometimes answer a summary request with observations: ask once, firmly.
+            # (If that fails, the summary is derived: the conversation resumes after the first reply.)
             retry = await self._send(fill("summary_retry"))
             if not retry.error:
                 second = parse_reply(retry.text)
@@ -396,31 +500,22 @@ class Worker:
         return {"raw": text, "raw_error": "; ".join(result.problems)[:500] or "no usable block"}
 
     async def _model_failed(self, reply: Any, fallback) -> Outcome:
-        # No login, or a CLI that cannot even start, is an outage of the whole session, not a
-        # property of these events: report it once, and with synthesizer=auto carry on without
-        # a model so capture never stops.
+        # No login, or a CLI that cannot even start: with synthesizer=auto carry on without a
+        # model so capture never stops (reported once). Otherwise it is an outage like any
+        # transient failure: the events wait for the model (faults.py).
         cannot_start = reply.error == "crashed" and "could not start" in (reply.detail or "")
-        if reply.error == "auth" or cannot_start:
-            self._record_outage(f"{reply.error}: {reply.detail}")
-            if self.mode == "auto":
-                self.use_model = False
-                await self._close_observer()
-                self.log("no usable model; switching this session to the heuristic synthesizer")
-                return fallback()
-        if reply.error in ("crashed", "timeout"):
-            await self._close_observer()  # the next batch resumes the conversation in a new CLI
+        if (reply.error == "auth" or cannot_start) and self.mode == "auto":
+            message = f"{reply.error}: {reply.detail}"
+            known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error")
+            with transaction(self.conn):
+                outages.record_failure(self.conn, self.session_id, message)
+            if known != message:  # reported once per session, not per worker
+                log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message})",
+                         stderr=True)
+            self.use_model = False
+            self.log("no usable model; switching this session to the heuristic synthesizer")
+            return fallback()
         return Outcome(error=reply.error, detail=reply.detail)
-
-    def _record_outage(self, message: str) -> None:
-        row = self.conn.execute("SELECT observer_error FROM sdk_sessions WHERE claude_session_id = ?",
-                                (self.session_id,)).fetchone()
-        if row and row[0] == message:
-            return  # reported once per session, not per event
-        with transaction(self.conn):
-            self.conn.execute(
-                "UPDATE sdk_sessions SET observer_error = ?, observer_error_at_epoch = ? WHERE claude_session_id = ?",
-                (message, now_ms(), self.session_id))
-        log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message})", stderr=True)
 
     def _prompt_text(self, prompt_number: int) -> str:
         row = self.conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
@@ -434,27 +529,30 @@ class Worker:
     # --- the observer conversation ----------------------------------------------------------------
 
     async def _send(self, text: str) -> Any:
+        """One turn of the observer conversation. A failed turn ends the CLI: the next one
+        resumes the conversation cut at the last stored batch (sdk_resume_at), so the failed
+        message is never merged into a later request (PLATFORM-NOTES)."""
         if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
-            await self._open_observer(fresh=self.turns >= MAX_TURNS_PER_CONVERSATION)
+            await self._open_observer(fresh=self._fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
             text = self._recap_prefix + text
             self._recap_prefix = ""
         reply = await self.observer.send(text)
         self.turns += 1
-        if not reply.error and self.conn is not None:
-            row = records.get_session(self.conn, self.session_id) or {}
-            updates = {}
-            if reply.session_id and reply.session_id != row.get("sdk_session_id"):
-                updates["sdk_session_id"] = reply.session_id
-            if row.get("observer_error"):
-                updates["observer_error"] = None
-            if updates:
-                sets = ", ".join(f"{k} = ?" for k in updates)
-                with transaction(self.conn):
-                    self.conn.execute(f"UPDATE sdk_sessions SET {sets} WHERE claude_session_id = ?",
-                                      (*updates.values(), self.session_id))
+        if reply.error:
+            self._turn = None
+            await self._close_observer()
+            return reply
+        self._turn = (reply.session_id, reply.uuid)
+        with transaction(self.conn):
+            since = outages.clear(self.conn, self.session_id)
+        if since is not None:
+            self.log(f"the model answers again (unreachable for {(now_ms() - since) / 1000:.0f} s)")
         return reply
 
     _recap_prefix = ""
+    _fresh = False  # a new conversation was started and nothing of it is stored yet
+    _turn: tuple[str | None, str | None] | None = None  # (conversation, last good message) of the batch under way
+    _outage_due: tuple[int, str] = (0, "")
 
     async def _open_observer(self, fresh: bool) -> None:
         from claude_mem.worker.observer import Observer
@@ -466,14 +564,16 @@ class Worker:
         os.makedirs(observer_dir, mode=0o700, exist_ok=True)
         system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
         self.observer = Observer(model=self.config.model, system_prompt=system, cwd=observer_dir,
-                                 cli_path=self.config.cli_path or None, resume=resume,
+                                 cli_path=self.config.cli_path or None, resume=resume, resume_at=session.get("sdk_resume_at"),
                                  turn_timeout_s=self.config.observer_timeout_s)
         await self.observer.start()
         self.turns = 0
         self.last_request_number = -1
         if self.observer.resume_failed:
             self.log(f"could not resume the observer conversation ({self.observer.resume_failed}); starting a new one")
-        if resume is None or self.observer.resume_failed:
+        self._fresh = resume is None or bool(self.observer.resume_failed)
+        self._recap_prefix = ""
+        if self._fresh:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"

@@ -8,7 +8,9 @@ back as `Reply.error`, one of ERROR_CATEGORIES:
               the worker should report the outage once (the CLI stays up, every turn says the same).
   overloaded  529 / "Overloaded" (after the CLI's own few retries, see DEFAULT_ENV).
   rate_limit  429.
-  api_error   any other API or CLI error result (500, invalid request, max turns...).
+  invalid_request  the API rejected this request itself (400 invalid, 413 too long, other 4xx):
+              sending the same events again fails the same way.
+  api_error   any other API or CLI error result (500, a refused or reset connection, max turns...).
   timeout     the turn took longer than `turn_timeout_s`.
   crashed     the CLI could not start, died, or broke the protocol.
   empty       the turn ended without any assistant text.
@@ -16,12 +18,15 @@ back as `Reply.error`, one of ERROR_CATEGORIES:
 After "timeout" and "crashed" the CLI child has been stopped and the Observer is closed: every
 later `send()` returns "crashed" ("observer is closed ...") at once. To go on, make a new Observer with
 `resume=observer.session_id` (the conversation up to the last completed turn, as the CLI saved it),
-or without `resume` for a fresh one. Other errors leave the conversation usable; note that after
-an API error the CLI merges the failed user message into the next request, so re-sending the same
-events puts them twice in front of the model.
+or without `resume` for a fresh one. Other errors leave the CLI running, but the failed user message
+stays in the conversation: the CLI merges it into the next request (and keeps it on a plain
+resume), so re-sending the same events would put them twice in front of the model, and a request
+the API rejected (400) would poison every later turn. `resume_at` (a `Reply.uuid` of a good turn)
+resumes the conversation cut just after that turn, which drops what failed since.
 
 If `resume` names a conversation the CLI does not know, `start()` starts a fresh one instead and
-sets `resume_failed` to the CLI's message, so the caller can send a recap.
+sets `resume_failed` to the CLI's message, so the caller can send a recap (a `resume_at` the CLI
+does not know falls back to the plain resume first).
 
 Every CLI child gets a unique CLAUDE_MEM_OBSERVER_ID in its environment, inherited by anything it
 spawns; `close()` stops the child (stdin EOF, then SIGTERM, then SIGKILL after `grace_s`) and then
@@ -41,7 +46,7 @@ from typing import Any
 
 import psutil
 
-ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "api_error", "crashed", "empty")
+ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "crashed", "empty")
 OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
 
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
@@ -62,13 +67,15 @@ class Reply:
     session_id: str | None  # the observer conversation id (for resuming later)
     error: str | None  # None, or one of ERROR_CATEGORIES
     detail: str = ""  # one-line human description of the error
+    status: int | None = None  # the HTTP status of an API error, when the CLI reports one
+    uuid: str | None = None  # the turn's last assistant message: where `resume_at` can cut the conversation
     model: str | None = None
     usage: dict | None = None  # input/output tokens if the SDK reports them
 
 
 class Observer:
     def __init__(self, *, model: str, system_prompt: str, cwd: str, cli_path: str | None = None,
-                 resume: str | None = None, max_turns: int = 3, env: dict[str, str] | None = None,
+                 resume: str | None = None, resume_at: str | None = None, max_turns: int = 3, env: dict[str, str] | None = None,
                  turn_timeout_s: float = 120, start_timeout_s: float = 60, grace_s: float = 3) -> None:
         # max_turns bounds the CLI's agentic loop per message (not the conversation): with no
         # tools one turn is enough; the margin covers the CLI's own retry of an empty reply.
@@ -77,6 +84,7 @@ class Observer:
         self.cwd = cwd
         self.cli_path = cli_path
         self.resume = resume
+        self.resume_at = resume_at if resume else None
         self.max_turns = max_turns
         self.env = dict(env or {})
         self.turn_timeout_s = turn_timeout_s
@@ -116,7 +124,9 @@ class Observer:
         if self._started or self._closed:
             return
         self._started = True
-        failure = await self._connect(self.resume)
+        failure = await self._connect(self.resume, self.resume_at)
+        if failure is not None and self.resume_at and failure[0] == "resume":
+            failure = await self._connect(self.resume)
         if failure is not None and self.resume and failure[0] == "resume":
             self.resume_failed = failure[1]
             self.session_id = None
@@ -136,7 +146,7 @@ class Observer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _options(self, resume: str | None) -> Any:
+    def _options(self, resume: str | None, resume_at: str | None) -> Any:
         from claude_agent_sdk import ClaudeAgentOptions
 
         env = {**DEFAULT_ENV, **self.env, OBSERVER_ENV: self.observer_id}
@@ -149,17 +159,18 @@ class Observer:
             max_turns=self.max_turns,
             cwd=self.cwd,  # inside the data dir, so these sessions stay out of the user's `claude --resume`
             resume=resume,
+            resume_session_at=resume_at,
             cli_path=self.cli_path or None,
             env=env,
             stderr=self._stderr.append,
         )
 
-    async def _connect(self, resume: str | None) -> tuple[str, str] | None:
+    async def _connect(self, resume: str | None, resume_at: str | None = None) -> tuple[str, str] | None:
         """Connect a client; returns None, or (category, detail) where category "resume" means
         the CLI refused to resume."""
         from claude_agent_sdk import ClaudeSDKClient, ResultError
 
-        client = ClaudeSDKClient(self._options(resume))
+        client = ClaudeSDKClient(self._options(resume, resume_at))
         # connect() runs as its own task so a hung handshake can be ended by stopping the CLI
         # (the SDK then fails the pending initialize at once) rather than by cancelling it.
         task = asyncio.ensure_future(client.connect())
@@ -224,6 +235,7 @@ class Observer:
         texts: list[str] = []
         assistant_errors: list[str] = []
         model: str | None = None
+        last_uuid: str | None = None
         result: Any = None
         async for message in self._client.receive_response():
             if isinstance(message, AssistantMessage):
@@ -234,6 +246,7 @@ class Observer:
                     assistant_errors.append(message.error)
                 if model is None and message.model and message.model != "<synthetic>":
                     model = message.model
+                last_uuid = message.uuid or last_uuid
                 self.session_id = message.session_id or self.session_id
             elif isinstance(message, ResultMessage):
                 result = message
@@ -247,8 +260,9 @@ class Observer:
             return Reply(text=reply_text, session_id=self.session_id, error="crashed", model=model,
                          detail=self._describe(None, "the Claude CLI exited before finishing the turn"))
         error, detail = classify(result, assistant_errors, reply_text)
+        status = getattr(result, "api_error_status", None)
         return Reply(text=reply_text, session_id=self.session_id, error=error, detail=detail, model=model,
-                     usage=_usage(result.usage))
+                     usage=_usage(result.usage), status=status if error and isinstance(status, int) else None, uuid=last_uuid)
 
     # --- stopping the CLI -----------------------------------------------------------------------
 
@@ -356,6 +370,9 @@ def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str |
         return "overloaded", detail
     if status == 429 or kind == "rate_limit":
         return "rate_limit", detail
+    # 408 (request timeout) and 409 (conflict) say nothing about the request's content.
+    if (isinstance(status, int) and 400 <= status < 500 and status not in (408, 409)) or kind == "invalid_request":
+        return "invalid_request", detail
     return "api_error", detail
 
 

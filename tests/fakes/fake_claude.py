@@ -13,15 +13,19 @@ Environment:
   FAKE_CLAUDE_SESSIONS  optional directory of known session ids. When set, `--resume ID` with an
                         unknown ID fails the way the real CLI does; new sessions are recorded there.
   FAKE_CLAUDE_MODEL     model reported when no `--model` flag is given.
+  FAKE_CLAUDE_OUTAGE    optional file holding "START:END" (epoch seconds): every turn in that window
+                        answers {"error": "overloaded"} instead of its step (the step is still consumed);
+                        "arm:SECONDS" starts such a window at the next turn of any CLI.
 
 A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
   {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
-  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked;
+  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
+                                        (the worker's nudge is answered for the events of the message before);
                                         with "tag_project": true each title ends with " @<project>", the
                                         project named in the system prompt (which worker sent it)
-  {"error": "auth"|"overloaded"|"rate_limit"|"api_error"}   an API failure shaped like the real CLI's
+  {"error": "auth"|"overloaded"|"rate_limit"|"api_error"|"invalid_request"}   an API failure shaped like the real CLI's
   {"crash": true, "exit_code": 3, "partial": "text"}        exit mid-turn (after the partial reply, if any)
   any step may add "sleep": seconds (before answering) and "ignore_sigterm": true.
 
@@ -52,6 +56,7 @@ ERRORS = {
     "overloaded": ("server_error", 529, f"API Error: 529 Overloaded. {_RETRY}"),
     "rate_limit": ("rate_limit", 429, "API Error: Request rejected (429) · rate_limit_error"),
     "api_error": ("server_error", 500, f"API Error: 500 api_error. {_RETRY}"),
+    "invalid_request": ("unknown", 400, "API Error: 400 messages: text content blocks must contain non-whitespace text"),
 }
 LOGGED_ENV = ("CLAUDE_CODE_MAX_RETRIES", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CONFIG_DIR",
               "CLAUDE_MEM_OBSERVER_ID", "ANTHROPIC_BASE_URL")
@@ -114,6 +119,25 @@ def next_step() -> tuple[int, dict]:
         fh.truncate()
         fh.write(str(index + 1))
     return index, steps[index] if index < len(steps) else default
+
+
+def in_outage() -> bool:
+    path = os.environ.get("FAKE_CLAUDE_OUTAGE")
+    if not path:
+        return False
+    try:
+        with open(path, "r+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            first, second = fh.read().split(":")
+            if first == "arm":
+                now = time.time()
+                first, second = str(now), str(now + float(second))
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"{first}:{second}")
+    except (OSError, ValueError):
+        return False
+    return float(first) <= time.time() < float(second)
 
 
 def user_text(message: dict) -> str:
@@ -180,8 +204,12 @@ def per_event_reply(text: str, tag: str = "") -> str:
 
 
 def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
+    global LAST_EVENTS
     started = time.time()
     text = user_text(message)
+    nudged = "Answer again for the same events" in text  # the worker's nudge after an unusable reply
+    if not nudged:
+        LAST_EVENTS = text
     if step.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if step.get("sleep"):
@@ -205,7 +233,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
     elif "reply" in step:
         reply = str(step["reply"])
     elif step.get("per_event"):
-        reply = per_event_reply(text, f" @{PROJECT}" if step.get("tag_project") else "")
+        reply = per_event_reply(LAST_EVENTS if nudged else text, f" @{PROJECT}" if step.get("tag_project") else "")
     else:  # echo, the default
         reply = f"ECHO turn={turn} chars={len(text)}\n{text}"
     emit(assistant(session_id, model, reply))
@@ -214,6 +242,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
 
 
 PROJECT = ""  # from the system prompt: 'the software project "NAME"'
+LAST_EVENTS = ""  # the last message answered per_event: a nudge is answered for the same events
 
 
 def main() -> int:
@@ -258,6 +287,8 @@ def main() -> int:
                   "mcp_servers": [], "model": model, "permissionMode": "default", "claude_code_version": VERSION,
                   "uuid": str(uuid.uuid4())})
             index, step = next_step()
+            if in_outage():
+                step = {"error": "overloaded"}
             log("step", turn=turn, index=index, step=step)
             answer(step, message, turn=turn, session_id=session_id, model=model)
     log("exit", code=0, reason="eof")

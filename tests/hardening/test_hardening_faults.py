@@ -13,14 +13,17 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from claude_mem import settings
 from claude_mem.replay import play_subprocess, store_in_process
 from claude_mem.store.db import connect
+from claude_mem.worker.observer import OBSERVER_ENV
 from tests.hardening.support import (
     FIXTURES,
     expected_tool_ids,
@@ -64,13 +67,34 @@ def titles(data_dir: Path, session_id: str) -> list[str]:
     return [r["title"] for r in rows(data_dir / "claude-mem.db", "SELECT title FROM observations WHERE session_id = ?", (session_id,))]
 
 
-# --- workers killed at random moments ----------------------------------------------------------
+# --- workers and observer CLIs killed at random moments, during a model outage ---------------------
 
-def test_workers_killed_at_random_moments(tmp_path: Path, data_dir: Path, long_run: bool) -> None:
+class CliKiller(threading.Thread):
+    """SIGKILLs the observer CLIs of a data dir at random moments (the OOM killer, a closed lid),
+    up to `limit` times, until stopped."""
+
+    def __init__(self, data_dir: Path, rng: random.Random, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.data_dir, self.rng, self.limit = str(data_dir), rng, limit
+        self.kills = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while self.kills < self.limit and not self.stopping.wait(self.rng.uniform(0.5, 2.0)):
+            for proc in psutil.process_iter():
+                try:
+                    if proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(self.data_dir):
+                        proc.kill()
+                        self.kills += 1
+                except (psutil.Error, OSError):
+                    continue
+
+
+def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Path, data_dir: Path, long_run: bool) -> None:
     path = transcripts()[0]
     session = "chaos"
     events = session_events(path, session, tmp_path / "proj", None if long_run else 30)
-    turn_s = 0.3
+    turn_s = 0.5  # wide enough for a kill to land mid-turn on a loaded machine
     env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s})
 
     reference_dir = tmp_path / "reference"
@@ -82,26 +106,47 @@ def test_workers_killed_at_random_moments(tmp_path: Path, data_dir: Path, long_r
     store(data_dir, events)
     rng = random.Random(20261122)
     kills = 15 if long_run else 4
+    # The model answers 529 for a while (from the second worker on), and every failure used to
+    # cost an attempt: with two, the old policy skipped events here (issue 11). Smaller batches
+    # give the kills more turns to land in; --drain workers wait out any backoff and exit once
+    # the queue is empty.
+    outage_s = 20.0 if long_run else 6.0
+    outage = tmp_path / "outage"
+    env = {**env, "FAKE_CLAUDE_OUTAGE": str(outage), "CLAUDE_MEM_MAX_ATTEMPTS": "2", "CLAUDE_MEM_BATCH_CHARS": "3000",
+           "CLAUDE_MEM_RETRY_BACKOFF_S": "0.1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "0.5"}
+    killer = CliKiller(data_dir, random.Random(7), 12 if long_run else 4)  # its own: the kill targets stay those of the seed
+    killer.start()
     interrupted = 0
-    for _ in range(kills):
-        proc = subprocess.Popen(worker_argv(session), env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not kill_mid_work(proc, data_dir / "claude-mem.db", session, rng, turn_s):
-            break  # the work is done: later kills would prove nothing
-        interrupted += 1
+    try:
+        for n in range(kills):
+            if n == 1:
+                outage.write_text(f"arm:{outage_s}")  # from the next model turn on
+            proc = subprocess.Popen(worker_argv(session, "--drain"), env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            if not kill_mid_work(proc, data_dir / "claude-mem.db", session, rng, turn_s):
+                break  # the work is done: later kills would prove nothing
+            interrupted += 1
+    finally:
+        killer.stopping.set()
+        killer.join()
     final = drain(data_dir, session, env)
     assert final.returncode == 0, final.stderr[-2000:]
 
-    queue = rows(data_dir / "claude-mem.db", "SELECT status, last_error FROM observation_queue")
+    queue = rows(data_dir / "claude-mem.db", "SELECT status, attempts, processed_by FROM observation_queue")
     stored = titles(data_dir, session)
-    lost = len(set(reference) - set(stored)) + sum(1 for r in queue if r["status"] not in ("done", "skipped"))
+    lost = len(set(reference) - set(stored)) + sum(1 for r in queue if r["status"] != "done")
     duplicated = len(stored) - len(set(stored))
     leaked = leftover_processes(data_dir, timeout=30)
-    record("faults: kill -9 of workers", events=len(queue), lost=lost, duplicated=duplicated, leaked=len(leaked),
-           note=f"{interrupted} kills mid-work")
-    assert all(r["status"] == "done" or (r["status"] == "skipped" and r["last_error"]) for r in queue)
+    log = (data_dir / "logs" / "claude-mem.log").read_text()
+    overloaded = log.count("model failed (overloaded")
+    record("faults: kill -9 of workers and CLIs, 529s", events=len(queue), lost=lost, duplicated=duplicated, leaked=len(leaked),
+           note=f"{interrupted} worker + {killer.kills} CLI kills, {outage_s:.0f} s of 529 ({overloaded} tries); 0 skipped, no retry")
+    assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), \
+        [r for r in queue if r["status"] != "done" or r["attempts"]]
     assert sorted(stored) == sorted(reference), "the same memories as an undisturbed run: none lost, none twice"
     assert leaked == []
     assert interrupted >= min(kills, 3), f"only {interrupted} kill(s) landed while work was left"
+    assert killer.kills >= 1 and overloaded >= 1, "the CLIs were killed and the outage was met"
 
 
 # --- a model that fails in every way -----------------------------------------------------------
@@ -113,37 +158,33 @@ CUT_MID_XML = "<observation><type>bugfix</type><title>Fixed the parser for trunc
 def test_model_failures_lose_nothing(tmp_path: Path, data_dir: Path) -> None:
     session = "model-faults"
     events = session_events(FIXTURE, session, tmp_path / "proj")
+    # The garbage reply is nudged, and the crash answers the nudge; the rejected request splits its batch.
     failures = [{"error": "overloaded"}, {"reply": GARBAGE}, {"crash": True, "partial": "<observation><ti"},
                 {"sleep": 5, "reply": "too late"}, {"reply": CUT_MID_XML}, {"error": "rate_limit"}, {"error": "auth"},
-                {"error": "api_error"}]
-    # Two attempts: the crash and the timeout in a row use up one batch's, so `retry` is exercised.
+                {"error": "api_error"}, {"error": "invalid_request"}]
+    # Two attempts: under the old policy the crash and the timeout in a row used up a batch's.
     env = model_env(tmp_path, steps=failures, CLAUDE_MEM_OBSERVER_TIMEOUT_S="2", CLAUDE_MEM_MAX_ATTEMPTS="2")
     store(data_dir, events)
     first = drain(data_dir, session, env)
     assert first.returncode == 0, first.stderr[-2000:]
     db = data_dir / "claude-mem.db"
-    after_failures = rows(db, "SELECT status, attempts, last_error FROM observation_queue")
-    assert all(r["status"] in ("done", "skipped") for r in after_failures)
-    assert all(r["last_error"] for r in after_failures if r["status"] == "skipped"), "a skipped row says why"
-    skipped = sum(r["status"] == "skipped" for r in after_failures)
-    assert skipped, "some event used up its attempts"
-    retry = subprocess.run([sys.executable, "-m", "claude_mem", "retry"], env={**os.environ, **env},
-                           capture_output=True, text=True, timeout=60)
-    assert retry.returncode == 0, retry.stderr
-    assert drain(data_dir, session, env).returncode == 0
-    queue = rows(db, "SELECT status FROM observation_queue")
+    queue = rows(db, "SELECT status, attempts, processed_by FROM observation_queue")
     raw = rows(db, "SELECT reply, error FROM raw_replies")
-    outage = rows(db, "SELECT observer_error FROM sdk_sessions WHERE claude_session_id = ?", (session,))
+    outage = rows(db, "SELECT observer_error, outage_since_epoch FROM sdk_sessions WHERE claude_session_id = ?", (session,))
     lost = sum(r["status"] != "done" for r in queue)
-    record("faults: model errors (8 kinds)", events=len(queue), lost=lost, note=f"{skipped} skipped then retried, {len(raw)} raw kept")
-    assert lost == 0
-    assert any(GARBAGE in r["reply"] for r in raw), "a reply with nothing usable is kept raw"
-    assert outage and outage[0]["observer_error"] is None, "the auth outage was recorded, then cleared by a good turn"
     log = (data_dir / "logs" / "claude-mem.log").read_text()
-    assert log.count("the model cannot be used") == 1, "one outage, reported once"
-    # (the rate_limit step answers a summary's firm retry here, whose failure only means "derive it")
-    for kind in ("overloaded", "crashed", "timeout", "api_error"):
+    record("faults: model errors (9 kinds)", events=len(queue), lost=lost,
+           note=f"0 skipped, no retry; {log.count('no attempt counted')} outage tries, {len(raw)} raw kept")
+    assert lost == 0, "nothing skipped: no retry needed"
+    assert all(r["processed_by"] == "model" for r in queue), queue
+    assert sum(r["attempts"] for r in queue) <= 1, "only the rejected request may count against an event"
+    assert any(GARBAGE in r["reply"] for r in raw), "a reply with nothing usable is kept raw"
+    assert outage and outage[0]["observer_error"] is None and outage[0]["outage_since_epoch"] is None, \
+        "each outage was recorded, then cleared by a good turn"
+    for kind in ("overloaded", "crashed", "timeout", "rate_limit", "auth", "api_error"):
         assert f"model failed ({kind}" in log, f"the {kind} failure really happened"
+    assert "(invalid_request: API Error: 400" in log
+    assert log.count("model unreachable (") == log.count("the model answers again"), "every outage reported once and cleared"
     assert titles(data_dir, session)
 
 

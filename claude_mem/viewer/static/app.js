@@ -231,12 +231,21 @@ function renderHealth(health) {
   const c = health.counts;
   const workers = health.workers;
   const error = health.last_error;
+  const outages = (health.outages || []).filter((o) => o.waiting);
+  const skipped = health.skipped ? health.skipped.count : 0;
+  const when = (ms) => new Date(ms).toLocaleString();
+  const events = (n) => `${n} event${n === 1 ? "" : "s"}`;
   $("health").replaceChildren(
     stat("queue", "Queue", `${q.pending} pending · ${q.processing} processing · ${q.done} done · ${q.skipped} skipped`,
       q.skipped ? "warn" : q.pending || q.processing ? "busy" : "ok"),
     stat("workers", "Workers", workers.length ? `${workers.length} live` : "none running", workers.length ? "ok" : "",
       workers.map((w) => `pid ${w.pid} · session ${w.session_id}`).join("\n") || null),
     serviceStat(health.service),
+    stat("model", "Model", outages.length
+      ? `unreachable since ${when(outages[0].outage_since_epoch)}, ${events(outages.reduce((n, o) => n + o.waiting, 0))} waiting`
+      : skipped ? `${events(skipped)} skipped · claude-mem retry` : "answering",
+      outages.length || skipped ? "warn" : "ok",
+      outages.map((o) => `session ${o.claude_session_id} · ${o.observer_error}`).join("\n") || (skipped && health.skipped.last_error) || null),
     stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
     stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
       error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null));
@@ -315,7 +324,8 @@ function renderSession({ session: s, entries }) {
     el("header", {}, el("h2", {}, "Session ", el("code", {}, s.claude_session_id))),
     el("dl", { class: "facts-meta" },
       field("Project", s.project), field("Status", s.status), field("Started", when(s.started_at_epoch)),
-      field("Prompts", s.prompt_counter), field("Directory", s.cwd), field("Model outage", s.observer_error)),
+      field("Prompts", s.prompt_counter), field("Directory", s.cwd), field("Model outage", s.observer_error
+        && `unreachable since ${new Date(s.outage_since_epoch || s.observer_error_at_epoch).toLocaleString()}: ${s.observer_error}`)),
     entries.length ? el("ol", { class: "timeline" }, entries.map(timelineEntry)) : el("p", { class: "empty" }, "Nothing stored for this session yet."));
 }
 
