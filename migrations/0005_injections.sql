@@ -30,3 +30,50 @@ ALTER TABLE worker_runs ADD COLUMN cache_creation_input_tokens INTEGER NOT NULL 
 -- Failed tool calls, so the PreToolUse hook finds a command's past failures without reading
 -- the whole queue (a few per cent of its rows).
 CREATE INDEX observation_queue_failures ON observation_queue (tool_name, id) WHERE is_error = 1;
+
+-- The files each observation read or modified, one row each, keyed by base name: the
+-- PreToolUse hook looks a file up here (an index lookup, not a scan of the project's JSON
+-- lists) and compares full paths itself. Kept by triggers, so every writer (worker, import)
+-- fills it. The base name is what follows the last '/' (SQL has no basename()).
+CREATE TABLE observation_files (
+    observation_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    path TEXT NOT NULL,
+    modified INTEGER NOT NULL                  -- 1: listed in files_modified, 0: in files_read
+);
+CREATE INDEX observation_files_name ON observation_files (name, observation_id);
+CREATE INDEX observation_files_observation ON observation_files (observation_id);
+
+INSERT INTO observation_files (observation_id, name, path, modified)
+    SELECT o.id, substr(j.value, length(rtrim(j.value, replace(j.value, '/', ''))) + 1), j.value, 0
+    FROM observations o, json_each(CASE WHEN json_valid(o.files_read) THEN o.files_read ELSE '[]' END) j
+    WHERE j.type = 'text' AND j.value != '';
+INSERT INTO observation_files (observation_id, name, path, modified)
+    SELECT o.id, substr(j.value, length(rtrim(j.value, replace(j.value, '/', ''))) + 1), j.value, 1
+    FROM observations o, json_each(CASE WHEN json_valid(o.files_modified) THEN o.files_modified ELSE '[]' END) j
+    WHERE j.type = 'text' AND j.value != '';
+
+CREATE TRIGGER observation_files_ai AFTER INSERT ON observations BEGIN
+    INSERT INTO observation_files (observation_id, name, path, modified)
+        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 0
+        FROM json_each(CASE WHEN json_valid(new.files_read) THEN new.files_read ELSE '[]' END)
+        WHERE type = 'text' AND value != '';
+    INSERT INTO observation_files (observation_id, name, path, modified)
+        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 1
+        FROM json_each(CASE WHEN json_valid(new.files_modified) THEN new.files_modified ELSE '[]' END)
+        WHERE type = 'text' AND value != '';
+END;
+CREATE TRIGGER observation_files_ad AFTER DELETE ON observations BEGIN
+    DELETE FROM observation_files WHERE observation_id = old.id;
+END;
+CREATE TRIGGER observation_files_au AFTER UPDATE OF files_read, files_modified ON observations BEGIN
+    DELETE FROM observation_files WHERE observation_id = old.id;
+    INSERT INTO observation_files (observation_id, name, path, modified)
+        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 0
+        FROM json_each(CASE WHEN json_valid(new.files_read) THEN new.files_read ELSE '[]' END)
+        WHERE type = 'text' AND value != '';
+    INSERT INTO observation_files (observation_id, name, path, modified)
+        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 1
+        FROM json_each(CASE WHEN json_valid(new.files_modified) THEN new.files_modified ELSE '[]' END)
+        WHERE type = 'text' AND value != '';
+END;
