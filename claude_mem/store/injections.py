@@ -51,13 +51,17 @@ def given_refs(conn: sqlite3.Connection, session_id: str) -> set[str]:
     start = _since_compaction(conn, session_id)
     given: set[str] = set()
     for (raw,) in conn.execute("SELECT refs FROM injections WHERE session_id = ? AND id >= ?", (session_id, start)):
-        try:
-            refs = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(refs, list):
-            given.update(str(r) for r in refs)
+        given.update(decode_refs(raw))
     return given
+
+
+def decode_refs(raw: str | None) -> list[str]:
+    """A row's refs column as a list ([] for anything unreadable)."""
+    try:
+        refs = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(r) for r in refs] if isinstance(refs, list) else []
 
 
 def already(conn: sqlite3.Connection, session_id: str, kind: str, note: str) -> bool:
@@ -72,9 +76,6 @@ def for_session(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any
     rows = []
     for r in conn.execute("SELECT * FROM injections WHERE session_id = ? ORDER BY id", (session_id,)):
         item = dict(r)
-        try:
-            item["refs"] = json.loads(item["refs"])
-        except ValueError:
-            item["refs"] = []
+        item["refs"] = decode_refs(item["refs"])
         rows.append(item)
     return rows
