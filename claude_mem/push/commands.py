@@ -1,8 +1,8 @@
 """Past failures before a command runs: PreToolUse on Bash. When the command about to run,
 reduced to its program and subcommand (`npm test`, `pytest tests/x.py`, `git push`), failed in
 an earlier session of this project, its latest failure is pushed with what fixed it when memory
-knows (a bugfix observation of that session after the failure; whether the command passed later
-in that session). At most `BUDGET` characters, once per command per session. SQL only: failed
+knows (a bugfix observation of that session recorded after the failure, in its turn or the next;
+whether the command passed later in that session). At most `BUDGET` characters, once per command per session. SQL only: failed
 calls are found through the partial index of migration 0005.
 """
 
@@ -137,9 +137,11 @@ def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key
     for row in rows:
         if _key_of(row["tool_input"]) == key:
             failure = dict(row)
+            # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
             failure["fix"] = conn.execute(
-                "SELECT id, title FROM observations WHERE session_id = ? AND type = 'bugfix' AND created_at_epoch >= ?"
-                " ORDER BY created_at_epoch, id LIMIT 1", (row["session_id"], row["created_at_epoch"])).fetchone()
+                "SELECT id, title FROM observations WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
+                " AND created_at_epoch >= ? ORDER BY created_at_epoch, id LIMIT 1",
+                (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
             failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
                 "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"
                 " AND is_error = 0 AND tool_input LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",

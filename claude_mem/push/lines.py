@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 REF_PREFIX = {"observation": "obs", "summary": "sum"}
+MIN_LINE_CHARS = 40  # a line cut shorter than this says too little to be worth its tokens
 
 
 def hook_answer(event: str, text: str) -> str:
@@ -55,6 +56,11 @@ def fit_lines(header: str, lines: list[tuple[str, str]], budget: int) -> tuple[s
         refs = [r for r, _ in kept] + [ref]
         text = _join(header, [ln for _, ln in kept] + [line], fetch_hint(refs))
         if len(text) > budget:
+            # The line that does not fit is shortened into the room left, if that leaves it
+            # saying something; the lines after it are not tried (best first).
+            room = len(line) - (len(text) - budget)
+            if room >= MIN_LINE_CHARS:
+                kept.append((ref, cut(line, room)))
             break
         kept.append((ref, line))
     if not kept:
