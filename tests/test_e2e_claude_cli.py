@@ -58,6 +58,8 @@ def sandbox(data_dir: Path):
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes
+        # The checkout under test, not whatever claude-mem the venv's console script was installed from.
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
     }
     yield {"env": env, "project": project, "settings": paths["cfg"] / "settings.json", "data": data_dir}
     shutil.rmtree(root, ignore_errors=True)
