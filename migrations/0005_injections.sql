@@ -44,36 +44,25 @@ CREATE TABLE observation_files (
 CREATE INDEX observation_files_name ON observation_files (name, observation_id);
 CREATE INDEX observation_files_observation ON observation_files (observation_id);
 
-INSERT INTO observation_files (observation_id, name, path, modified)
+-- The same rows computed from the JSON lists: what the table holds, for the backfill and the triggers.
+CREATE VIEW observation_files_listed (observation_id, name, path, modified) AS
     SELECT o.id, substr(j.value, length(rtrim(j.value, replace(j.value, '/', ''))) + 1), j.value, 0
     FROM observations o, json_each(CASE WHEN json_valid(o.files_read) THEN o.files_read ELSE '[]' END) j
-    WHERE j.type = 'text' AND j.value != '';
-INSERT INTO observation_files (observation_id, name, path, modified)
+    WHERE j.type = 'text' AND j.value != ''
+    UNION ALL
     SELECT o.id, substr(j.value, length(rtrim(j.value, replace(j.value, '/', ''))) + 1), j.value, 1
     FROM observations o, json_each(CASE WHEN json_valid(o.files_modified) THEN o.files_modified ELSE '[]' END) j
     WHERE j.type = 'text' AND j.value != '';
 
+INSERT INTO observation_files SELECT * FROM observation_files_listed;
+
 CREATE TRIGGER observation_files_ai AFTER INSERT ON observations BEGIN
-    INSERT INTO observation_files (observation_id, name, path, modified)
-        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 0
-        FROM json_each(CASE WHEN json_valid(new.files_read) THEN new.files_read ELSE '[]' END)
-        WHERE type = 'text' AND value != '';
-    INSERT INTO observation_files (observation_id, name, path, modified)
-        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 1
-        FROM json_each(CASE WHEN json_valid(new.files_modified) THEN new.files_modified ELSE '[]' END)
-        WHERE type = 'text' AND value != '';
+    INSERT INTO observation_files SELECT * FROM observation_files_listed WHERE observation_id = new.id;
 END;
 CREATE TRIGGER observation_files_ad AFTER DELETE ON observations BEGIN
     DELETE FROM observation_files WHERE observation_id = old.id;
 END;
 CREATE TRIGGER observation_files_au AFTER UPDATE OF files_read, files_modified ON observations BEGIN
     DELETE FROM observation_files WHERE observation_id = old.id;
-    INSERT INTO observation_files (observation_id, name, path, modified)
-        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 0
-        FROM json_each(CASE WHEN json_valid(new.files_read) THEN new.files_read ELSE '[]' END)
-        WHERE type = 'text' AND value != '';
-    INSERT INTO observation_files (observation_id, name, path, modified)
-        SELECT new.id, substr(value, length(rtrim(value, replace(value, '/', ''))) + 1), value, 1
-        FROM json_each(CASE WHEN json_valid(new.files_modified) THEN new.files_modified ELSE '[]' END)
-        WHERE type = 'text' AND value != '';
+    INSERT INTO observation_files SELECT * FROM observation_files_listed WHERE observation_id = new.id;
 END;
