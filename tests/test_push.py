@@ -359,3 +359,5 @@ def test_stats_add_up_pushes_and_fetches(data_dir: Path, tmp_path: Path, monkeyp
     shown = cli_json("show", "s1")["injections"]
     assert [(i["kind"], i["refs"]) for i in shown] == [("prompt", [f"obs:{login}"]), ("file", [f"obs:{login}"]),
                                                        ("fetch", [f"obs:{login}", f"obs:{other}"])]
+    cli_json("forget", "--session", "s1", "--yes")
+    assert injections(data_dir, "s1") == []  # a forgotten session's records go with it
