@@ -1,8 +1,11 @@
 """Wall time of `claude-mem save`, the hook Claude Code runs after every tool call, against the
 floor any Python hook pays: start this interpreter, parse the payload, insert one row into a WAL,
-synchronous=NORMAL SQLite table. Then a burst: many hook processes at once into one database.
+synchronous=NORMAL SQLite table. Then the pushes (issue 13): `claude-mem pre` (PreToolUse, SQL
+only: target <= 1.3x the floor) and `claude-mem new` searching through a warm memory service
+(target <= 3x), against the same floor in the same run. Then a burst: many hook processes at
+once into one database.
 
-    python bench/hooks.py [--runs N] [--json] [--burst-procs 16] [--burst-events 50]
+    python bench/hooks.py [--runs N] [--json] [--no-push] [--burst-procs 16] [--burst-events 50]
 
 Payloads are real PostToolUse events rebuilt from ../shared/data/transcripts (or the test
 fixture when that folder is absent), cycled, each with a fresh tool_use_id so every run inserts.
@@ -36,6 +39,7 @@ from claude_mem.replay import TOOL_EVENTS, transcript_events  # noqa: E402
 from claude_mem.settings import DEFAULT_SKIP_TOOLS  # noqa: E402
 
 TARGET_RATIO = 1.3
+PUSH_TARGETS = {"pre (file)": 1.3, "pre (command)": 1.3, "new (prompt recall)": 3.0}
 
 FLOOR_SCRIPT = """\
 import json, sqlite3, sys
@@ -156,11 +160,117 @@ def bench_burst(procs: int, events: int, payloads: list[dict[str, Any]], work: P
             "hook_latency": percentiles([s for _, _, s in results])}
 
 
+def push_memory(payloads: list[dict[str, Any]], data_dir: Path, project_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """An earlier session's memory of the files and commands in the real payloads: one observation
+    per file it touched (plus a few broad ones), one failure per command, with bugfix follow-ups.
+    Returns the PreToolUse payloads to replay (rebased into `project_dir`) and the prompts."""
+    from claude_mem.store import queue
+    from claude_mem.store.db import connect, transaction
+    from claude_mem.store.memories import Observation, insert_observation
+    from claude_mem.store.records import ensure_session, record_prompt
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pre: list[dict[str, Any]] = []
+    for p in payloads:
+        tool_input = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {}
+        if p["tool_name"] in ("Read", "Edit", "Write", "MultiEdit") and isinstance(tool_input.get("file_path"), str):
+            relative = tool_input["file_path"].lstrip("/").split("/", 3)[-1]  # drop the author's home folder
+            pre.append({**tool_input, "file_path": str(project_dir / relative), "_tool": p["tool_name"]})
+        elif p["tool_name"] == "Bash" and isinstance(tool_input.get("command"), str):
+            pre.append({"command": tool_input["command"], "_tool": "Bash"})
+    conn = connect(str(data_dir / "claude-mem.db"))
+    prompts = []
+    with transaction(conn):
+        ensure_session(conn, "earlier", project=project_dir.name, cwd=str(project_dir), transcript_path=None)
+        for i, item in enumerate(pre):
+            record_prompt(conn, "earlier", f"prompt {i}", None)
+            if item["_tool"] == "Bash":
+                queue.enqueue_tool(conn, "earlier", tool_name="Bash", tool_input=json.dumps({"command": item["command"]}),
+                                   tool_response=json.dumps({"error": f"Exit code 1\nfailure number {i}"}),
+                                   tool_use_id=f"fail-{i}", is_error=True, duration_ms=5, agent_id=None, cwd=str(project_dir))
+                title = f"Fixed the failure of step {i}"
+                insert_observation(conn, "earlier", project_dir.name, Observation(type="bugfix", title=title), prompt_number=i + 1)
+            else:
+                name = os.path.basename(item["file_path"])
+                title = f"{item['_tool']} of {name}: what step {i} learnt about it"
+                insert_observation(conn, "earlier", project_dir.name, Observation(
+                    type="discovery", title=title, facts=[f"{name} was touched in step {i}"],
+                    files_read=[item["file_path"]] if item["_tool"] == "Read" else [],
+                    files_modified=[] if item["_tool"] == "Read" else [item["file_path"]]), prompt_number=i + 1)
+            prompts.append(f"What do we know about {title.lower()}?")
+    conn.close()
+    return pre, prompts
+
+
+def bench_push(runs: int, payloads: list[dict[str, Any]], work: Path, base_env: dict[str, str]) -> dict[str, Any]:
+    """`pre` (a file, a command) and `new` (prompt recall, service warm) against the floor,
+    interleaved; every run is a new session, so every `pre` finds something and records it."""
+    from claude_mem.service import client, control
+
+    data_dir = work / "push-data"
+    project_dir = work / "pushproj"
+    project_dir.mkdir()
+    pre, prompts = push_memory(payloads, data_dir, project_dir)
+    files = [p for p in pre if p["_tool"] != "Bash"]
+    commands = [p for p in pre if p["_tool"] == "Bash"]
+    env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
+    service = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
+        deadline = time.monotonic() + 600
+        while client.call(str(data_dir), "status", timeout_s=30, start=False).get("index_lag") != 0:
+            if time.monotonic() > deadline:
+                raise SystemExit("the memory service did not catch up")
+            time.sleep(0.2)
+        floor_py = work / "push-floor.py"
+        floor_py.write_text(FLOOR_SCRIPT)
+        floor_db = work / "push-floor.db"
+        conn = sqlite3.connect(floor_db)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, tool_use_id TEXT, body TEXT)")
+        conn.close()
+        script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
+        base = [script] if script else [sys.executable, "-m", "claude_mem"]
+
+        def payload(kind: str, i: int) -> dict[str, Any]:
+            common = {"session_id": f"push-{i}", "transcript_path": "/dev/null", "cwd": str(project_dir)}
+            if kind == "new (prompt recall)":
+                return {**common, "hook_event_name": "UserPromptSubmit", "prompt": prompts[i % len(prompts)], "prompt_id": f"p{i}"}
+            item = (files if kind == "pre (file)" else commands)[i % len(files if kind == "pre (file)" else commands)]
+            tool_input = {k: v for k, v in item.items() if k != "_tool"}
+            return {**common, "hook_event_name": "PreToolUse", "tool_name": item["_tool"], "tool_input": tool_input,
+                    "tool_use_id": f"toolu-{kind}-{i}"}
+
+        argvs = {"floor": [sys.executable, str(floor_py), str(floor_db)], "pre (file)": [*base, "pre"],
+                 "pre (command)": [*base, "pre"], "new (prompt recall)": [*base, "new"]}
+        if not commands:
+            del argvs["pre (command)"]
+        samples: dict[str, list[float]] = {k: [] for k in argvs}
+        injected: dict[str, int] = dict.fromkeys(argvs, 0)
+        names = list(argvs)
+        for i in range(-3, runs):  # three warm-up rounds, not counted
+            for name in names[i % len(names):] + names[: i % len(names)]:
+                body = payload(name if name != "floor" else "pre (file)", i)
+                seconds, proc = timed(argvs[name], json.dumps(body).encode(), env)
+                check(proc, name)
+                if i >= 0:
+                    samples[name].append(seconds)
+                    injected[name] += b"additionalContext" in proc.stdout
+        stats = {name: percentiles(s) for name, s in samples.items()}
+        ratios = {name: stats[name]["p50"] / stats["floor"]["p50"] for name in stats if name != "floor"}
+        return {"runs": runs, "stats": stats, "ratios": ratios, "injected": injected,
+                "memory": {"files": len(files), "commands": len(commands), "prompts": len(prompts)}}
+    finally:
+        control.stop_service(str(data_dir))
+        service.wait(30)
+
+
 def ms(x: float) -> str:
     return f"{x * 1000:7.1f}"
 
 
-def report(latency: dict[str, Any], burst: dict[str, Any] | None, source: str) -> None:
+def report(latency: dict[str, Any], push: dict[str, Any] | None, burst: dict[str, Any] | None, source: str) -> None:
     print(f"claude-mem save vs floor: {latency['runs']} interleaved runs, real PostToolUse payloads from {source}"
           f" (bytecode: {latency['bytecode']})")
     b = latency["payload_bytes"]
@@ -171,6 +281,16 @@ def report(latency: dict[str, Any], burst: dict[str, Any] | None, source: str) -
     for name, ratio in latency["ratios"].items():
         verdict = "ok" if ratio <= TARGET_RATIO else f"ABOVE target {TARGET_RATIO}"
         print(f"ratio p50({name}) / p50(floor) = {ratio:.2f}  ({verdict})")
+    if push:
+        print(f"\npushes: {push['runs']} interleaved runs against a floor of their own; an earlier session's memory of"
+              f" {push['memory']['files']} file touches and {push['memory']['commands']} failed commands; memory service warm")
+        print(f"{'':24} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'min ms':>7}  injected")
+        for name, st in push["stats"].items():
+            print(f"{name:24} {ms(st['p50'])} {ms(st['p95'])} {ms(st['p99'])} {ms(st['min'])}  "
+                  f"{push['injected'][name] if name != 'floor' else '':>5}")
+        for name, ratio in push["ratios"].items():
+            target = PUSH_TARGETS[name]
+            print(f"ratio p50({name}) / p50(floor) = {ratio:.2f}  ({'ok' if ratio <= target else f'ABOVE target {target}'})")
     if burst:
         print(f"\nburst: {burst['processes']} concurrent streams x {burst['events_each']} hook processes, one database")
         print(f"  sent {burst['sent']}  queued {burst['queued']}  spooled {burst['spooled']}  lost {burst['lost']} (expected 0)"
@@ -187,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst-procs", type=int, default=16)
     parser.add_argument("--burst-events", type=int, default=50)
     parser.add_argument("--no-burst", action="store_true")
+    parser.add_argument("--no-push", action="store_true", help="skip the pre and new (prompt recall) timings")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--bytecode-as-is", action="store_true",
                         help="keep this environment's bytecode settings (default: a fresh private pycache)")
@@ -207,11 +328,12 @@ def main(argv: list[str] | None = None) -> int:
             env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         latency = bench_latency(args.runs, payloads, work, env)
         latency["bytecode"] = "as is" if args.bytecode_as_is else "private pycache"
+        push = None if args.no_push else bench_push(args.runs, payloads, work, env)
         burst = None if args.no_burst else bench_burst(args.burst_procs, args.burst_events, payloads, work, env)
     if args.json:
-        print(json.dumps({"source": source, "latency": latency, "burst": burst}, indent=2))
+        print(json.dumps({"source": source, "latency": latency, "push": push, "burst": burst}, indent=2))
     else:
-        report(latency, burst, source)
+        report(latency, push, burst, source)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo: recall@5, recall@10, MRR and latency of fts, vector and hybrid search.
 
     python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--json]
+    python bench/locomo.py --data ... --push [--offtopic TRANSCRIPT.jsonl ...] [--no-semantic] [--json]
 
 Each LoCoMo conversation becomes one claude-mem project in its own data folder (one memory per
 person, so BM25 weighs words by that conversation alone, as the published baselines did; all
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from claude_mem.recall.index import Index
@@ -172,12 +174,35 @@ def run(data_path: str, data_dir: str, *, progress: bool) -> dict[str, Any]:
     return report
 
 
+def main_push(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bench import push_recall
+
+    offtopic = args.offtopic if args.offtopic is not None else push_recall.default_offtopic()
+    with tempfile.TemporaryDirectory(prefix="cm-push-", dir=args.data_dir) as tmp:
+        # Short: the memory service's socket lives in the data folder (AF_UNIX paths are short).
+        report = push_recall.run(args.data, tmp, offtopic=list(offtopic), semantic=not args.no_semantic,
+                                 progress=not args.json)
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        push_recall.report(report)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="a LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--data-dir", help="keep the database and index here (default: a temporary folder)")
+    parser.add_argument("--push", action="store_true",
+                        help="score what the prompt hook injects for every question instead (bench/push_recall.py)")
+    parser.add_argument("--offtopic", nargs="*", type=Path, default=None,
+                        help="with --push: Claude Code transcripts whose user prompts are the off-topic set"
+                             " (default: ../shared/data/transcripts)")
+    parser.add_argument("--no-semantic", action="store_true", help="with --push: keywords only, no memory service")
     args = parser.parse_args(argv)
+    if args.push:
+        return main_push(args, parser)
     if args.data_dir:
         os.makedirs(args.data_dir, exist_ok=True)
         if os.listdir(args.data_dir):

@@ -1,4 +1,4 @@
-"""Console entry point. The four hook commands are dispatched here before click (~30 ms to
+"""Console entry point. The hook commands are dispatched here before click (~30 ms to
 import) or anything else heavy is loaded; every other command goes to the click CLI."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-HOOK_COMMANDS = ("context", "new", "save", "summary")
+HOOK_COMMANDS = ("context", "new", "pre", "save", "summary")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,10 @@
 """The four hook commands: Claude Code's hook JSON in, durable rows out.
 
   context  SessionStart        print the project's digest
-  new      UserPromptSubmit    record the prompt, make sure a worker runs
+  new      UserPromptSubmit    record the prompt, make sure a worker runs, push the memories
+                               that bear on it (claude_mem/push/prompt.py)
+  pre      PreToolUse          push what earlier sessions did with the file about to be read
+                               or edited, or how the command about to run failed before
   save     PostToolUse(+Failure)  queue the tool event
   summary  Stop                queue the end-of-turn marker
            SessionEnd          mark the session ended, so its worker exits once drained
@@ -51,6 +54,7 @@ QUIET = '{"continue": true, "suppressOutput": true}'
 HOOK_EVENTS: dict[str, tuple[str, ...]] = {
     "context": ("SessionStart",),
     "new": ("UserPromptSubmit",),
+    "pre": ("PreToolUse",),
     "save": ("PostToolUse", "PostToolUseFailure"),
     "summary": ("Stop", "SubagentStop", "SessionEnd"),
 }
@@ -73,10 +77,14 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             raise PayloadError(f"{command} does not handle {event} events")
         if command == "context":
             output = run_context(config, payload) or ""
+        elif command == "pre":
+            output = run_pre(config, payload) or QUIET
         elif command in SANITIZE:
             record = SANITIZE[command](config, payload)
             if record is not None:
                 run_event(config, command, record)
+                if command == "new" and config.push_prompt:
+                    output = push_for_prompt(config, record) or QUIET
         else:
             raise PayloadError(f"unknown hook command {command!r}")
     except Exception as exc:  # the contract: never let anything reach Claude Code
@@ -343,15 +351,71 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     cwd = optional_str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     if not os.path.exists(config.db_path):
         return None  # nothing remembered yet; don't create anything on a read
-    from claude_mem.recall.digest import build_digest
+    from claude_mem.recall.digest import build_digest, digest_refs
+    from claude_mem.store import injections
 
+    session_id = optional_str(payload, "session_id")
+    source = optional_str(payload, "source") or ""
+    project = project_for(cwd)
     conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
     try:
-        text = build_digest(conn, project_for(cwd), max_chars=config.context_chars)
+        text = build_digest(conn, project, max_chars=config.context_chars)
         revive_stranded(config, conn, "context")
+        # Recorded so that no push repeats what the digest gave; after a compaction even an
+        # empty digest is recorded: what was pushed before it is no longer in the context.
+        if session_id and (text or source == "compact"):
+            injections.record(conn, session_id, project, "digest", digest_refs(text), len(text), note=source)
     finally:
         conn.close()
     if not text:
         return None
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
                       ensure_ascii=False)
+
+
+# --- pushes: memory that bears on the prompt, the file, the command ----------------------------
+
+def push_for_prompt(config: Config, record: dict[str, Any]) -> str | None:
+    if not os.path.exists(config.db_path):
+        return None  # the prompt was spooled: there is no memory to search yet
+    from claude_mem.push import project_of, prompt
+
+    conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
+    try:
+        project = project_of(conn, record["session_id"], record.get("cwd"))
+        return prompt.run(config, conn, record["session_id"], project, record["prompt"])
+    finally:
+        conn.close()
+
+
+def run_pre(config: Config, payload: dict[str, Any]) -> str | None:
+    """PreToolUse: answers with additional context or nothing; never a permission decision."""
+    session_id = require_str(payload, "session_id")
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input")
+    if tool == "Bash":
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if not config.push_commands or not isinstance(command, str) or not command.strip():
+            return None
+    else:
+        from claude_mem.push.files import TOOLS, target
+
+        path = target(tool_input) if tool in TOOLS else None
+        if not config.push_files or path is None:
+            return None
+    if not os.path.exists(config.db_path):
+        return None
+    conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
+    try:
+        cwd = optional_str(payload, "cwd")
+        if tool == "Bash":
+            from claude_mem.push import commands
+
+            # Redacted as the stored commands were: the same key for the same command, and no
+            # secret of the live one can reach the injections table or the output.
+            return commands.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
+        from claude_mem.push import files
+
+        return files.run(conn, session_id, cwd, path)
+    finally:
+        conn.close()

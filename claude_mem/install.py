@@ -30,10 +30,14 @@ from typing import Any
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10
 
+# The tools whose PreToolUse the `pre` hook answers (a regex, as Claude Code reads matchers).
+PRE_TOOL_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit|Bash"
+
 # (event, hook command, matcher). No matcher means every source/trigger of the event.
 HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
     ("SessionStart", "context", None),
     ("UserPromptSubmit", "new", None),
+    ("PreToolUse", "pre", PRE_TOOL_MATCHER),
     ("PostToolUse", "save", "*"),
     ("PostToolUseFailure", "save", "*"),
     ("Stop", "summary", None),
@@ -41,7 +45,7 @@ HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 # Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.
-_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(context|new|save|summary)\s*$")
+_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(context|new|pre|save|summary)\s*$")
 
 # The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
 # "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
@@ -149,7 +153,7 @@ def target_paths(project: str | None) -> tuple[str, str]:
 # --- recognising our entries -------------------------------------------------------------------
 
 def hook_subcommand(command: Any) -> str | None:
-    """The claude-mem hook command (context/new/save/summary) a hook command runs, or None if
+    """The claude-mem hook command (context/new/pre/save/summary) a hook command runs, or None if
     it is not one of ours."""
     if not isinstance(command, str):
         return None

@@ -145,6 +145,20 @@ class Memory:
                            (session_id,)).fetchone()
         return int(row[0]) if row else None
 
+    def record_fetch(self, conn: sqlite3.Connection, ids: list[int], chars: int) -> None:
+        """Count what the agent read in full (`claude-mem stats`: were the pushes worth it?),
+        under the session that started this server. Bookkeeping, not memory: a database that
+        cannot take the row now costs the count, never the answer."""
+        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") or ""
+        try:
+            from claude_mem.push import project_of
+            from claude_mem.store import injections
+
+            project = project_of(conn, session_id, self.cwd) if session_id else (self.project(None) or "")
+            injections.record(conn, session_id, project, "fetch", [views.ref("observation", i) for i in ids], chars)
+        except sqlite3.Error:
+            pass
+
     def known_projects(self, conn: sqlite3.Connection) -> list[str]:
         return [r[0] for r in conn.execute(
             "SELECT project FROM sdk_sessions GROUP BY project ORDER BY MAX(updated_at_epoch) DESC LIMIT 10")]
@@ -286,6 +300,8 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             if conn is None and not theirs:
                 return nothing_yet
             text, missing = views.observation_records(conn, wanted, MAX_RECORDS_CHARS) if conn and wanted else ("", wanted)
+            if conn is not None and len(missing) < len(wanted):
+                memory.record_fetch(conn, [i for i in wanted if i not in missing], len(text))
             shared, not_shared = remote_records(theirs, MAX_RECORDS_CHARS - len(text)) if theirs else ("", [])
         if len(missing) + len(not_shared) == len(wanted) + len(theirs):
             raise ToolError(f"no such observation: {', '.join([views.ref('observation', i) for i in missing] + not_shared)}")

@@ -61,6 +61,7 @@ from typing import Any, Literal, TypeVar
 HOOK_COMMANDS: dict[str, str] = {
     "SessionStart": "context",
     "UserPromptSubmit": "new",
+    "PreToolUse": "pre",  # transcripts do not record it; scripted sessions and benchmarks may send it
     "PostToolUse": "save",
     "PostToolUseFailure": "save",
     "Stop": "summary",

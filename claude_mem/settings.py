@@ -126,6 +126,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),
         Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
         Setting("context_chars", "int", 8000, "Most characters the SessionStart digest injects.", minimum=200),
+        Setting("push_prompt", "bool", True, "Push the memories that bear on each prompt into Claude's context (UserPromptSubmit)."),
+        Setting("push_prompt_chars", "int", 1200, "Most characters one prompt's recall injects.", minimum=200),
+        Setting("push_files", "bool", True, "Before Claude reads or edits a file, push what earlier sessions did with it (PreToolUse)."),
+        Setting("push_commands", "bool", True, "Before a shell command runs, push its latest failure in an earlier session (PreToolUse)."),
+        Setting("push_timeout_ms", "int", 300, "How long the prompt hook waits for the memory service's search before it answers"
+                " from keywords alone.", minimum=0),
         Setting("chroma_url", "str", "", "Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded index."),
         Setting("installation_name", "str", "",
                 "The name teammates see beside what this installation shares on a Chroma server (default: the host name;"

@@ -62,6 +62,8 @@ def sandbox(data_dir: Path):
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes
+        # The checkout under test, not whatever claude-mem the venv's console script was installed from.
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
     }
     yield {"env": env, "project": project, "settings": paths["cfg"] / "settings.json", "data": data_dir}
     shutil.rmtree(root, ignore_errors=True)
@@ -163,6 +165,41 @@ def test_installed_hooks_capture_a_real_claude_session(sandbox):
     assert {s["claude_session_id"]: s["prompt_counter"] for s in sessions} == {session_id: 1, second["session_id"]: 1}
     finals = [r for r in mem(sandbox, "queue", "--session", second["session_id"]) if r["kind"] == "finalize"]
     assert len(finals) == 1
+
+
+def test_installed_pushes_reach_the_model_in_the_next_session(sandbox):
+    """Issue 13 under the real CLI: a first session edits notes.txt and runs a check that fails;
+    the worker distils it (heuristics: no model here); in a second session the prompt about the
+    file, the Read of it and the same check each reach the model with a first-session memory."""
+    proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    allow_tools(sandbox["settings"])
+    # Keywords only (no memory service process in this test), and a digest too small to list the
+    # observations: a push never repeats what the digest gave, and this memory is only three deep.
+    sandbox["env"].update(CLAUDE_MEM_SEMANTIC_INDEX="0", CLAUDE_MEM_CONTEXT_CHARS="200")
+    notes = sandbox["project"] / "notes.txt"
+    check = "python3 check_notes.py --strict"  # check_notes.py does not exist: it fails
+    first_steps = [write(str(notes), "alpha\n"), edit(str(notes), "alpha", "beta"), bash(check, "Check the notes")]
+    with FakeMessagesAPI(first_steps, final_text="Notes written; the check failed.") as api:
+        first = run_claude(sandbox, api, "Write notes.txt, change alpha to beta, then run the notes check")
+    worker = subprocess.run([str(CLAUDE_MEM), "worker", "--session", first["session_id"], "--drain"], capture_output=True,
+                            text=True, timeout=TIMEOUT, env={**sandbox["env"], "CLAUDE_MEM_SYNTHESIZER": "heuristic"})
+    assert worker.returncode == 0, worker.stderr
+    first_obs = {o["id"]: o for o in mem(sandbox, "observations", "--session", first["session_id"])}
+    [changed] = [i for i, o in first_obs.items() if str(notes) in o["files_modified"]]
+
+    second_steps = [read(str(notes)), bash(check, "Check the notes again")]
+    with FakeMessagesAPI(second_steps, final_text="Read it.") as api:
+        second = run_claude(sandbox, api, "What happened to notes.txt last time?")
+        system = system_messages(api)
+    prompt_push = [t for t in system if "claude-mem: memories from earlier sessions" in t]
+    file_push = [t for t in system if "PreToolUse:Read hook additional context" in t and "did with notes.txt" in t]
+    command_push = [t for t in system if "PreToolUse:Bash hook additional context" in t]
+    assert prompt_push and f"obs:{changed} " in prompt_push[0], system
+    assert file_push and f"obs:{changed} " in file_push[0], system
+    assert command_push and "`python3 check_notes.py` failed in an earlier session" in command_push[0], system
+    given = mem(sandbox, "show", second["session_id"])["injections"]
+    assert [i["kind"] for i in given] == ["digest", "prompt", "file", "command"]
 
 
 def test_plugin_folder_captures_a_real_claude_session(sandbox):

@@ -237,7 +237,7 @@ BAD_INPUTS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("command", ["context", "new", "save", "summary"])
+@pytest.mark.parametrize("command", ["context", "new", "pre", "save", "summary"])
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_bad_input_exits_0_with_one_line(case: str, command: str, data_dir: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -552,9 +552,10 @@ HEAVY = ("chromadb", "claude_agent_sdk", "lxml", "mcp", "click", "psutil", "plat
 SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
 
 
-@pytest.mark.parametrize("command", ["context", "new", "save", "summary"])
+@pytest.mark.parametrize("command", ["context", "new", "pre", "save", "summary"])
 def test_hooks_import_nothing_heavy(command: str, data_dir: Path, project: Path) -> None:
-    # context with memories present, so its digest path is loaded too
+    # With memories of an earlier session present, so the digest and the pushes run too (the
+    # prompt's from keywords: the memory service is a process of its own).
     conn = connect(str(data_dir.parent / "seed.db"))
     conn.close()
     data_dir.mkdir()
@@ -562,14 +563,16 @@ def test_hooks_import_nothing_heavy(command: str, data_dir: Path, project: Path)
     conn = connect(str(data_dir / "claude-mem.db"))
     with transaction(conn):
         records.ensure_session(conn, "old", project="widget", cwd=str(project), transcript_path=None)
-        memories.insert_observation(conn, "old", "widget", memories.Observation(type="change", title="Seeded"), prompt_number=1)
+        memories.insert_observation(conn, "old", "widget", memories.Observation(
+            type="change", title="Seeded widget parser", files_read=[str(project / "parser.py")]), prompt_number=1)
     conn.close()
-    payload = {"context": event("SessionStart", project, source="startup"), "new": prompt(project, "hi"),
+    payload = {"context": event("SessionStart", project, source="startup"), "new": prompt(project, "the seeded widget parser?"),
+               "pre": event("PreToolUse", project, tool_name="Read", tool_input={"file_path": str(project / "parser.py")}),
                "save": tool(project, "t1"), "summary": stop(project)}[command]
     code = ("import sys\nfrom claude_mem.entry import main\nrc = main([sys.argv[1]])\n"
             "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\nsys.exit(rc)\n")
     proc = subprocess.run([sys.executable, "-c", code, command], input=json.dumps(payload).encode(), capture_output=True,
-                          timeout=60)
+                          timeout=60, env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
     assert proc.returncode == 0
     err = proc.stderr.decode()
     [line] = [ln for ln in err.splitlines() if ln.startswith("MODULES ")]
@@ -579,8 +582,8 @@ def test_hooks_import_nothing_heavy(command: str, data_dir: Path, project: Path)
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
     assert sorted(m for m in loaded if m in SLOW_STDLIB) == []
-    if command == "context":
-        assert "Seeded" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    if command in ("context", "new", "pre"):
+        assert "Seeded widget parser" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_files_a_hook_creates_are_private(data_dir: Path, project: Path) -> None:

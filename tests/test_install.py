@@ -87,7 +87,7 @@ def test_install_into_empty_config_registers_every_hook_and_the_mcp_server(claud
     assert sorted((e, s) for e, s, _, _ in found) == sorted(OURS)
     for event, sub, matcher, entry in found:
         assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} {sub}", "timeout": install_mod.HOOK_TIMEOUT_S}
-        assert matcher == ("*" if event.startswith("PostToolUse") else None)
+        assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": install_mod.PRE_TOOL_MATCHER}.get(event)
         assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # install and the dispatcher agree
     assert load(claude_home["mcp"]) == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
     assert "+ SessionStart" in out and "mcpServers.claude-mem" in out
@@ -124,7 +124,9 @@ def test_install_keeps_existing_settings_hooks_and_servers(claude_home):
     # The user's own hooks are still first in their events, untouched.
     for event, groups in EXISTING_SETTINGS["hooks"].items():
         assert settings["hooks"][event][: len(groups)] == groups
-    assert "PreToolUse" in settings["hooks"] and not [h for h in our_hooks(settings) if h[0] == "PreToolUse"]
+    # Ours joins the user's PreToolUse guard in a group of its own, after it.
+    assert [(s, m) for e, s, m, _ in our_hooks(settings) if e == "PreToolUse"] == [("pre", install_mod.PRE_TOOL_MATCHER)]
+    assert len(settings["hooks"]["PreToolUse"]) == 2
     assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
 
     claude = load(claude_home["mcp"])

@@ -225,6 +225,10 @@ def test_data_survives_every_later_migration(tmp_path: Path, k: int) -> None:
     assert conn.execute("SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'parser'").fetchall()
     assert conn.execute("SELECT rowid FROM session_summaries_fts WHERE session_summaries_fts MATCH 'lock'").fetchall()
     assert conn.execute("SELECT rowid FROM user_prompts_fts WHERE user_prompts_fts MATCH 'flaky'").fetchall()
+    # ... and the file lookup of the PreToolUse hook (migration 0006) knows the files of older rows.
+    obs_id = find_row(conn, "observations", inserted["observations"])["id"]
+    files = conn.execute("SELECT name, path, modified FROM observation_files WHERE observation_id = ? ORDER BY modified", (obs_id,))
+    assert [tuple(r) for r in files] == [("parser.py", "parser.py", 0), ("parser.py", "parser.py", 1)]
 
 
 def test_two_processes_migrating_a_new_database_at_once(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from claude_mem import settings
 from claude_mem.cli.viewer import viewer as viewer_command
 from claude_mem.service import client as service_client
-from claude_mem.store import queue, records
+from claude_mem.store import injections, queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.viewer import data
@@ -320,6 +320,26 @@ def test_session_ids_with_odd_characters(client: TestClient, store: tuple[sqlite
     body = client.get("/api/session/" + quote(odd, safe=""))
     assert body.status_code == 200, body.text
     assert body.json()["session"]["claude_session_id"] == odd
+
+
+def test_costs_and_what_a_session_was_given(client: TestClient, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
+    conn, ids = store
+    pushed = f"obs:{ids['checkout'][0]}"
+    injections.record(conn, "sess-search-2", WEBSHOP, "prompt", [pushed], 400, note="hybrid")
+    injections.record(conn, "sess-search-2", WEBSHOP, "fetch", [pushed], 1200)
+    injections.record(conn, "sess-py312-3", BILLING, "digest", [], 800, note="startup")
+    with transaction(conn):
+        conn.execute("INSERT INTO worker_runs (session_id, pid, create_time, worker_id, started_at_epoch, model_replies,"
+                     " input_tokens, output_tokens) VALUES ('sess-search-2', 1, 1.0, 'w-costs', ?, 3, 5000, 700)", (now_ms(),))
+    body = client.get("/api/stats", params={"project": WEBSHOP}).json()
+    assert [p["project"] for p in body["projects"]] == [WEBSHOP]  # the other project's digest is not counted
+    total = body["total"]
+    assert total["injected_tokens"]["prompt"] == 100 and total["injected_tokens"]["fetch"] == 300
+    assert total["injected_tokens"]["digest"] == 0 and total["observer"]["input_tokens"] == 5000
+    assert (total["pushed_observations"], total["fetched_observations"], total["fetched_after_push"]) == (1, 1, 1)
+    given = client.get("/api/session/sess-search-2").json()["injections"]
+    assert [(i["kind"], i["refs"], i["tokens"]) for i in given] == [("prompt", [pushed], 100), ("fetch", [pushed], 300)]
+    assert "Memory in context" in (Path(STATIC_DIR) / "app.js").read_text()
 
 
 # -- search -------------------------------------------------------------------------------------

@@ -120,6 +120,11 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
     assert "Read" in first and "Edit" in first and first.count("pytest") >= 2
     with db(data_dir) as conn:
         assert conn.execute("SELECT sdk_session_id FROM sdk_sessions").fetchone()[0]
+    # What the observer spent, as the SDK reported it per reply, is what `stats` shows.
+    replies = [GOOD_XML, SUMMARY_XML, "<nothing/>", SUMMARY_XML]
+    [observer] = [s["observer"] for s in cli_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
+    assert observer["replies"] == 4 and observer["output_tokens"] == sum(max(1, len(r) // 4) for r in replies)
+    assert observer["input_tokens"] > 100  # the four messages, ~1 token per 4 characters in the fake
 
 
 def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir: Path) -> None:

@@ -13,7 +13,7 @@ import click
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
-from claude_mem.store import outages, overview
+from claude_mem.store import injections, outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.store.outages import describe
@@ -89,6 +89,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
     timeline["outage"] = outages.for_session(conn, matches[0])
+    timeline["injections"] = injections.for_session(conn, matches[0])
     if as_json:
         emit_json(timeline)
     else:
@@ -144,6 +145,13 @@ def _show_session(t: dict[str, Any]) -> None:
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
             echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
                          for name in ("request", "completed", "learned", "next_steps")], indent="    ")
+    if t["injections"]:
+        click.echo()
+        heading("given to Claude  " + paint("(injected tokens are estimates: characters / 4)", dim=True))
+        for i in t["injections"]:
+            what = f"{i['kind']} {i['note']}".strip() if i["kind"] in ("file", "command") else i["kind"]
+            refs = " ".join(i["refs"]) or "-"
+            click.echo(f"  {local_time(i['created_at_epoch'])}  {what:<28} ~{i['tokens']:>5} tokens  {refs}")
 
 
 

@@ -9,6 +9,7 @@ details always fits. An empty project gets nothing at all.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 
@@ -38,6 +39,14 @@ def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 800
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
     text = header + summary + _observation_block(observations, budget - len(summary)) + FOOTER
     return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
+
+
+_LISTED = re.compile(r"^- (obs:\d+) ", re.MULTILINE)
+
+
+def digest_refs(text: str) -> list[str]:
+    """The observations a digest lists ("obs:12"), so later pushes leave them out."""
+    return _LISTED.findall(text)
 
 
 def _summary_block(s: dict[str, Any], room: int) -> str:

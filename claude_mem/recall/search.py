@@ -112,12 +112,14 @@ import datetime as dt
 import re
 import sqlite3
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.recall import remote
 from claude_mem.recall.index import VectorMatch, document_texts
+from claude_mem.recall.terms import TOKEN as _TOKEN
+from claude_mem.recall.terms import fts_match, query_terms
+from claude_mem.recall.terms import stem as _stem
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import KINDS, cut, file_clause, json_list
 
@@ -137,23 +139,8 @@ POOL = 50  # candidates each search contributes to the fusion (at least 3 x limi
 RAW_FACTOR = 8  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (_nearest)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (_nearest)
 FTS_BUDGET = 2000  # rows the keyword query may match before its most common words are left out (_fts_search)
-MAX_TERMS = 32  # bounds the FTS query a pasted wall of text can produce
 TITLE_CHARS = 120
 SNIPPET_CHARS = 200
-
-# Question and glue words: matching them ranks nothing, and as OR terms they would let nearly
-# every row in. Kept small on purpose: domain words ("error", "test") are never dropped.
-_STOPWORDS_TEXT = """
-a an the and or not nor but if then so than too very of to in on at for with by from as into onto
-over under about after before between during through up down out off again is are was were be
-been being am do does did doing done have has had having will would shall should can could may
-might must i me my mine we us our ours you your yours he him his she her hers it its they them
-their theirs this that these those there here what which who whom whose when where why how all
-any both each few more most other some such no only own same just also s t don now ever
-"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass
@@ -181,21 +168,6 @@ class SearchResult:
 
 
 # -- query handling ---------------------------------------------------------------------------
-
-def query_terms(text: str) -> list[str]:
-    """Words of the user's text, lowercased, deduplicated, stopwords dropped (unless nothing
-    else is left). Only word characters survive, so no FTS5 syntax can get through."""
-    words = [w.lower() for w in _TOKEN.findall(text or "") if w.strip("_")]
-    kept = [w for w in words if w not in STOPWORDS] or words
-    return list(dict.fromkeys(kept))[:MAX_TERMS]
-
-
-def fts_match(terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression: every term quoted (so AND/OR/NOT/NEAR, `-`, `:`, `*`, `^` and
-    parentheses are plain text), joined with OR. OR because memories are short: requiring every
-    word of a question (FTS5's implicit AND) finds almost nothing."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
 
 # English names on purpose (not `calendar`, which follows the locale and imports it).
 _MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -748,14 +720,6 @@ def _load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Cand
             sql = _ROWS_SQL[kind].format(marks=",".join("?" * len(chunk)))
             for row in conn.execute(sql, chunk):
                 candidates[(kind, int(row["id"]))].row = dict(row)
-
-
-def _stem(word: str) -> str:
-    # Close enough to porter for choosing which fact to show; the ranking used FTS5's own.
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
 
 
 def _best_text(texts: list[str], terms: list[str]) -> str:

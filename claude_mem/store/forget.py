@@ -183,6 +183,7 @@ def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None 
             "raw_replies": _delete_ids(conn, "raw_replies", "id", planned.raw_replies),
         }
         _delete_ids(conn, "worker_runs", "session_id", planned.sessions)
+        _delete_ids(conn, "injections", "session_id", planned.sessions)
         removed["sessions"] = _delete_ids(conn, "sdk_sessions", "claude_session_id", planned.sessions)
     counts = {key: removed[key] for key in planned.counts()}  # in the order the plan reports them
     outcome = Outcome(counts)

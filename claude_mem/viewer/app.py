@@ -282,6 +282,9 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
     def api_health(request: Request) -> Response:
         return _json(read(health_of))
 
+    def api_stats(request: Request) -> Response:
+        return _json(read(data.costs_of, _text(request, "project"), _int(request, "limit", 50, 1, 500)))
+
     async def api_stream(request: Request) -> Response:
         project = _text(request, "project")
         resume = request.headers.get("last-event-id") or request.query_params.get("after")
@@ -349,6 +352,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/session/{session_id:path}", api_session),
         Route("/api/remote/{ref}", api_remote),
         Route("/api/health", api_health),
+        Route("/api/stats", api_stats),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {

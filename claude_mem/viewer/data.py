@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from claude_mem.store import memories, overview, records
+from claude_mem.store import costs, injections, memories, overview, records
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.db import connect
 from claude_mem.store.reads import cut
@@ -175,12 +175,20 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
     """A session and everything stored for it, turn by turn: prompt, observations, summary."""
     with snapshot(conn):
         found = overview.session_timeline(conn, session_id)
+        given = injections.for_session(conn, session_id)
     if found is None:
         return None
     entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
                                                         ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], _KIND_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
-    return {"session": found["session"], "entries": entries}
+    return {"session": found["session"], "entries": entries, "injections": given}
+
+
+def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:
+    """Tokens memory put into context and the observer spent (store/costs.py), newest sessions first."""
+    with snapshot(conn):
+        report = costs.usage(conn, project=project)
+    return {**report, "sessions": report["sessions"][:limit]}
 
 
 # -- health -------------------------------------------------------------------------------------

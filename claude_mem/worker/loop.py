@@ -33,6 +33,7 @@ from claude_mem.logs import log_line
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records
+from claude_mem.store.costs import USAGE_FIELDS
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
 from claude_mem.store.reads import cut
@@ -538,6 +539,7 @@ class Worker:
             self._recap_prefix = ""
         reply = await self.observer.send(text)
         self.turns += 1
+        self._record_usage(reply)
         if reply.error:
             self._turn = None
             await self._close_observer()
@@ -553,6 +555,22 @@ class Worker:
     _fresh = False  # a new conversation was started and nothing of it is stored yet
     _turn: tuple[str | None, str | None] | None = None  # (conversation, last good message) of the batch under way
     _outage_due: tuple[int, str] = (0, "")
+
+    def _record_usage(self, reply: Any) -> None:
+        """Add the tokens the SDK says this reply cost to the run's row, at once: a worker killed
+        later has still reported what it spent (`claude-mem stats`)."""
+        usage = getattr(reply, "usage", None) or {}
+        if self.conn is None or self.run_id is None:
+            return
+        try:
+            with transaction(self.conn):
+                self.conn.execute(
+                    "UPDATE worker_runs SET model_replies = model_replies + 1, input_tokens = input_tokens + ?,"
+                    " output_tokens = output_tokens + ?, cache_read_input_tokens = cache_read_input_tokens + ?,"
+                    " cache_creation_input_tokens = cache_creation_input_tokens + ? WHERE id = ?",
+                    (*(int(usage.get(k) or 0) for k in USAGE_FIELDS), self.run_id))
+        except sqlite3.Error as exc:
+            self.log(f"could not record the observer's token usage: {exc}")
 
     async def _open_observer(self, fresh: bool) -> None:
         from claude_mem.worker.observer import Observer

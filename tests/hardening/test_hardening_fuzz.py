@@ -28,9 +28,10 @@ from tests.recall_store import build_indexed
 
 SLOW_S = 1.0
 QUIET = json.loads(hooks.QUIET)
-EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "Nope", ""]
-COMMAND_FOR = {"SessionStart": "context", "UserPromptSubmit": "new", "PostToolUse": "save", "PostToolUseFailure": "save",
-               "Stop": "summary", "SubagentStop": "summary", "SessionEnd": "summary"}
+EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop",
+          "SessionEnd", "Nope", ""]
+COMMAND_FOR = {"SessionStart": "context", "UserPromptSubmit": "new", "PreToolUse": "pre", "PostToolUse": "save",
+               "PostToolUseFailure": "save", "Stop": "summary", "SubagentStop": "summary", "SessionEnd": "summary"}
 
 
 def cases(long_run: bool, short: int, long: int) -> int:
@@ -69,7 +70,7 @@ def test_fuzzed_hook_stdin(data_dir: Path, long_run: bool) -> None:
     seen = {"n": 0, "max_s": 0.0}
 
     @fuzz_settings(cases(long_run, 1500, 10000))
-    @given(raw=stdin_bytes, command=st.sampled_from(["context", "new", "save", "summary"]))
+    @given(raw=stdin_bytes, command=st.sampled_from(["context", "new", "pre", "save", "summary"]))
     def one(raw: bytes, command: str) -> None:
         out = io.StringIO()
         started = time.perf_counter()
@@ -90,7 +91,7 @@ def test_fuzzed_hook_stdin(data_dir: Path, long_run: bool) -> None:
     samples = [b"", b"{", b"\xff\xfe", b"[]", b'{"hook_event_name": "PostToolUse"}', json.dumps({"session_id": 5}).encode(),
                json.dumps({"session_id": "s", "hook_event_name": "Stop", "stop_hook_active": "yes"}).encode()]
     for raw in samples:
-        for command in ("context", "new", "save", "summary"):
+        for command in ("context", "new", "pre", "save", "summary"):
             proc = subprocess.run([sys.executable, "-m", "claude_mem", command], input=raw, capture_output=True, timeout=30)
             assert proc.returncode == 0
             assert b"Traceback" not in proc.stderr and proc.stderr.count(b"\n") <= 1

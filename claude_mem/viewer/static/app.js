@@ -9,7 +9,9 @@ const FEED_KEEP = 500; // items kept in the live list; older ones drop off the b
 const SUMMARY_FIELDS = [["request", "Request"], ["investigated", "Investigated"], ["learned", "Learned"],
   ["completed", "Completed"], ["next_steps", "Next steps"], ["notes", "Notes"]];
 
-const state = { project: "", seen: new Set(), source: null, mode: "feed", query: "", searchSeq: 0, routeSeq: 0, sessions: -1 };
+const state = { project: "", seen: new Set(), source: null, mode: "feed", query: "", searchSeq: 0, routeSeq: 0, sessions: -1,
+  health: null, costs: null, costsAt: 0 };
+const COSTS_EVERY_MS = 10000; // the cost summary is refreshed with health events, at most this often
 
 function el(tag, props, ...children) {
   const node = document.createElement(tag);
@@ -226,7 +228,29 @@ function serviceStat(service) {
     service.uptime_s ? `up ${Math.round(service.uptime_s)} s` : null);
 }
 
+// What memory put into Claude's context and what the observer spent (claude-mem stats).
+function costStat() {
+  const t = state.costs && state.costs.total;
+  if (!t) return null;
+  const inj = t.injected_tokens;
+  const o = t.observer;
+  const pushed = inj.digest + inj.prompt + inj.file + inj.command;
+  const observerIn = o.input_tokens + o.cache_read_input_tokens + o.cache_creation_input_tokens;
+  return stat("costs", "Memory in context",
+    `~${pushed} tokens pushed · ~${inj.fetch} fetched · observer ${observerIn} in / ${o.output_tokens} out · ` +
+    `${t.fetched_after_push} of ${t.pushed_observations} pushed observations read`, "",
+    `digest ~${inj.digest} · prompt ~${inj.prompt} · file ~${inj.file} · command ~${inj.command} tokens (estimates: characters / 4)`);
+}
+
+async function loadCosts() {
+  state.costsAt = Date.now();
+  state.costs = await api("/api/stats", { project: state.project, limit: "1" });
+  if (state.health) renderHealth(state.health);
+}
+
 function renderHealth(health) {
+  state.health = health;
+  if (Date.now() - state.costsAt > COSTS_EVERY_MS) loadCosts().catch(() => {});
   const q = health.queue;
   const c = health.counts;
   const workers = health.workers;
@@ -248,7 +272,8 @@ function renderHealth(health) {
       outages.map((o) => `session ${o.claude_session_id} · ${o.observer_error}`).join("\n") || (skipped && health.skipped.last_error) || null),
     stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
     stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
-      error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null));
+      error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null),
+    costStat());
   if (c.sessions !== state.sessions) {
     if (state.sessions >= 0) loadProjects().catch(() => {});
     state.sessions = c.sessions;
@@ -319,14 +344,21 @@ function timelineEntry(entry) {
     el("dl", {}, SUMMARY_FIELDS.map(([key, label]) => field(label, entry[key]))));
 }
 
-function renderSession({ session: s, entries }) {
+function injectionEntry(i) {
+  const what = i.kind === "file" || i.kind === "command" ? `${i.kind} ${i.note}` : i.kind;
+  return el("li", {}, when(i.created_at_epoch), ` ${what} · ~${i.tokens} tokens`,
+    i.refs.length ? ` · ${i.refs.join(" ")}` : "");
+}
+
+function renderSession({ session: s, entries, injections }) {
   return el("article", { class: "session" },
     el("header", {}, el("h2", {}, "Session ", el("code", {}, s.claude_session_id))),
     el("dl", { class: "facts-meta" },
       field("Project", s.project), field("Status", s.status), field("Started", when(s.started_at_epoch)),
       field("Prompts", s.prompt_counter), field("Directory", s.cwd), field("Model outage", s.observer_error
         && `unreachable since ${new Date(s.outage_since_epoch || s.observer_error_at_epoch).toLocaleString()}: ${s.observer_error}`)),
-    entries.length ? el("ol", { class: "timeline" }, entries.map(timelineEntry)) : el("p", { class: "empty" }, "Nothing stored for this session yet."));
+    entries.length ? el("ol", { class: "timeline" }, entries.map(timelineEntry)) : el("p", { class: "empty" }, "Nothing stored for this session yet."),
+    injections && injections.length ? section("Given to Claude by memory", el("ul", { class: "injections" }, injections.map(injectionEntry))) : null);
 }
 
 async function route() {
@@ -366,6 +398,7 @@ function init() {
   $("project").addEventListener("change", () => {
     state.project = $("project").value;
     loadFeed();
+    loadCosts().catch(() => {});
     if (state.mode === "search") runSearch(state.query);
   });
   $("search").addEventListener("submit", (event) => {

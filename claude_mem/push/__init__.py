@@ -1,0 +1,34 @@
+"""Memory that arrives when it matters (issue 13): the hooks push relevant observations into
+Claude's context instead of waiting for it to search.
+
+  prompt.py    UserPromptSubmit: the project's memories that answer the prompt, when any clears
+               the relevance bar (semantic through the memory service, else FTS5 from SQLite)
+  files.py     PreToolUse on Read/Edit/Write/MultiEdit/NotebookEdit: what earlier sessions
+               learnt about that file
+  commands.py  PreToolUse on Bash: the command's latest failure in an earlier session, and
+               what fixed it
+  lines.py     the shared pieces: one line per memory, the hook's answer
+
+Standard library only (they run inside hook processes). Each push is recorded in the
+`injections` table (store/injections.py), so a session never gets the same memory twice, and
+`claude-mem stats` can say what memory cost and what it was used for.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    import sqlite3
+
+
+def project_of(conn: sqlite3.Connection, session_id: str, cwd: str | None) -> str:
+    """The project the session's memories are filed under (its row, made by its first prompt),
+    else the one its working directory names."""
+    row = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    if row:
+        return str(row[0])
+    from claude_mem.project import project_for
+
+    return project_for(cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())

@@ -1,0 +1,186 @@
+"""Past failures before a command runs: PreToolUse on Bash. When the command about to run,
+reduced to its program and subcommand (`npm test`, `pytest tests/x.py`, `git push`), failed in
+an earlier session of this project, its latest failure is pushed with what fixed it when memory
+knows (a bugfix observation of that session recorded after the failure, in its turn or the next;
+whether the command passed later in that session). At most `BUDGET` characters, once per command per session. SQL only: failed
+calls are found through the partial index of migration 0005.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+from claude_mem.push import project_of
+from claude_mem.push.lines import hook_answer
+from claude_mem.recall.digest import local_day
+from claude_mem.store import injections
+from claude_mem.store.reads import cut, like_escape
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+BUDGET = 300
+CANDIDATES = 50
+SUBCOMMAND_CHARS = 80
+# Programs whose failures teach nothing (a grep that found nothing exits 1) and shell set-up
+# that precedes the command of interest.
+_QUIET_TEXT = """
+cd pushd popd export source . set unset alias exit return echo printf true false sleep clear ls cat head tail less more wc
+grep egrep fgrep rg ag find fd which type command test [ [[ pwd whoami date env stat file du df tree diff cmp
+"""
+QUIET_PROGRAMS = frozenset(_QUIET_TEXT.split())
+WRAPPERS = frozenset(("sudo", "time", "nice", "nohup", "exec", "command", "stdbuf"))
+RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "rye": "run", "pnpm": "exec",
+           "bundle": "exec"}
+LAUNCHERS = frozenset(("npx", "bunx", "pnpx"))
+OPERATORS = frozenset(("&&", "||", ";", "|", "|&", "&", "(", ")", ";;"))
+SCRIPT_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun"))  # `npm run build`: the script is the subcommand
+OPTIONS_WITH_VALUE = {"git": frozenset(("-C", "-c", "--git-dir", "--work-tree")), "timeout": frozenset()}
+
+
+def command_key(command: str) -> str | None:
+    """`program subcommand` for the first command of interest in a shell line, or None."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:  # an unclosed quote
+        tokens = command.split()
+    segment: list[str] = []
+    for token in [*tokens, ";"]:
+        if token not in OPERATORS:
+            segment.append(token)
+            continue
+        key = _segment_key(segment)
+        if key:
+            return key
+        segment = []
+    return None
+
+
+def _segment_key(words: list[str]) -> str | None:
+    words = list(words)
+    while words and ("=" in words[0] and not words[0].startswith(("=", "-")) and words[0].split("=", 1)[0].isidentifier()):
+        words.pop(0)  # FOO=1 pytest
+    while words:
+        program = os.path.basename(words[0])
+        if program in WRAPPERS:
+            words.pop(0)
+        elif program == "env":
+            words.pop(0)
+            while words and ("=" in words[0] or words[0].startswith("-")):
+                words.pop(0)
+        elif program == "timeout":
+            words.pop(0)
+            while words and (words[0].startswith("-") or words[0][:1].isdigit()):
+                words.pop(0)
+        elif program in RUNNERS and len(words) > 1 and words[1] == RUNNERS[program]:
+            words = words[2:]
+        elif program in LAUNCHERS:
+            words.pop(0)
+        elif program.startswith("python") and len(words) > 2 and words[1] == "-m":
+            words = words[2:]  # python -m pytest -> pytest
+        else:
+            break
+    if not words:
+        return None
+    program = os.path.basename(words[0])
+    if not program or program in QUIET_PROGRAMS or program.startswith("#"):
+        return None
+    takes_value = OPTIONS_WITH_VALUE.get(program, frozenset())
+    rest = words[1:]
+    sub = None
+    while rest:
+        word = rest.pop(0)
+        if word in takes_value:
+            rest = rest[1:]
+        elif not word.startswith("-"):
+            sub = word.split("::", 1)[0]  # pytest tests/x.py::test_one -> tests/x.py
+            if program in SCRIPT_RUNNERS and sub == "run" and rest and not rest[0].startswith("-"):
+                sub += " " + rest[0]
+            break
+    if sub and (len(sub) > SUBCOMMAND_CHARS or "\n" in sub):
+        sub = None
+    return f"{program} {sub}" if sub else program
+
+
+def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, command: str) -> str | None:
+    """The hook's answer with the command's latest earlier failure, after recording it; None for nothing."""
+    key = command_key(command)
+    if key is None:
+        return None
+    project = project_of(conn, session_id, cwd)
+    if injections.already(conn, session_id, "command", key):
+        return None
+    failure = _latest_failure(conn, project, session_id, key)
+    if failure is None:
+        return None
+    text = _describe(conn, key, failure)
+    ref = [f"obs:{failure['fix']['id']}"] if failure.get("fix") else []
+    injections.record(conn, session_id, project, "command", ref, len(text), note=key)
+    return hook_answer("PreToolUse", text)
+
+
+def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key: str) -> dict[str, Any] | None:
+    program = key.split(" ", 1)[0]
+    rows = conn.execute(
+        "SELECT q.id, q.session_id, q.tool_input, q.tool_response, q.created_at_epoch, q.prompt_number"
+        " FROM observation_queue q INDEXED BY observation_queue_failures"
+        " JOIN sdk_sessions s ON s.claude_session_id = q.session_id"
+        " WHERE q.tool_name = 'Bash' AND q.is_error = 1 AND s.project = ? AND q.session_id != ?"
+        " AND q.tool_input LIKE ? ESCAPE '\\' ORDER BY q.id DESC LIMIT ?",
+        (project, session_id, "%" + like_escape(program) + "%", CANDIDATES))
+    for row in rows:
+        if _key_of(row["tool_input"]) == key:
+            failure = dict(row)
+            # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
+            failure["fix"] = conn.execute(
+                "SELECT id, title FROM observations WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
+                " AND created_at_epoch >= ? ORDER BY created_at_epoch, id LIMIT 1",
+                (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
+            failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
+                "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"
+                " AND is_error = 0 AND tool_input LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
+                (row["session_id"], row["id"], "%" + like_escape(program) + "%", CANDIDATES)))
+            return failure
+    return None
+
+
+def _key_of(tool_input: str | None) -> str | None:
+    try:
+        data = json.loads(tool_input or "")
+    except ValueError:
+        return None
+    command = data.get("command") if isinstance(data, dict) else None
+    return command_key(command) if isinstance(command, str) else None
+
+
+def error_line(tool_response: str | None) -> str:
+    """The line of a failure that says most: the last one that is not the exit code."""
+    try:
+        data = json.loads(tool_response or "")
+    except ValueError:
+        data = tool_response
+    text = data.get("error") or data.get("stderr") or data.get("stdout") if isinstance(data, dict) else data
+    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    exit_code = next((ln for ln in lines if ln.lower().startswith("exit code")), "")
+    meaningful = [ln for ln in lines if ln != exit_code]
+    return "; ".join(p for p in (exit_code, meaningful[-1] if meaningful else "") if p)
+
+
+def _describe(conn: sqlite3.Connection, key: str, failure: dict[str, Any]) -> str:
+    head = f"claude-mem: `{key}` failed in an earlier session ({local_day(failure['created_at_epoch'])})"
+    fix = failure.get("fix")
+    tail = ""
+    if fix is not None:
+        tail = f" Fixed then: obs:{fix['id']} {cut(fix['title'], 90)}."
+    if failure.get("passed_later"):
+        tail += " It passed later in that session."
+    why = error_line(failure.get("tool_response"))
+    room = BUDGET - len(head) - len(tail) - 3
+    body = f": {cut(why, room)}." if why and room > 20 else "."
+    return cut(head + body + tail, BUDGET)

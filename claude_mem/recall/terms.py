@@ -1,0 +1,49 @@
+"""The words of a query, as the keyword search uses them. Standard library only: the prompt hook
+searches SQLite FTS5 with these when the memory service cannot answer in time."""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+MAX_TERMS = 32  # bounds the FTS query a pasted wall of text can produce
+
+# Question and glue words: matching them ranks nothing, and as OR terms they would let nearly
+# every row in. Kept small on purpose: domain words ("error", "test") are never dropped.
+_STOPWORDS_TEXT = """
+a an the and or not nor but if then so than too very of to in on at for with by from as into onto
+over under about after before between during through up down out off again is are was were be
+been being am do does did doing done have has had having will would shall should can could may
+might must i me my mine we us our ours you your yours he him his she her hers it its they them
+their theirs this that these those there here what which who whom whose when where why how all
+any both each few more most other some such no only own same just also s t don now ever
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def query_terms(text: str) -> list[str]:
+    """Words of the user's text, lowercased, deduplicated, stopwords dropped (unless nothing
+    else is left). Only word characters survive, so no FTS5 syntax can get through."""
+    words = [w.lower() for w in TOKEN.findall(text or "") if w.strip("_")]
+    kept = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(kept))[:MAX_TERMS]
+
+
+def fts_match(terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: every term quoted (so AND/OR/NOT/NEAR, `-`, `:`, `*`, `^` and
+    parentheses are plain text), joined with OR. OR because memories are short: requiring every
+    word of a question (FTS5's implicit AND) finds almost nothing."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def stem(word: str) -> str:
+    # Close enough to porter for telling which query words a text holds; ranking uses FTS5's own.
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
