@@ -3,7 +3,7 @@ reduced to its program and subcommand (`npm test`, `pytest tests/x.py`, `git pus
 an earlier session of this project, its latest failure is pushed with what fixed it when memory
 knows (a bugfix observation of that session recorded after the failure, in its turn or the next;
 whether the command passed later in that session). At most `BUDGET` characters, once per command per session. SQL only: failed
-calls are found through the partial index of migration 0005.
+calls are found through the partial index of migration 0006.
 """
 
 from __future__ import annotations

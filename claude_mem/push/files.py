@@ -1,7 +1,7 @@
 """File recall: before Claude reads or changes a file (PreToolUse on Read, Edit, Write,
 MultiEdit, NotebookEdit), the observations of earlier sessions that read or modified it.
 
-SQL only: `observation_files` (migration 0005) finds the observations naming a file of that base
+SQL only: `observation_files` (migration 0006) finds the observations naming a file of that base
 name through an index; full paths are then compared here, normalised against each session's
 project root, so a file touched from another worktree or clone, by an absolute or a relative
 path, is the same file. Observations about few files come first (one about twenty files says

@@ -14,7 +14,7 @@ from typing import Any
 
 from claude_mem.store.injections import KINDS, decode_refs
 
-# The SDK's usage fields summed per worker run (migration 0005), in the order of its columns.
+# The SDK's usage fields summed per worker run (migration 0006), in the order of its columns.
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 

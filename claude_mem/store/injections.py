@@ -1,4 +1,4 @@
-"""What memory put into each session's context: the `injections` table (migration 0005).
+"""What memory put into each session's context: the `injections` table (migration 0006).
 
 Every push (the SessionStart digest, a prompt's recall, a file's or a command's history) and
 every pull (observations fetched through the MCP `get_observations`) is one row with its size.
