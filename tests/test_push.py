@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_mem.recall.mcp_server import build_server
 from mcp import Client
 
+from claude_mem.mcp_server import build_server
 from claude_mem.push.commands import command_key, error_line
 from claude_mem.service import client
 from claude_mem.store import queue
