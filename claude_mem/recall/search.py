@@ -123,8 +123,14 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "fts", "vector")
 
 # Measured on LoCoMo dev (see the module docstring); the same weights serve every caller.
-W_COSINE = 0.85
-W_BM25 = 0.15
+W_BM25 = 0.15  # share of BM25 in an observation's or summary's score (the rest is cosine)
+# What was said (a prompt and Claude's reply) leans on its words more than what was noted:
+# LoCoMo dev turns mode 0.775 at 0.15, 0.798 at 0.45 (0.5 and 0.4 within 0.003), facts unchanged.
+W_BM25_SAID = 0.45
+# A prompt's neighbours (the turns before and after it) lend it this share of their BM25: an
+# answer is often worded by the question before it. Dev turns 0.791 -> 0.798 (0.3: 0.797, 1.0: 0.792).
+NEIGHBOUR_SHARE = 0.6
+TURN_SPREAD = 3  # observations a prompt brings forward that did not match themselves (_forward)
 CENTRING = 0.9  # share of the candidate pool's mean vector removed before cosines (_set_cosines)
 DATE_BOOST = 0.2  # a memory from a day/month the query names
 SESSION_BOOST = 0.7  # times the best score among candidates of the same session
@@ -260,6 +266,7 @@ class _Candidate:
     raw_cosine: float | None = None  # plain: for the relevance floor (MIN_COSINE)
     doc_id: str = ""  # the best matching document (vector side)
     row: dict[str, Any] = field(default_factory=dict)
+    neighbour_bm25: float = 0.0  # the best BM25 of the prompts before and after this one (prompts only)
 
 
 @dataclass(frozen=True)
@@ -469,6 +476,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         for key, score in _fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
             candidates[key] = _Candidate(*key, bm25=score)
         _load_rows(conn, candidates)
+        _add_neighbours(conn, candidates, filters)
     if mode in ("hybrid", "vector"):
         if index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
@@ -491,7 +499,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     windows = date_windows(text)
     scores = _fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
-    hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row and _relevant(c, windows)][:limit]]
+    kept = [c for c in ranked if c.row and _relevant(c, windows)]
+    hits = [_hit(c, score, terms) for c, score in _forward(conn, kept, scores, kinds, filters, limit)]
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
     return SearchResult(hits, used, note)
@@ -676,14 +685,16 @@ def _set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[
 
 
 def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
-    top_bm25 = max((c.bm25 for c in cands), default=0.0)
+    keyword = {(c.kind, c.id): c.bm25 + NEIGHBOUR_SHARE * c.neighbour_bm25 for c in cands}
+    top_bm25 = max(keyword.values(), default=0.0)
     base: dict[tuple[str, int], float] = {}
     for c in cands:
         # BM25 over its best: 0 for rows with no query word, 1 for the best keyword match.
-        bm = c.bm25 / top_bm25 if top_bm25 > 0 else 0.0
+        bm = keyword[(c.kind, c.id)] / top_bm25 if top_bm25 > 0 else 0.0
         cosine = c.cosine if c.cosine is not None else 0.0
         if mode == "hybrid":
-            score = W_COSINE * cosine + W_BM25 * bm
+            w_bm25 = W_BM25_SAID if c.kind == "prompt" else W_BM25
+            score = (1 - w_bm25) * cosine + w_bm25 * bm
         elif mode == "vector":
             score = cosine
         else:
@@ -702,12 +713,83 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
             for c in cands}
 
 
+def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate], f: _Filters) -> None:
+    """The prompts just before and after each keyword-matched prompt become candidates too, and
+    every prompt learns the best BM25 of its neighbours (NEIGHBOUR_SHARE of it counts in _fuse).
+
+    In a conversation the answer ("I went hiking") is often the turn after the one worded like
+    the question ("what did you do last weekend?"). Neighbours outside the keyword pool count as
+    no match: their BM25 is below the pool's anyway."""
+    matched = {c.id: c.bm25 for c in candidates.values() if c.kind == "prompt" and c.bm25 > 0}
+    where = _sql_filters("prompt", f, "t")
+    if not matched or where is None:
+        return
+    clauses, params = where
+    marks = ",".join("?" * len(matched))
+    sql = ("SELECT p.id, t.id FROM user_prompts p JOIN user_prompts t ON t.session_id = p.session_id"
+           " AND t.prompt_number IN (p.prompt_number - 1, p.prompt_number + 1)"
+           f" LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id WHERE p.id IN ({marks})"
+           + "".join(f" AND {c}" for c in clauses))
+    pairs = conn.execute(sql, [*matched, *params]).fetchall()
+    for matched_id, neighbour_id in pairs:
+        neighbour = candidates.setdefault(("prompt", int(neighbour_id)), _Candidate("prompt", int(neighbour_id)))
+        neighbour.neighbour_bm25 = max(neighbour.neighbour_bm25, matched[matched_id])
+    _load_rows(conn, candidates)
+
+
+def _forward(conn: sqlite3.Connection, ranked: list[_Candidate], scores: dict[tuple[str, int], float],
+             kinds: tuple[str, ...], f: _Filters, limit: int) -> list[tuple[_Candidate, float]]:
+    """The first `limit` hits, a prompt standing for its turn: the turn's observations take its
+    place (those that matched themselves first, then up to TURN_SPREAD others, in order), and
+    the prompt is listed itself only when its turn has none passing the filters.
+
+    A turn is one unit of recall (issue 14): what was said finds what was noted of it, and an
+    agent gets observation ids it can open. Dev turns mode: 0.760 with prompts listed as rows of
+    their own, 0.775 folded into their turns."""
+    out: list[tuple[_Candidate, float]] = []
+    seen: set[tuple[str, int]] = set()
+    by_key = {(c.kind, c.id): c for c in ranked}
+    where = _sql_filters("observation", f, "t") if "observation" in kinds else None
+    for c in ranked:
+        if len(out) >= limit:
+            break
+        key = (c.kind, c.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        brought = _turn_observations(conn, c, where, by_key, scores) if c.kind == "prompt" and where is not None else []
+        if not brought:
+            out.append((c, scores[key]))
+            continue
+        for obs in brought:
+            if len(out) < limit and (obs.kind, obs.id) not in seen:
+                seen.add((obs.kind, obs.id))
+                out.append((obs, max(scores[key], scores.get((obs.kind, obs.id), float("-inf")))))
+    return out
+
+
+def _turn_observations(conn: sqlite3.Connection, prompt: _Candidate, where: tuple[list[str], list[Any]],
+                       by_key: dict[tuple[str, int], _Candidate], scores: dict[tuple[str, int], float]) -> list[_Candidate]:
+    """The observations of a prompt's turn that pass the filters: candidates best first, then
+    up to TURN_SPREAD others in the order they were stored (rows loaded)."""
+    clauses, params = where
+    sql = ("SELECT t.id FROM observations t WHERE t.session_id = ? AND t.prompt_number = ?"
+           + "".join(f" AND {c}" for c in clauses) + " ORDER BY t.id")
+    ids = [int(r[0]) for r in conn.execute(sql, [prompt.row["session_id"], prompt.row["prompt_number"], *params])]
+    known = sorted((by_key[("observation", i)] for i in ids if ("observation", i) in by_key),
+                   key=lambda o: -scores[(o.kind, o.id)])
+    rest = {("observation", i): _Candidate("observation", i) for i in ids if ("observation", i) not in by_key}
+    rest = dict(list(rest.items())[:TURN_SPREAD])
+    _load_rows(conn, rest)
+    return known + [o for o in rest.values() if o.row]
+
+
 _ROWS_SQL = {
     "observation": "SELECT id, session_id, project, type, title, subtitle, narrative, facts, files_read, files_modified,"
-                   " created_at_epoch FROM observations WHERE id IN ({marks})",
+                   " prompt_number, created_at_epoch FROM observations WHERE id IN ({marks})",
     "summary": "SELECT id, session_id, project, request, investigated, learned, completed, next_steps, notes, files_read,"
-               " files_edited, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
-    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.created_at_epoch FROM user_prompts p"
+               " files_edited, prompt_number, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
+    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.prompt_number, p.created_at_epoch FROM user_prompts p"
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
 
