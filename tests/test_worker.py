@@ -17,7 +17,7 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.demo import scripted_session
-from claude_mem.recall.index import Index
+from claude_mem.recall.index import Index, document_texts
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect
 from tests.conftest import cli_json, run_hook
@@ -362,6 +362,11 @@ def test_worker_indexes_what_it_commits_and_vector_search_finds_it(tmp_path: Pat
         assert result.mode == "vector" and result.note is None
         assert [h.id for h in result.hits] == [obs["id"]]
         assert index.drift(conn)["in_sync"]
+        # Each prompt was indexed again with Claude's reply once its turn was over (issue 14).
+        prompt_docs = {doc_id: text for row in conn.execute("SELECT * FROM user_prompts")
+                       for doc_id, text, part in document_texts("prompt", row)}
+        assert sum(text.startswith(("Fixed add()", "Added a docstring")) for text in prompt_docs.values()) == 2
+        assert set(index.vectors(list(prompt_docs))) == set(prompt_docs)
     finally:
         conn.close()
 

@@ -11,6 +11,7 @@ the index.
 Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it):
   obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
   sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
+  prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0005)
 
 chromadb is imported lazily (~0.8 s): constructing an `Index` costs nothing.
 """
@@ -114,7 +115,13 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
         return [(f"sum:{row_id}:{name}", row[name].strip(), {"part": name}) for name in SUMMARY_FIELDS
                 if row[name] and row[name].strip()]
     text = (row["prompt_text"] or "").strip()
-    return [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
+    docs = [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
+    # Claude's reply to it (migration 0005): a document of the prompt's row, so a match on it is
+    # a match on the turn.
+    reply = (row["reply_text"] or "").strip()
+    if reply:
+        docs.append((f"prompt:{row_id}:reply", reply, {"part": "reply"}))
+    return docs
 
 
 def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
@@ -141,6 +148,10 @@ _ROW_SQL = {
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
 _BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
+
+
+# A prompt row with every part present: its document ids are all the ids a prompt can have.
+_ALL_PROMPT_PARTS = {"prompt_text": "x", "reply_text": "x"}
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -271,7 +282,14 @@ class Index:
                 held = [r[0] for r in conn.execute(
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
                     [kind, cid, *chunk])]
-                if held:
+                if held and kind == "prompt":
+                    # A prompt is indexed again when its reply comes: its documents are named by
+                    # id, as a metadata-filtered delete would scan the collection on every turn.
+                    stale = {doc_id for i in held for doc_id, _, _ in document_texts(kind, _ALL_PROMPT_PARTS | {"id": i})}
+                    stale -= {d.id for d in docs}
+                    if stale:
+                        store.collection.delete(ids=sorted(stale))
+                elif held:
                     store.collection.delete(where=kind_where(kind, held))
                 if docs:
                     store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
@@ -563,7 +581,7 @@ def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
     elif kind == "summary":
         sql = "SELECT id FROM session_summaries WHERE " + " AND ".join(f"blank({name})" for name in SUMMARY_FIELDS)
     else:
-        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text)"
+        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text) AND blank(reply_text)"
     return {r[0] for r in conn.execute(sql)}
 
 

@@ -209,11 +209,12 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
     def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, **filters: Any) -> tuple[list[Any], str | None]:
         index, why_not = memory.index()
         # The question being answered would otherwise often be its own best match (and the
-        # anchor of timeline(query=...)): it is left out, everything else of the session stays.
+        # anchor of timeline(query=...)), and bring its own turn forward: it is left out, as a
+        # hit and as evidence; everything else of the session stays.
         live = memory.live_prompt(conn)
-        result = search(conn, query, index=index, project=project, limit=limit + (live is not None), **filters)
-        hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live)][:limit]
-        return hits, why_not or result.note
+        result = search(conn, query, index=index, project=project, limit=limit,
+                        exclude=[("prompt", live)] if live is not None else (), **filters)
+        return result.hits, why_not or result.note
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
     def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,

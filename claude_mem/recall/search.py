@@ -333,7 +333,7 @@ _FROM_BY_ID = {kind: sql.replace(" t", " t NOT INDEXED", 1) for kind, sql in _FR
 _TEXT_COLUMNS = {
     "observation": "t.id, t.title, t.subtitle, t.narrative, t.facts",
     "summary": "t.id, " + ", ".join(f"t.{name}" for name in SUMMARY_FIELDS),
-    "prompt": "t.id, t.prompt_text",
+    "prompt": "t.id, t.prompt_text, t.reply_text",
 }
 
 
@@ -450,9 +450,11 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
            type_: str | None = None, session_id: str | None = None, since_ms: int | None = None,
            until_ms: int | None = None, file: str | None = None,
            kinds: tuple[str, ...] = KINDS, limit: int = 20,
-           mode: str = "hybrid") -> SearchResult:
+           mode: str = "hybrid", exclude: Iterable[tuple[str, int]] = ()) -> SearchResult:
     """Search memory. `mode` asks for "hybrid" (default), "fts" (keywords only) or "vector"
-    (meaning only); the result's `mode` says what was actually used, and `note` why it differs."""
+    (meaning only); the result's `mode` says what was actually used, and `note` why it differs.
+    `exclude` names rows ((kind, id)) that are neither hits nor evidence for their turn (the MCP
+    server's prompt being answered)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     unknown = [k for k in kinds if k not in KINDS]
@@ -465,6 +467,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     if not limit or not kinds or not text:
         return SearchResult([], mode if index is not None else "fts", "empty query" if not text else None)
     filters = _Filters(project or None, type_ or None, session_id or None, since_ms, until_ms, file or None)
+    excluded = {(str(kind), int(row_id)) for kind, row_id in exclude}
     pool = max(POOL, limit * 3)
 
     note: str | None = None
@@ -474,9 +477,10 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     if mode in ("hybrid", "fts") or index is None:
         alone = mode == "fts" or index is None
         for key, score in _fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
-            candidates[key] = _Candidate(*key, bm25=score)
+            if key not in excluded:
+                candidates[key] = _Candidate(*key, bm25=score)
         _load_rows(conn, candidates)
-        _add_neighbours(conn, candidates, filters)
+        _add_neighbours(conn, candidates, filters, excluded)
     if mode in ("hybrid", "vector"):
         if index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
@@ -492,6 +496,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
                 # Keywords alone now: searched again when the first pass counted on the other side.
                 candidates = {key: _Candidate(*key, bm25=score)
                               for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
+    for key in excluded:
+        candidates.pop(key, None)
     if not candidates:
         return SearchResult([], used, note)
 
@@ -713,7 +719,8 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
             for c in cands}
 
 
-def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate], f: _Filters) -> None:
+def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate], f: _Filters,
+                    excluded: set[tuple[str, int]]) -> None:
     """The prompts just before and after each keyword-matched prompt become candidates too, and
     every prompt learns the best BM25 of its neighbours (NEIGHBOUR_SHARE of it counts in _fuse).
 
@@ -732,6 +739,8 @@ def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], 
            + "".join(f" AND {c}" for c in clauses))
     pairs = conn.execute(sql, [*matched, *params]).fetchall()
     for matched_id, neighbour_id in pairs:
+        if ("prompt", int(neighbour_id)) in excluded:
+            continue
         neighbour = candidates.setdefault(("prompt", int(neighbour_id)), _Candidate("prompt", int(neighbour_id)))
         neighbour.neighbour_bm25 = max(neighbour.neighbour_bm25, matched[matched_id])
     _load_rows(conn, candidates)
@@ -789,7 +798,8 @@ _ROWS_SQL = {
                    " prompt_number, created_at_epoch FROM observations WHERE id IN ({marks})",
     "summary": "SELECT id, session_id, project, request, investigated, learned, completed, next_steps, notes, files_read,"
                " files_edited, prompt_number, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
-    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.prompt_number, p.created_at_epoch FROM user_prompts p"
+    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.reply_text, p.prompt_number, p.created_at_epoch"
+              " FROM user_prompts p"
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
 
@@ -855,7 +865,7 @@ def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
         type_ = None
     else:
         title = row["prompt_text"] or ""
-        texts = [title]
+        texts = [title, row["reply_text"] or ""]
         files = []
         type_ = None
     matched = _document_text(c) if c.doc_id else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from claude_mem.store.db import now_iso, now_ms
+from claude_mem.store.queue import PROMPT_NUMBER_SQL
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -60,6 +61,16 @@ def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
         (session_id, number, text, prompt_id, now_iso(created), created),
     )
     return int(number)
+
+
+def record_reply(conn: sqlite3.Connection, session_id: str, text: str | None, prompt_id: str | None) -> None:
+    """Keep Claude's final reply with the prompt it answers (the one Claude Code names by
+    prompt_id, else the session's current one); a later Stop of the same turn replaces it.
+    `text` comes redacted and cut by the hook. Call inside a transaction."""
+    if not text or not text.strip():
+        return
+    conn.execute(f"UPDATE user_prompts SET reply_text = :text WHERE session_id = :sid AND prompt_number = {PROMPT_NUMBER_SQL}",
+                 {"text": text, "sid": session_id, "pid": prompt_id})
 
 
 def end_session(conn: sqlite3.Connection, session_id: str) -> None:

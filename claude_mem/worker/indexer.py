@@ -36,7 +36,7 @@ class Indexer:
         self.config = config
         self.session_id = session_id
         self.log = log
-        self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int], list[int]]] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
         self.conn: sqlite3.Connection | None = None  # the thread's own
         self.failing = False  # the index failed and the failure was logged; log again only on recovery
@@ -48,18 +48,19 @@ class Indexer:
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
         self.thread.start()
-        self._put((_CATCH_UP, [], []))
+        self._put((_CATCH_UP, [], [], []))
 
-    def committed(self, observation_ids: Iterable[int], summary_ids: Iterable[int]) -> None:
-        """Rows a worker transaction just committed (prompts of the session are picked up too)."""
-        self._put(("rows", list(observation_ids), list(summary_ids)))
+    def committed(self, observation_ids: Iterable[int], summary_ids: Iterable[int], prompt_ids: Iterable[int] = ()) -> None:
+        """Rows a worker transaction just committed (prompts of the session never indexed are
+        picked up too; `prompt_ids` are prompts to index again, as their reply came)."""
+        self._put(("rows", list(observation_ids), list(summary_ids), list(prompt_ids)))
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until every job handed over so far is done; True when it is."""
         with self._done:
             return self._done.wait_for(lambda: self._unfinished == 0, timeout_s)
 
-    def _put(self, job: tuple[str, list[int], list[int]]) -> None:
+    def _put(self, job: tuple[str, list[int], list[int], list[int]]) -> None:
         with self._done:
             self._unfinished += 1
         self.jobs.put(job)
@@ -68,7 +69,7 @@ class Indexer:
         """Let queued jobs finish for up to `timeout_s`; True when the thread is done."""
         if self.thread is None:
             return True
-        self.jobs.put((_STOP, [], []))  # not counted: wait_idle is about the work
+        self.jobs.put((_STOP, [], [], []))  # not counted: wait_idle is about the work
         self.thread.join(timeout_s)
         return not self.thread.is_alive()
 
@@ -83,24 +84,24 @@ class Indexer:
                         jobs.append(self.jobs.get_nowait())
                     except queue.Empty:
                         break
-                stopping = any(kind == _STOP for kind, _, _ in jobs)
+                stopping = any(job[0] == _STOP for job in jobs)
                 try:
                     self._handle(index, jobs)
                 finally:
                     with self._done:
-                        self._unfinished -= sum(kind != _STOP for kind, _, _ in jobs)
+                        self._unfinished -= sum(job[0] != _STOP for job in jobs)
                         self._done.notify_all()
         finally:
             if self.conn is not None:
                 self.conn.close()
 
-    def _handle(self, index: Index, jobs: list[tuple[str, list[int], list[int]]]) -> None:
-        if all(kind == _STOP for kind, _, _ in jobs) or (self.failing and time.monotonic() < self.retry_at):
+    def _handle(self, index: Index, jobs: list[tuple[str, list[int], list[int], list[int]]]) -> None:
+        if all(job[0] == _STOP for job in jobs) or (self.failing and time.monotonic() < self.retry_at):
             return  # while the index is down, a later job (or the next worker) catches up
         try:
             if self.conn is None:
                 self.conn = connect(self.config.db_path)
-            self._index(index, self.conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
+            self._index(index, self.conn, *([i for job in jobs for i in job[part]] for part in (1, 2, 3)))
         except Exception as exc:  # IndexUnavailable mostly; whatever it is, capture must not stop
             self._failed(exc)
             return
@@ -108,7 +109,8 @@ class Indexer:
             self.failing = False
             self.log("semantic index is back")
 
-    def _index(self, index: Index, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int]) -> None:
+    def _index(self, index: Index, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
+               prompt_ids: list[int]) -> None:
         if self.behind:
             counts = index.index_missing(conn)
             caught_up = sum(v for k, v in counts.items() if k != "removed")
@@ -118,7 +120,7 @@ class Indexer:
             return
         index.index_observations(conn, observation_ids)
         index.index_summaries(conn, summary_ids)
-        index.index_prompts(conn, [r[0] for r in conn.execute(_UNINDEXED_PROMPTS, (self.session_id,))])
+        index.index_prompts(conn, [*prompt_ids, *(r[0] for r in conn.execute(_UNINDEXED_PROMPTS, (self.session_id,)))])
 
     def _failed(self, exc: BaseException) -> None:
         self.behind = True

@@ -275,7 +275,11 @@ class Worker:
                     (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
             queue.mark_done(self.conn, ids, synth)
         if self.indexer is not None:
-            self.indexer.committed(new_ids, summary_ids)
+            # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
+            replied = [] if events[0].kind != "finalize" else [r[0] for r in self.conn.execute(
+                "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
+                (self.session_id, prompt_number))]
+            self.indexer.committed(new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
 
