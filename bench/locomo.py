@@ -81,6 +81,22 @@ def session_epoch_ms(text: str) -> int:
     return int(time.mktime(stamp) * 1000)
 
 
+def store_fact(conn: Any, session_id: str, project: str, fact: Any, dias: list[str], *, prompt_number: int, at: int,
+               provenance: dict[int, list[str]], new_ids: list[int]) -> None:
+    """One fact as an observation (type "discovery", the fact as its title), its dia_ids in the
+    side table; the same fact twice in one session is one observation of both turns."""
+    obs = Observation(type="discovery", title=" ".join(str(fact).split()))
+    obs_id = insert_observation(conn, session_id, project, obs, prompt_number=prompt_number, source="import",
+                                created_at_epoch=at)
+    if obs_id is None:
+        obs_id = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
+                              (session_id, obs.content_hash())).fetchone()[0]
+    else:
+        new_ids.append(obs_id)
+    provenance.setdefault(obs_id, [])
+    provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
+
+
 def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, list[str]], int]:
     """Store and index one conversation; returns obs id -> dia_ids, and the number of facts."""
     project = sample["sample_id"]
@@ -100,16 +116,8 @@ def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, l
                     facts_seen += 1
                     dias = clean_evidence(dia)
                     offset += 1
-                    obs = Observation(type="discovery", title=" ".join(str(fact).split()))
-                    obs_id = insert_observation(conn, session_id, project, obs, prompt_number=number, source="import",
-                                                created_at_epoch=start_ms + offset * 1000)
-                    if obs_id is None:  # the same fact twice in one session: one observation, both turns
-                        obs_id = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
-                                              (session_id, obs.content_hash())).fetchone()[0]
-                    else:
-                        ids.append(obs_id)
-                    provenance.setdefault(obs_id, [])
-                    provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
+                    store_fact(conn, session_id, project, fact, dias, prompt_number=number, at=start_ms + offset * 1000,
+                               provenance=provenance, new_ids=ids)
     index.index_observations(conn, ids)
     return provenance, facts_seen
 
@@ -149,16 +157,8 @@ def ingest_turns(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[
                     offset += 1
                     # A fact drawn from several turns is filed under the first; its provenance keeps all.
                     prompt_number, at = next((turn_of[d] for d in dias if d in turn_of), (0, start_ms))
-                    obs = Observation(type="discovery", title=" ".join(str(fact).split()))
-                    obs_id = insert_observation(conn, session_id, project, obs, prompt_number=prompt_number,
-                                                source="import", created_at_epoch=at + offset)
-                    if obs_id is None:
-                        obs_id = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
-                                              (session_id, obs.content_hash())).fetchone()[0]
-                    else:
-                        obs_ids.append(obs_id)
-                    provenance.setdefault(obs_id, [])
-                    provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
+                    store_fact(conn, session_id, project, fact, dias, prompt_number=prompt_number, at=at + offset,
+                               provenance=provenance, new_ids=obs_ids)
     index.index_prompts(conn, list(said))
     index.index_observations(conn, obs_ids)
     return provenance, said, facts_seen

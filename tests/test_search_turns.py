@@ -11,10 +11,11 @@ import pytest
 
 from claude_mem.recall import search as search_module
 from claude_mem.recall.index import Index
-from claude_mem.recall.search import SearchResult, search
+from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
+from tests.test_search import keys
 
 SESSION = "turns-1"
 
@@ -48,10 +49,6 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3.C
     yield conn, index, ids
     index.close()
     conn.close()
-
-
-def keys(result: SearchResult) -> list[tuple[str, int]]:
-    return [(h.kind, h.id) for h in result.hits]
 
 
 @pytest.mark.parametrize("mode", ["fts", "hybrid"])
