@@ -495,7 +495,9 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
                 used, note = "fts", f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.
                 candidates = {key: _Candidate(*key, bm25=score)
-                              for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
+                              for key, score in _fts_search(conn, terms, kinds, filters, pool).items() if key not in excluded}
+                _load_rows(conn, candidates)
+                _add_neighbours(conn, candidates, filters, excluded)
     for key in excluded:
         candidates.pop(key, None)
     if not candidates:
