@@ -130,6 +130,7 @@ W_BM25_SAID = 0.45
 # A prompt's neighbours (the turns before and after it) lend it this share of their BM25: an
 # answer is often worded by the question before it. Dev turns 0.791 -> 0.798 (0.3: 0.797, 1.0: 0.792).
 NEIGHBOUR_SHARE = 0.6
+NEIGHBOURS_OF = 10  # the best keyword-matched prompts whose neighbours join (dev turns: 0.803 at 5 or 10, 0.798 at 50)
 TURN_SPREAD = 3  # observations a prompt brings forward that did not match themselves (_forward)
 CENTRING = 0.9  # share of the candidate pool's mean vector removed before cosines (_set_cosines)
 DATE_BOOST = 0.2  # a memory from a day/month the query names
@@ -723,13 +724,15 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
 
 def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate], f: _Filters,
                     excluded: set[tuple[str, int]]) -> None:
-    """The prompts just before and after each keyword-matched prompt become candidates too, and
-    every prompt learns the best BM25 of its neighbours (NEIGHBOUR_SHARE of it counts in _fuse).
+    """The prompts just before and after the NEIGHBOURS_OF best keyword-matched prompts become
+    candidates too, and learn the best BM25 of those neighbours (NEIGHBOUR_SHARE of it counts in
+    _fuse); fewer extra rows keep the query cheap, and more did not find more on LoCoMo.
 
     In a conversation the answer ("I went hiking") is often the turn after the one worded like
     the question ("what did you do last weekend?"). Neighbours outside the keyword pool count as
     no match: their BM25 is below the pool's anyway."""
-    matched = {c.id: c.bm25 for c in candidates.values() if c.kind == "prompt" and c.bm25 > 0}
+    best = sorted((c for c in candidates.values() if c.kind == "prompt" and c.bm25 > 0), key=lambda c: -c.bm25)
+    matched = {c.id: c.bm25 for c in best[:NEIGHBOURS_OF]}
     where = _sql_filters("prompt", f, "t")
     if not matched or where is None:
         return
