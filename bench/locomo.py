@@ -1,6 +1,6 @@
 """Retrieval quality on LoCoMo: recall@5, recall@10, MRR and latency of fts, vector and hybrid search.
 
-    python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--json]
+    python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--mode facts|turns] [--json]
     python bench/locomo.py --data ... --push [--offtopic TRANSCRIPT.jsonl ...] [--no-semantic] [--json]
 
 Each LoCoMo conversation becomes one claude-mem project in its own data folder (one memory per
@@ -20,16 +20,30 @@ skipped); MRR is over the first 10 hits. About a fifth of the evidence turns hav
 all, so `ceiling.recall@10` is the best any ranking could score. The table shows recall@10 per
 question category; `--json` also has recall@5 and MRR per category (`hybrid.cat1.mrr`, ...).
 
+`--mode turns` stores what was said as well (issue 14): each dialogue turn becomes a prompt of
+its session ("Speaker: text", dated with the session's date plus its place in it), recorded with
+`record_prompt` like the UserPromptSubmit hook does, and each fact an observation of the turn it
+was drawn from (its `prompt_number`), as the worker files a turn's observations. Every kind is
+searched; a prompt hit contributes its turn's dia_id, an observation its fact's. The ceiling is
+then the share of evidence that names a real turn (~1.0). `--mode facts` (the default) is the
+original measurement, unchanged.
+
+Embedding is most of the ingest: `--embed-cache DIR` keeps the vectors of texts already
+embedded in DIR (keyed by the model file's sha256 and the text), so a rerun embeds nothing new.
+
 The data set is CC BY-NC 4.0: it is read from where it lies, never copied into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import math
 import os
 import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -42,9 +56,12 @@ from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
-from claude_mem.store.records import ensure_session
+from claude_mem.store.reads import KINDS
+from claude_mem.store.records import ensure_session, record_prompt
 
 MODES = ("fts", "vector", "hybrid")
+BENCH_MODES = ("facts", "turns")
+TURN_MS = 10_000  # one dialogue turn to the next: a session stays within its day
 CATEGORIES = (1, 2, 3, 4)
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
@@ -66,6 +83,22 @@ def session_epoch_ms(text: str) -> int:
     return int(time.mktime(stamp) * 1000)
 
 
+def store_fact(conn: Any, session_id: str, project: str, fact: Any, dias: list[str], *, prompt_number: int, at: int,
+               provenance: dict[int, list[str]], new_ids: list[int]) -> None:
+    """One fact as an observation (type "discovery", the fact as its title), its dia_ids in the
+    side table; the same fact twice in one session is one observation of both turns."""
+    obs = Observation(type="discovery", title=" ".join(str(fact).split()))
+    obs_id = insert_observation(conn, session_id, project, obs, prompt_number=prompt_number, source="import",
+                                created_at_epoch=at)
+    if obs_id is None:
+        obs_id = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
+                              (session_id, obs.content_hash())).fetchone()[0]
+    else:
+        new_ids.append(obs_id)
+    provenance.setdefault(obs_id, [])
+    provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
+
+
 def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, list[str]], int]:
     """Store and index one conversation; returns obs id -> dia_ids, and the number of facts."""
     project = sample["sample_id"]
@@ -85,18 +118,98 @@ def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, l
                     facts_seen += 1
                     dias = clean_evidence(dia)
                     offset += 1
-                    obs = Observation(type="discovery", title=" ".join(str(fact).split()))
-                    obs_id = insert_observation(conn, session_id, project, obs, prompt_number=number, source="import",
-                                                created_at_epoch=start_ms + offset * 1000)
-                    if obs_id is None:  # the same fact twice in one session: one observation, both turns
-                        obs_id = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
-                                              (session_id, obs.content_hash())).fetchone()[0]
-                    else:
-                        ids.append(obs_id)
-                    provenance.setdefault(obs_id, [])
-                    provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
+                    store_fact(conn, session_id, project, fact, dias, prompt_number=number, at=start_ms + offset * 1000,
+                               provenance=provenance, new_ids=ids)
     index.index_observations(conn, ids)
     return provenance, facts_seen
+
+
+def ingest_turns(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, list[str]], dict[int, list[str]], int]:
+    """Store and index one conversation as turns: every dialogue turn a prompt of its session,
+    every fact an observation of the turn it came from. Returns obs id -> dia_ids, prompt id ->
+    [dia_id] (the side tables hits are mapped back through), and the number of facts."""
+    project = sample["sample_id"]
+    conversation = sample["conversation"]
+    provenance: dict[int, list[str]] = {}
+    said: dict[int, list[str]] = {}
+    facts_seen = 0
+    obs_ids: list[int] = []
+    numbers = sorted(int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key)))
+    for number in numbers:
+        session_id = f"{project}-session-{number}"
+        start_ms = session_epoch_ms(conversation[f"session_{number}_date_time"])
+        turn_of: dict[str, tuple[int, int]] = {}  # dia_id -> (prompt number, time)
+        with transaction(conn):
+            ensure_session(conn, session_id, project=project, cwd=None, transcript_path=None)
+            for i, turn in enumerate(conversation[f"session_{number}"]):
+                at = start_ms + i * TURN_MS
+                prompt_number = record_prompt(conn, session_id, f"{turn['speaker']}: {turn['text']}", None,
+                                              created_at_epoch=at)
+                prompt_id = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
+                                         (session_id, prompt_number)).fetchone()[0]
+                dia = clean_evidence(turn["dia_id"])
+                said[prompt_id] = dia
+                for d in dia:
+                    turn_of[d] = (prompt_number, at)
+            offset = 0
+            for facts in sample["observation"].get(f"session_{number}_observation", {}).values():
+                for fact, dia in facts:
+                    facts_seen += 1
+                    dias = clean_evidence(dia)
+                    offset += 1
+                    # A fact drawn from several turns is filed under the first; its provenance keeps all.
+                    prompt_number, at = next((turn_of[d] for d in dias if d in turn_of), (0, start_ms))
+                    store_fact(conn, session_id, project, fact, dias, prompt_number=prompt_number, at=at + offset,
+                               provenance=provenance, new_ids=obs_ids)
+    index.index_prompts(conn, list(said))
+    index.index_observations(conn, obs_ids)
+    return provenance, said, facts_seen
+
+
+class EmbeddingCache:
+    """Vectors of texts embedded before, in an SQLite file, keyed by the model file's sha256 and
+    the text: the same vectors the model gives, without running it again."""
+
+    def __init__(self, directory: str) -> None:
+        from claude_mem.recall import embed
+
+        os.makedirs(directory, exist_ok=True)
+        self.embed = embed
+        self.original = embed.embed_texts
+        self.conn = sqlite3.connect(os.path.join(directory, "embeddings.sqlite"))
+        self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.embed.MODEL_SHA256}\x1f{text}".encode()).hexdigest()
+
+    def embed_texts(self, texts: list[str], *, threads: int | None = None) -> Any:
+        import numpy as np
+
+        keys = [self._key(t) for t in texts]
+        found: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in self.conn.execute(
+                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        if todo:
+            fresh = self.original([texts[i] for i in todo], threads=threads)
+            with self.conn:
+                self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                                      [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(todo, fresh, strict=True)])
+            found.update((keys[i], v) for i, v in zip(todo, fresh, strict=True))
+        out = np.empty((len(texts), self.embed.DIMENSIONS), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = found[k]
+        return out
+
+    def __enter__(self) -> EmbeddingCache:
+        self.embed.embed_texts = self.embed_texts
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.embed.embed_texts = self.original
+        self.conn.close()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -107,14 +220,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank]
 
 
-def run(data_path: str, data_dir: str, *, progress: bool) -> dict[str, Any]:
+def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts") -> dict[str, Any]:
+    if mode not in BENCH_MODES:
+        raise ValueError(f"mode must be one of {', '.join(BENCH_MODES)}, got {mode!r}")
     with open(data_path, encoding="utf-8") as fh:
         samples = json.load(fh)
     sums: dict[str, dict[str, float]] = {m: defaultdict(float) for m in MODES}
     by_cat: dict[str, dict[int, dict[str, float]]] = {m: defaultdict(lambda: defaultdict(float)) for m in MODES}
     latency: dict[str, list[float]] = {m: [] for m in MODES}
-    questions = skipped = facts = observations = 0
+    questions = skipped = facts = observations = prompts = 0
     ceiling = ingest_s = 0.0
+    # Facts mode asks for observations only (nothing else is stored); turns mode for every kind.
+    kinds = ("observation",) if mode == "facts" else KINDS
     for sample in samples:
         project = sample["sample_id"]
         # One memory per conversation, as each is a separate person's history: BM25's IDF is
@@ -124,11 +241,17 @@ def run(data_path: str, data_dir: str, *, progress: bool) -> dict[str, Any]:
         conn = connect(os.path.join(store_dir, "claude-mem.db"))
         index = Index(path=os.path.join(store_dir, "chroma"))
         started = time.perf_counter()
-        provenance, count = ingest(conn, index, sample)
+        if mode == "facts":
+            provenance, count = ingest(conn, index, sample)
+            said: dict[int, list[str]] = {}
+        else:
+            provenance, said, count = ingest_turns(conn, index, sample)
         ingest_s += time.perf_counter() - started
         facts += count
         observations += len(provenance)
-        known = {d for dias in provenance.values() for d in dias}
+        prompts += len(said)
+        sources = {"observation": provenance, "prompt": said}
+        known = {d for side in sources.values() for dias in side.values() for d in dias}
         search(conn, "warm up", index=index, limit=1)  # loading the model is not search latency
         for qa in sample["qa"]:
             if qa.get("category") not in CATEGORIES:
@@ -139,38 +262,39 @@ def run(data_path: str, data_dir: str, *, progress: bool) -> dict[str, Any]:
                 continue
             questions += 1
             ceiling += len(evidence & known) / len(evidence)
-            for mode in MODES:
+            for search_mode in MODES:
                 t0 = time.perf_counter()
-                result = search(conn, qa["question"], index=index, project=project, kinds=("observation",), limit=10, mode=mode)
-                latency[mode].append((time.perf_counter() - t0) * 1000)
-                if result.mode != mode:
-                    raise SystemExit(f"search answered in {result.mode} mode instead of {mode}: {result.note}")
-                ranked = [provenance.get(hit.id, []) for hit in result.hits]
+                result = search(conn, qa["question"], index=index, project=project, kinds=kinds, limit=10, mode=search_mode)
+                latency[search_mode].append((time.perf_counter() - t0) * 1000)
+                if result.mode != search_mode:
+                    raise SystemExit(f"search answered in {result.mode} mode instead of {search_mode}: {result.note}")
+                ranked = [sources.get(hit.kind, {}).get(hit.id, []) for hit in result.hits]
                 scores = {
                     "recall@5": len(evidence & {d for dias in ranked[:5] for d in dias}) / len(evidence),
                     "recall@10": len(evidence & {d for dias in ranked[:10] for d in dias}) / len(evidence),
                     "mrr": next((1 / (r + 1) for r, dias in enumerate(ranked[:10]) if evidence & set(dias)), 0.0),
                 }
                 for key, value in scores.items():
-                    sums[mode][key] += value
-                    by_cat[mode][qa["category"]][key] += value
-                by_cat[mode][qa["category"]]["n"] += 1
+                    sums[search_mode][key] += value
+                    by_cat[search_mode][qa["category"]][key] += value
+                by_cat[search_mode][qa["category"]]["n"] += 1
         conn.close()
         index.close()
         if progress:
-            print(f"{project}: {count} facts, done", file=sys.stderr)
+            print(f"{project}: {count} facts" + (f", {len(said)} turns" if said else "") + ", done", file=sys.stderr)
 
-    report: dict[str, Any] = {"data": os.path.basename(data_path), "conversations": len(samples), "facts": facts,
-                              "observations": observations, "questions": questions, "skipped_no_evidence": skipped,
-                              "ingest_s": round(ingest_s, 2), "ceiling.recall@10": round(ceiling / questions, 4)}
-    for mode in MODES:
+    report: dict[str, Any] = {"data": os.path.basename(data_path), "mode": mode, "conversations": len(samples),
+                              "facts": facts, "observations": observations, "prompts": prompts, "questions": questions,
+                              "skipped_no_evidence": skipped, "ingest_s": round(ingest_s, 2),
+                              "ceiling.recall@10": round(ceiling / questions, 4)}
+    for search_mode in MODES:
         for key in ("recall@5", "recall@10", "mrr"):
-            report[f"{mode}.{key}"] = round(sums[mode][key] / questions, 4)
-        report[f"{mode}.p50_ms"] = round(statistics.median(latency[mode]), 2)
-        report[f"{mode}.p95_ms"] = round(percentile(latency[mode], 0.95), 2)
-        for cat, values in sorted(by_cat[mode].items()):
+            report[f"{search_mode}.{key}"] = round(sums[search_mode][key] / questions, 4)
+        report[f"{search_mode}.p50_ms"] = round(statistics.median(latency[search_mode]), 2)
+        report[f"{search_mode}.p95_ms"] = round(percentile(latency[search_mode], 0.95), 2)
+        for cat, values in sorted(by_cat[search_mode].items()):
             for key in ("recall@5", "recall@10", "mrr"):
-                report[f"{mode}.cat{cat}.{key}"] = round(values[key] / values["n"], 4)
+                report[f"{search_mode}.cat{cat}.{key}"] = round(values[key] / values["n"], 4)
     return report
 
 
@@ -193,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="a LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--mode", choices=BENCH_MODES, default="facts",
+                        help="what is stored: the facts alone (default), or every dialogue turn as a prompt with its facts")
     parser.add_argument("--data-dir", help="keep the database and index here (default: a temporary folder)")
     parser.add_argument("--push", action="store_true",
                         help="score what the prompt hook injects for every question instead (bench/push_recall.py)")
@@ -200,21 +326,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --push: Claude Code transcripts whose user prompts are the off-topic set"
                              " (default: ../shared/data/transcripts)")
     parser.add_argument("--no-semantic", action="store_true", help="with --push: keywords only, no memory service")
+    parser.add_argument("--embed-cache", help="keep the vectors of embedded texts in this folder and reuse them")
     args = parser.parse_args(argv)
     if args.push:
         return main_push(args, parser)
-    if args.data_dir:
-        os.makedirs(args.data_dir, exist_ok=True)
-        if os.listdir(args.data_dir):
-            parser.error(f"--data-dir {args.data_dir} must be empty")
-        report = run(args.data, args.data_dir, progress=not args.json)
-    else:
-        with tempfile.TemporaryDirectory(prefix="claude-mem-locomo-") as tmp:
-            report = run(args.data, tmp, progress=not args.json)
+    with contextlib.ExitStack() as stack:
+        if args.embed_cache:
+            stack.enter_context(EmbeddingCache(args.embed_cache))
+        if args.data_dir:
+            os.makedirs(args.data_dir, exist_ok=True)
+            if os.listdir(args.data_dir):
+                parser.error(f"--data-dir {args.data_dir} must be empty")
+            data_dir = args.data_dir
+        else:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="claude-mem-locomo-"))
+        report = run(args.data, data_dir, progress=not args.json, mode=args.mode)
     if args.json:
         print(json.dumps(report, sort_keys=True))
         return 0
-    print(f"{report['questions']} questions (categories 1-4) over {report['facts']} facts; "
+    stored = f"{report['facts']} facts" + (f" and {report['prompts']} dialogue turns" if report["mode"] == "turns" else "")
+    print(f"{report['questions']} questions (categories 1-4) over {stored}; "
           f"ceiling recall@10 {report['ceiling.recall@10']:.3f}")
     print(f"{'mode':8} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'p50 ms':>8} {'p95 ms':>8}   recall@10 by category 1/2/3/4")
     for mode in MODES:

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO, TextIO
 
 QUIET = '{"continue": true, "suppressOutput": true}'
+# Claude's final reply, at most this much of it: kept with its prompt and searched (issue 14),
+# and carried by the turn's summary request.
+REPLY_CHARS = 4000
 
 HOOK_EVENTS: dict[str, tuple[str, ...]] = {
     "context": ("SessionStart",),
@@ -176,7 +179,7 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
         "type": "finalize",
         **common,
         "prompt_id": optional_str(payload, "prompt_id"),
-        "last_assistant_message": clean_text(message, 4000) if isinstance(message, str) else None,
+        "last_assistant_message": clean_text(message, REPLY_CHARS) if isinstance(message, str) else None,
     }
 
 
@@ -211,6 +214,7 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
         elif kind == "finalize":
             queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
                                    last_assistant_message=record.get("last_assistant_message"))
+            records.record_reply(conn, session_id, record.get("last_assistant_message"), record.get("prompt_id"))
         else:
             raise ValueError(f"unknown event type {kind!r}")
 

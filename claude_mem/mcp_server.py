@@ -221,10 +221,12 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
     def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, *, local_only: bool = False,
              **filters: Any) -> tuple[list[Any], str | None]:
         # The question being answered would otherwise often be its own best match (and the
-        # anchor of timeline(query=...)): it is left out, everything else of the session stays.
+        # anchor of timeline(query=...)), and bring its own turn forward: it is left out, as a
+        # hit and as evidence; everything else of the session stays.
         live = memory.live_prompt(conn)
         asked = limit + (live is not None) + (10 if local_only else 0)
-        result = search_memory(memory.config, conn, query, project=project, limit=asked, **filters)
+        result = search_memory(memory.config, conn, query, project=project, limit=asked,
+                               exclude=[("prompt", live)] if live is not None else (), **filters)
         hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live and h.origin is None)
                 and not (local_only and h.origin)][:limit]
         return hits, result.note

@@ -19,6 +19,8 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.cli.format import Column, plural, table_lines
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.records import record_reply
 from claude_mem.worker import spawn
 from tests.cli_helpers import Stored, dead_chroma, invoke, invoke_json, one_error_line, populate, registered_worker
 
@@ -84,7 +86,14 @@ def test_show_an_observation_summary_and_prompt(stored: Stored) -> None:
     summary = invoke("show", f"sum:{stored.sums['alpha1']}").output
     assert "login works again" in summary and "src/session.py" in summary
     assert invoke_json("show", f"sum:{stored.sums['alpha1']}")["learned"] == "tokens expire"
-    assert "why is CI slow" in invoke("show", "prompt:3").output
+    assert "why is CI slow" in invoke("show", "prompt:3").output and "reply" not in invoke("show", "prompt:3").output
+    conn = connect(settings.load().db_path)
+    with transaction(conn):
+        record_reply(conn, "sess-beta", "The runner has two cores: jobs wait for each other.", None)
+    conn.close()
+    shown = invoke("show", "prompt:3").output
+    assert "Claude's reply" in shown and "jobs wait for each other" in shown
+    assert invoke_json("show", "prompt:3")["reply_text"] == "The runner has two cores: jobs wait for each other."
 
 
 def test_show_a_session_in_order(stored: Stored) -> None:

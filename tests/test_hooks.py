@@ -129,6 +129,9 @@ def test_a_session_through_the_four_hooks(data_dir: Path, project: Path) -> None
     assert prompts(data_dir) == [(1, "fix the parser"), (2, "now the docs")]
     with contextlib.closing(db(data_dir)) as conn:
         session = dict(conn.execute("SELECT * FROM sdk_sessions").fetchone())
+        # Claude's final reply is kept with the prompt it answers (issue 14).
+        assert [r[0] for r in conn.execute("SELECT reply_text FROM user_prompts ORDER BY prompt_number")] == [
+            "Done: tests pass.", "Done: tests pass."]
     assert session["claude_session_id"] == SESSION
     assert session["project"] == "widget"
     assert session["cwd"] == str(project)
@@ -173,6 +176,28 @@ def test_secrets_and_private_spans_never_reach_the_database(data_dir: Path, proj
     for secret in (key, "Z" * 20, "Y" * 20, "hunter2horse", "home address", "diary"):
         assert secret not in dump
     assert "[REDACTED]" in dump
+
+
+def test_the_reply_is_kept_with_its_turn_redacted_and_cut(data_dir: Path, project: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    key = "sk-ant-api03-" + "Q" * 40
+    call("new", prompt(project, "why is the build red?", prompt_id="p1"), capsys)
+    call("new", prompt(project, "and the docs?", prompt_id="p2"), capsys)
+    # A late Stop names its prompt: the reply goes to turn 1, not to the session's current turn.
+    long_tail = " filler" * 1000
+    late = f"The lockfile pinned an old <private>my diary</private> parser; key {key} rotated.{long_tail}"
+    call("summary", event("Stop", project, stop_hook_active=False, prompt_id="p1", last_assistant_message=late), capsys)
+    call("summary", event("Stop", project, stop_hook_active=False, last_assistant_message="first answer"), capsys)
+    call("summary", event("Stop", project, stop_hook_active=False, last_assistant_message="   "), capsys)
+    with contextlib.closing(db(data_dir)) as conn:
+        replies = [r[0] for r in conn.execute("SELECT reply_text FROM user_prompts ORDER BY prompt_number")]
+        assert replies[1] == "first answer", "a blank reply leaves the stored one"
+        assert replies[0].startswith("The lockfile pinned an old") and "chars dropped" in replies[0]
+        assert len(replies[0]) <= hooks.REPLY_CHARS + 40  # head and tail, and the marker between them
+        assert key not in replies[0] and "diary" not in replies[0] and "[REDACTED]" in replies[0]
+        # The keyword index of prompts holds the reply: the turn is found by what Claude said.
+        found = conn.execute("SELECT rowid FROM user_prompts_fts WHERE user_prompts_fts MATCH 'lockfile'").fetchall()
+        assert [r[0] for r in found] == [conn.execute("SELECT id FROM user_prompts WHERE prompt_id = 'p1'").fetchone()[0]]
 
 
 def test_skip_list_default(data_dir: Path, project: Path, capsys: pytest.CaptureFixture[str]) -> None:

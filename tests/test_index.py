@@ -21,10 +21,10 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.installation import Installation
-from claude_mem.recall.index import Index, IndexUnavailable, split_doc_id
-from claude_mem.store.db import connect
+from claude_mem.recall.index import Index, IndexUnavailable, document_texts, split_doc_id
+from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
-from claude_mem.store.records import ensure_session, record_prompt
+from claude_mem.store.records import ensure_session, record_prompt, record_reply
 
 CHROMA = Path(sys.executable).with_name("chroma")
 ME = Installation("0123456789abcdef", "laptop-a")
@@ -143,6 +143,39 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     assert docs[f"obs:{first}:fact:1"][1]["fact"] == 1
     assert docs[f"sum:{summary}:learned"] == ("tokens expire", docs[f"sum:{summary}:learned"][1])
     assert docs[f"prompt:{prompt}"][1]["project"] == "alpha"  # from the session: user_prompts has no project
+
+
+def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    index = Index(path=str(tmp_path / "chroma"))
+    with transaction(conn):
+        record_prompt(conn, "s1", "why is the build red?", "p1")
+    [row_id] = [r[0] for r in conn.execute("SELECT id FROM user_prompts")]
+
+    def stored() -> dict[str, str]:
+        with index._use("inspect") as store:
+            got = store.collection.get(where={"kind": "prompt"}, include=["documents"])
+        return dict(zip(got["ids"], got["documents"], strict=True))
+
+    def expected() -> dict[str, str]:
+        row = conn.execute("SELECT * FROM user_prompts WHERE id = ?", (row_id,)).fetchone()
+        return {doc_id: text for doc_id, text, _ in document_texts("prompt", row)}
+
+    index.index_prompts(conn, [row_id])
+    assert stored() == expected() and len(expected()) == 1
+    with transaction(conn):
+        record_reply(conn, "s1", "The lockfile pinned an old parser release; updating it fixed CI.", "p1")
+    index.index_prompts(conn, [row_id])
+    assert stored() == expected() and len(expected()) == 2
+    # Claude's words find the turn: a query close to the reply, far from the prompt.
+    [best] = index.query_documents("outdated dependency version in the lockfile", 1)
+    assert (best.kind, best.sqlite_id) == ("prompt", row_id) and "lockfile" in stored()[best.doc_id]
+    # A reply gone (its row rewritten) loses its document, deleted by id.
+    with transaction(conn):
+        conn.execute("UPDATE user_prompts SET reply_text = '' WHERE id = ?", (row_id,))
+    index.index_prompts(conn, [row_id])
+    assert stored() == expected() and len(expected()) == 1
+    assert index.drift(conn)["in_sync"]
+    index.close()
 
 
 def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) -> None:

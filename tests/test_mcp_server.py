@@ -152,14 +152,16 @@ def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: St
     def refs(text: str) -> list[str]:
         return [line.split(" | ")[0] for line in text.splitlines()[2:] if " | " in line]
 
+    dark, login = f"obs:{stored.obs['dark']}", f"obs:{stored.obs['login']}"
     plain = run(scenario, stdio_server(stored.config.data_dir, alpha_dir))
-    assert live in refs(plain["search"]) and "> " in plain["anchor"]
+    # A prompt stands for its turn (issue 14): the turn's observation comes in its place.
+    assert dark in refs(plain["search"]) and live not in refs(plain["search"]) and "> " in plain["anchor"]
     inside = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-alpha"))
-    assert live not in refs(inside["search"]) and f"obs:{stored.obs['dark']}" in refs(inside["search"])
+    assert live not in refs(inside["search"]) and dark in refs(inside["search"])  # found by its own words
     assert "> " in inside["anchor"] and f" {live} " not in next(line for line in inside["anchor"].splitlines() if line.startswith(">"))
-    assert earlier in refs(inside["earlier"])  # the session's earlier prompts are still memories
+    assert login in refs(inside["earlier"]) and earlier not in refs(inside["earlier"])  # earlier turns are still memories
     other = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-old"))
-    assert live in refs(other["search"])
+    assert dark in refs(other["search"]) and live not in refs(other["search"])
 
 
 def test_bad_arguments_are_tool_errors_over_stdio(stored: Stored, alpha_dir: Path) -> None:

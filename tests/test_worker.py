@@ -17,7 +17,7 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.demo import scripted_session
-from claude_mem.recall.index import Index
+from claude_mem.recall.index import Index, document_texts
 from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service
@@ -421,7 +421,13 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
                                limit=3)
         assert result.mode == "vector" and result.note is None
         assert [h.id for h in result.hits] == [obs["id"]]
-        assert Index(settings.load()).drift(conn)["in_sync"]
+        index = Index(settings.load())
+        assert index.drift(conn)["in_sync"]
+        # Each prompt was indexed again with Claude's reply once its turn was over (issue 14).
+        prompt_docs = {doc_id: text for row in conn.execute("SELECT * FROM user_prompts")
+                       for doc_id, text, part in document_texts("prompt", row)}
+        assert sum(text.startswith(("Fixed add()", "Added a docstring")) for text in prompt_docs.values()) == 2
+        assert set(index.vectors(list(prompt_docs))) == set(prompt_docs)
     finally:
         conn.close()
 

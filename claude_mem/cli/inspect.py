@@ -194,6 +194,10 @@ def _show_prompt(p: dict[str, Any]) -> None:
     echo_fields([("created", local_time(p["created_at_epoch"]))])
     click.echo()
     click.echo(p["prompt_text"])
+    if (p.get("reply_text") or "").strip():
+        click.echo()
+        heading("Claude's reply")
+        click.echo(p["reply_text"])
 
 
 _SHOW_ROW: dict[str, Callable[[dict[str, Any]], None]] = {

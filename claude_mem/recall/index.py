@@ -13,6 +13,7 @@ each named by its key and the installation that wrote it (`obs:12:main@<installa
 `document_id`; one collection on a Chroma server is shared by a team, issue 16):
   obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
   sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
+  prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
 Their metadata carries what a teammate needs to show the document without this machine's SQLite
 (kind, type, title, dates, project, session, files, the installation's id and name). Everything
 that deletes deletes this installation's documents only; search reads teammates' documents as
@@ -140,7 +141,13 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
         return [(f"sum:{row_id}:{name}", row[name].strip(), {"part": name}) for name in SUMMARY_FIELDS
                 if row[name] and row[name].strip()]
     text = (row["prompt_text"] or "").strip()
-    return [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
+    docs = [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
+    # Claude's reply to it (migration 0007): a document of the prompt's row, so a match on it is
+    # a match on the turn.
+    reply = (row["reply_text"] or "").strip()
+    if reply:
+        docs.append((f"prompt:{row_id}:reply", reply, {"part": "reply"}))
+    return docs
 
 
 def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
@@ -169,6 +176,10 @@ _ROW_SQL = {
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
 _BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
+
+
+# A prompt row with every part present: its document ids are all the ids a prompt can have.
+_ALL_PROMPT_PARTS = {"prompt_text": "x", "reply_text": "x"}
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -369,7 +380,15 @@ class Index:
                 held = [r[0] for r in conn.execute(
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
                     [kind, cid, *chunk])]
-                if held:
+                if held and kind == "prompt":
+                    # A prompt is indexed again when its reply comes: its documents are named by
+                    # id, as a metadata-filtered delete would scan the collection on every turn.
+                    stale = {document_id(key, self.installation.id) for i in held
+                             for key, _, _ in document_texts(kind, _ALL_PROMPT_PARTS | {"id": i})}
+                    stale -= {d.id for d in docs}
+                    if stale:
+                        store.collection.delete(ids=sorted(stale))
+                elif held:
                     store.collection.delete(where=self._owned(kind_where(kind, held)))
                 if docs:
                     store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
@@ -797,7 +816,7 @@ def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
     elif kind == "summary":
         sql = "SELECT id FROM session_summaries WHERE " + " AND ".join(f"blank({name})" for name in SUMMARY_FIELDS)
     else:
-        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text)"
+        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text) AND blank(reply_text)"
     return {r[0] for r in conn.execute(sql)}
 
 

@@ -112,6 +112,7 @@ import datetime as dt
 import re
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,8 +130,15 @@ if TYPE_CHECKING:
 MODES = ("hybrid", "fts", "vector")
 
 # Measured on LoCoMo dev (see the module docstring); the same weights serve every caller.
-W_COSINE = 0.85
-W_BM25 = 0.15
+W_BM25 = 0.15  # share of BM25 in an observation's or summary's score (the rest is cosine)
+# What was said (a prompt and Claude's reply) leans on its words more than what was noted:
+# LoCoMo dev turns mode 0.775 at 0.15, 0.798 at 0.45 (0.5 and 0.4 within 0.003), facts unchanged.
+W_BM25_SAID = 0.45
+# A prompt's neighbours (the turns before and after it) lend it this share of their BM25: an
+# answer is often worded by the question before it. Dev turns 0.791 -> 0.801 (0.3: 0.797, 1.0: 0.792).
+NEIGHBOUR_SHARE = 0.6
+NEIGHBOURS_OF = 10  # the best keyword-matched prompts whose neighbours join (dev turns: 0.803 at 5 or 10, 0.798 at 50)
+TURN_SPREAD = 3  # observations a prompt brings forward that did not match themselves (_forward)
 CENTRING = 0.9  # share of the candidate pool's mean vector removed before cosines (_set_cosines)
 DATE_BOOST = 0.2  # a memory from a day/month the query names
 SESSION_BOOST = 0.7  # times the best score among candidates of the same session
@@ -240,6 +248,7 @@ class _Candidate:
     doc_id: str = ""  # the best matching document (vector side)
     row: dict[str, Any] = field(default_factory=dict)
     remote: remote.RemoteRow | None = None  # a teammate's memory: its row is made from its documents
+    neighbour_bm25: float = 0.0  # the best BM25 of the prompts before and after this one (prompts only)
 
 
 @dataclass(frozen=True)
@@ -306,7 +315,7 @@ _FROM_BY_ID = {kind: sql.replace(" t", " t NOT INDEXED", 1) for kind, sql in _FR
 _TEXT_COLUMNS = {
     "observation": "t.id, t.title, t.subtitle, t.narrative, t.facts",
     "summary": "t.id, " + ", ".join(f"t.{name}" for name in SUMMARY_FIELDS),
-    "prompt": "t.id, t.prompt_text",
+    "prompt": "t.id, t.prompt_text, t.reply_text",
 }
 
 
@@ -423,9 +432,11 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
            type_: str | None = None, session_id: str | None = None, since_ms: int | None = None,
            until_ms: int | None = None, file: str | None = None,
            kinds: tuple[str, ...] = KINDS, limit: int = 20,
-           mode: str = "hybrid") -> SearchResult:
+           mode: str = "hybrid", exclude: Iterable[tuple[str, int]] = ()) -> SearchResult:
     """Search memory. `mode` asks for "hybrid" (default), "fts" (keywords only) or "vector"
-    (meaning only); the result's `mode` says what was actually used, and `note` why it differs."""
+    (meaning only); the result's `mode` says what was actually used, and `note` why it differs.
+    `exclude` names rows ((kind, id)) that are neither hits nor evidence for their turn (the MCP
+    server's prompt being answered)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     unknown = [k for k in kinds if k not in KINDS]
@@ -438,6 +449,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     if not limit or not kinds or not text:
         return SearchResult([], mode if index is not None else "fts", "empty query" if not text else None)
     filters = _Filters(project or None, type_ or None, session_id or None, since_ms, until_ms, file or None)
+    excluded = {(str(kind), int(row_id)) for kind, row_id in exclude}
     pool = max(POOL, limit * 3)
 
     note: str | None = None
@@ -447,8 +459,10 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     if mode in ("hybrid", "fts") or index is None:
         alone = mode == "fts" or index is None
         for key, score in _fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
-            candidates[key] = _Candidate(*key, bm25=score)
+            if key not in excluded:
+                candidates[key] = _Candidate(*key, bm25=score)
         _load_rows(conn, candidates)
+        _add_neighbours(conn, candidates, filters, excluded)
     if mode in ("hybrid", "vector"):
         if index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
@@ -463,7 +477,11 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
                 used, note = "fts", f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.
                 candidates = {key: _Candidate(*key, bm25=score)
-                              for key, score in _fts_search(conn, terms, kinds, filters, pool).items()}
+                              for key, score in _fts_search(conn, terms, kinds, filters, pool).items() if key not in excluded}
+                _load_rows(conn, candidates)
+                _add_neighbours(conn, candidates, filters, excluded)
+    for key in excluded:
+        candidates.pop(key, None)
     if not candidates:
         return SearchResult([], used, note)
 
@@ -471,7 +489,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     windows = date_windows(text)
     scores = _fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
-    hits = [_hit(c, scores[(c.kind, c.id)], terms) for c in [c for c in ranked if c.row and _relevant(c, windows)][:limit]]
+    kept = [c for c in ranked if c.row and _relevant(c, windows)]
+    hits = [_hit(c, score, terms) for c, score in _forward(conn, kept, scores, kinds, filters, limit)]
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]
@@ -676,14 +695,16 @@ def _set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[
 
 
 def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
-    top_bm25 = max((c.bm25 for c in cands), default=0.0)
+    keyword = {(c.kind, c.id): c.bm25 + NEIGHBOUR_SHARE * c.neighbour_bm25 for c in cands}
+    top_bm25 = max(keyword.values(), default=0.0)
     base: dict[tuple[str, int], float] = {}
     for c in cands:
         # BM25 over its best: 0 for rows with no query word, 1 for the best keyword match.
-        bm = c.bm25 / top_bm25 if top_bm25 > 0 else 0.0
+        bm = keyword[(c.kind, c.id)] / top_bm25 if top_bm25 > 0 else 0.0
         cosine = c.cosine if c.cosine is not None else 0.0
         if mode == "hybrid":
-            score = W_COSINE * cosine + W_BM25 * bm
+            w_bm25 = W_BM25_SAID if c.kind == "prompt" else W_BM25
+            score = (1 - w_bm25) * cosine + w_bm25 * bm
         elif mode == "vector":
             score = cosine
         else:
@@ -702,12 +723,89 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
             for c in cands}
 
 
+def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate], f: _Filters,
+                    excluded: set[tuple[str, int]]) -> None:
+    """The prompts just before and after the NEIGHBOURS_OF best keyword-matched prompts become
+    candidates too, and learn the best BM25 of those neighbours (NEIGHBOUR_SHARE of it counts in
+    _fuse); fewer extra rows keep the query cheap, and more did not find more on LoCoMo.
+
+    In a conversation the answer ("I went hiking") is often the turn after the one worded like
+    the question ("what did you do last weekend?"). Neighbours outside the keyword pool count as
+    no match: their BM25 is below the pool's anyway."""
+    best = sorted((c for c in candidates.values() if c.kind == "prompt" and c.bm25 > 0), key=lambda c: -c.bm25)
+    matched = {c.id: c.bm25 for c in best[:NEIGHBOURS_OF]}
+    where = _sql_filters("prompt", f, "t")
+    if not matched or where is None:
+        return
+    clauses, params = where
+    marks = ",".join("?" * len(matched))
+    sql = ("SELECT p.id, t.id FROM user_prompts p JOIN user_prompts t ON t.session_id = p.session_id"
+           " AND t.prompt_number IN (p.prompt_number - 1, p.prompt_number + 1)"
+           f" LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id WHERE p.id IN ({marks})"
+           + "".join(f" AND {c}" for c in clauses))
+    pairs = conn.execute(sql, [*matched, *params]).fetchall()
+    for matched_id, neighbour_id in pairs:
+        if ("prompt", int(neighbour_id)) in excluded:
+            continue
+        neighbour = candidates.setdefault(("prompt", int(neighbour_id)), _Candidate("prompt", int(neighbour_id)))
+        neighbour.neighbour_bm25 = max(neighbour.neighbour_bm25, matched[matched_id])
+    _load_rows(conn, candidates)
+
+
+def _forward(conn: sqlite3.Connection, ranked: list[_Candidate], scores: dict[tuple[str, int], float],
+             kinds: tuple[str, ...], f: _Filters, limit: int) -> list[tuple[_Candidate, float]]:
+    """The first `limit` hits, a prompt standing for its turn: the turn's observations take its
+    place (those that matched themselves first, then up to TURN_SPREAD others, in order), and
+    the prompt is listed itself only when its turn has none passing the filters.
+
+    A turn is one unit of recall (issue 14): what was said finds what was noted of it, and an
+    agent gets observation ids it can open. Dev turns mode: 0.760 with prompts listed as rows of
+    their own, 0.775 folded into their turns."""
+    out: list[tuple[_Candidate, float]] = []
+    seen: set[tuple[str, int]] = set()
+    by_key = {(c.kind, c.id): c for c in ranked}
+    where = _sql_filters("observation", f, "t") if "observation" in kinds else None
+    for c in ranked:
+        if len(out) >= limit:
+            break
+        key = (c.kind, c.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        brought = _turn_observations(conn, c, where, by_key, scores) if c.kind == "prompt" and where is not None else []
+        if not brought:
+            out.append((c, scores[key]))
+            continue
+        for obs in brought:
+            if len(out) < limit and (obs.kind, obs.id) not in seen:
+                seen.add((obs.kind, obs.id))
+                out.append((obs, max(scores[key], scores.get((obs.kind, obs.id), float("-inf")))))
+    return out
+
+
+def _turn_observations(conn: sqlite3.Connection, prompt: _Candidate, where: tuple[list[str], list[Any]],
+                       by_key: dict[tuple[str, int], _Candidate], scores: dict[tuple[str, int], float]) -> list[_Candidate]:
+    """The observations of a prompt's turn that pass the filters: candidates best first, then
+    up to TURN_SPREAD others in the order they were stored (rows loaded)."""
+    clauses, params = where
+    sql = ("SELECT t.id FROM observations t WHERE t.session_id = ? AND t.prompt_number = ?"
+           + "".join(f" AND {c}" for c in clauses) + " ORDER BY t.id")
+    ids = [int(r[0]) for r in conn.execute(sql, [prompt.row["session_id"], prompt.row["prompt_number"], *params])]
+    known = sorted((by_key[("observation", i)] for i in ids if ("observation", i) in by_key),
+                   key=lambda o: -scores[(o.kind, o.id)])
+    rest = {("observation", i): _Candidate("observation", i) for i in ids if ("observation", i) not in by_key}
+    rest = dict(list(rest.items())[:TURN_SPREAD])
+    _load_rows(conn, rest)
+    return known + [o for o in rest.values() if o.row]
+
+
 _ROWS_SQL = {
     "observation": "SELECT id, session_id, project, type, title, subtitle, narrative, facts, files_read, files_modified,"
-                   " created_at_epoch FROM observations WHERE id IN ({marks})",
+                   " prompt_number, created_at_epoch FROM observations WHERE id IN ({marks})",
     "summary": "SELECT id, session_id, project, request, investigated, learned, completed, next_steps, notes, files_read,"
-               " files_edited, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
-    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.created_at_epoch FROM user_prompts p"
+               " files_edited, prompt_number, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
+    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.reply_text, p.prompt_number, p.created_at_epoch"
+              " FROM user_prompts p"
               " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
 }
 
@@ -773,7 +871,7 @@ def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
         type_ = None
     else:
         title = row["prompt_text"] or ""
-        texts = [title]
+        texts = [title, row["reply_text"] or ""]
         files = []
         type_ = None
     matched = _document_text(c) if c.doc_id else ""

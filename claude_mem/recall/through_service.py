@@ -28,6 +28,8 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, timeo
     args = {"query": query, "mode": mode, "settings": client.index_settings(config), **filters}
     if "kinds" in args:
         args["kinds"] = list(args["kinds"])
+    if "exclude" in args:
+        args["exclude"] = [list(pair) for pair in args["exclude"]]
     try:
         answer = client.call(config.data_dir, "search", args, timeout_s=timeout_s, wait=True)
     except (client.ServiceUnavailable, client.ServiceError) as exc:

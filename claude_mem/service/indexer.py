@@ -62,8 +62,8 @@ class Indexer:
         self.thread.start()
         self._put((_CATCH_UP, [], []))
 
-    def notify(self, observation_ids: list[int], summary_ids: list[int]) -> None:
-        self._put((_ROWS, observation_ids, summary_ids))
+    def notify(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int] = ()) -> None:
+        self._put((_ROWS, observation_ids, summary_ids, list(prompt_ids)))
 
     def rebuild(self) -> Future[dict[str, int]]:
         """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
@@ -131,7 +131,7 @@ class Indexer:
                     for job in jobs:
                         if job[0] == _REBUILD:
                             self._rebuild(job[3])  # type: ignore[misc]
-                    rows = [job[:3] for job in jobs if job[0] in (_CATCH_UP, _ROWS)]
+                    rows = [job for job in jobs if job[0] in (_CATCH_UP, _ROWS)]
                     if rows and not stopping:
                         self._handle(rows)
                 finally:
@@ -163,7 +163,8 @@ class Indexer:
         try:
             if self.conn is None:
                 self.conn = connect(self.config.db_path)
-            self._index(self.conn, [i for _, ids, _ in jobs for i in ids], [i for _, _, ids in jobs for i in ids])
+            self._index(self.conn, [i for job in jobs for i in job[1]], [i for job in jobs for i in job[2]],
+                        [i for job in jobs if len(job) > 3 for i in job[3]])
         except Exception as exc:  # IndexUnavailable mostly; whatever it is, the service goes on
             self._failed(exc)
             return
@@ -172,7 +173,8 @@ class Indexer:
             self.last_error = None
             self.log("semantic index is back")
 
-    def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int]) -> None:
+    def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
+               prompt_ids: list[int] = ()) -> None:
         if self.behind:
             counts = self.index.index_missing(conn)
             caught_up = sum(v for k, v in counts.items() if k != "removed")
@@ -183,7 +185,7 @@ class Indexer:
             self.last_full = time.monotonic()
             self.high = {kind: self._max_id(conn, kind) for kind in KINDS}
             return
-        wanted = {"observation": set(observation_ids), "summary": set(summary_ids), "prompt": set()}
+        wanted = {"observation": set(observation_ids), "summary": set(summary_ids), "prompt": set(prompt_ids)}
         for kind in KINDS:
             top = self._max_id(conn, kind)
             above = self.high.get(kind, top)

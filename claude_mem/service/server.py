@@ -278,7 +278,8 @@ class Service:
         """Rows a worker just committed (a hint: new rows are found anyway; updated ones are not)."""
         if self.indexer is None:
             return {"queued": False, "why": "the semantic index is off"}
-        self.indexer.notify([int(i) for i in args.get("observations") or []], [int(i) for i in args.get("summaries") or []])
+        self.indexer.notify([int(i) for i in args.get("observations") or []], [int(i) for i in args.get("summaries") or []],
+                            [int(i) for i in args.get("prompts") or []])
         return {"queued": True}
 
     async def op_search(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -302,6 +303,8 @@ class Service:
         filters = {key: args[key] for key in SEARCH_ARGS if args.get(key) is not None}
         if "kinds" in filters:
             filters["kinds"] = tuple(filters["kinds"])
+        if "exclude" in filters:  # [kind, id] pairs over JSON
+            filters["exclude"] = [(str(kind), int(row_id)) for kind, row_id in filters["exclude"]]
         result = search(self.conn(), query, index=index, **filters)
         return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
 
@@ -338,7 +341,7 @@ class Service:
         return {"stopping": True}
 
 
-SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode")
+SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode", "exclude")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
        "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "stop": Service.op_stop}
 

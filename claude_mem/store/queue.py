@@ -29,7 +29,7 @@ QUEUE_COLUMNS = (
 
 # The prompt an event belongs to: the one Claude Code names by prompt_id when we recorded it
 # (a re-delivered or late event keeps its own turn), else the session's current prompt.
-_PROMPT_NUMBER = (
+PROMPT_NUMBER_SQL = (
     "COALESCE((SELECT prompt_number FROM user_prompts WHERE session_id = :sid AND prompt_id = :pid),"
     " (SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = :sid))"
 )
@@ -47,7 +47,7 @@ def enqueue_tool(conn: sqlite3.Connection, session_id: str, *, tool_name: str, t
         " tool_use_id, is_error, duration_ms, agent_id, cwd, prompt_number, created_at,"
         " created_at_epoch, updated_at_epoch)"
         " VALUES (:sid, 'tool', :tool_name, :tool_input, :tool_response, :tool_use_id, :is_error,"
-        f" :duration_ms, :agent_id, :cwd, {_PROMPT_NUMBER}, :created_at, :now, :now)"
+        f" :duration_ms, :agent_id, :cwd, {PROMPT_NUMBER_SQL}, :created_at, :now, :now)"
         # Only uniqueness conflicts are ignored: OR IGNORE would also swallow NOT NULL/CHECK.
         " ON CONFLICT DO NOTHING",
         {"sid": session_id, "pid": prompt_id, "tool_name": tool_name, "tool_input": tool_input,
@@ -66,7 +66,7 @@ def enqueue_finalize(conn: sqlite3.Connection, session_id: str, *,
     cur = conn.execute(
         "INSERT INTO observation_queue (session_id, kind, tool_response, cwd, prompt_number,"
         " created_at, created_at_epoch, updated_at_epoch)"
-        f" VALUES (:sid, 'finalize', :body, :cwd, {_PROMPT_NUMBER}, :created_at, :now, :now)"
+        f" VALUES (:sid, 'finalize', :body, :cwd, {PROMPT_NUMBER_SQL}, :created_at, :now, :now)"
         " ON CONFLICT DO NOTHING",
         {"sid": session_id, "pid": prompt_id, "body": body, "cwd": cwd, "created_at": now_iso(now), "now": now},
     )

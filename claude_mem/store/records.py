@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from claude_mem.store.db import now_iso, now_ms
+from claude_mem.store.queue import PROMPT_NUMBER_SQL
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -35,9 +36,10 @@ def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
 
 
 def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
-                  prompt_id: str | None) -> int:
+                  prompt_id: str | None, *, created_at_epoch: int | None = None) -> int:
     """Number and store a user prompt; a prompt_id seen before returns its existing number.
-    Call inside a transaction, after `ensure_session`."""
+    Call inside a transaction, after `ensure_session`. `created_at_epoch` dates an imported
+    conversation (bench/locomo.py); hooks store the time of the event."""
     if prompt_id:
         row = conn.execute(
             "SELECT prompt_number FROM user_prompts WHERE session_id = ? AND prompt_id = ?",
@@ -46,6 +48,7 @@ def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
         if row:
             return int(row[0])
     now = now_ms()
+    created = created_at_epoch if created_at_epoch is not None else now
     number = conn.execute(
         "UPDATE sdk_sessions SET prompt_counter = prompt_counter + 1, status = 'active',"
         " updated_at_epoch = ?, user_prompt = COALESCE(user_prompt, ?)"
@@ -55,9 +58,19 @@ def record_prompt(conn: sqlite3.Connection, session_id: str, text: str,
     conn.execute(
         "INSERT INTO user_prompts (session_id, prompt_number, prompt_text, prompt_id, created_at,"
         " created_at_epoch) VALUES (?, ?, ?, ?, ?, ?)",
-        (session_id, number, text, prompt_id, now_iso(now), now),
+        (session_id, number, text, prompt_id, now_iso(created), created),
     )
     return int(number)
+
+
+def record_reply(conn: sqlite3.Connection, session_id: str, text: str | None, prompt_id: str | None) -> None:
+    """Keep Claude's final reply with the prompt it answers (the one Claude Code names by
+    prompt_id, else the session's current one); a later Stop of the same turn replaces it.
+    `text` comes redacted and cut by the hook. Call inside a transaction."""
+    if not text or not text.strip():
+        return
+    conn.execute(f"UPDATE user_prompts SET reply_text = :text WHERE session_id = :sid AND prompt_number = {PROMPT_NUMBER_SQL}",
+                 {"text": text, "sid": session_id, "pid": prompt_id})
 
 
 def end_session(conn: sqlite3.Connection, session_id: str) -> None:

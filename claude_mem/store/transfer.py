@@ -71,7 +71,7 @@ SPECS: dict[str, tuple[Field, ...]] = {
     "prompt": (
         Field("session_id", "text", required=True), Field("prompt_number", "int", required=True),
         Field("prompt_text", "text", required=True), _opt_text("prompt_id"), _opt_text("created_at"),
-        Field("created_at_epoch", "int", required=True),
+        Field("created_at_epoch", "int", required=True), _text("reply_text"),
     ),
     "observation": (
         Field("session_id", "text", required=True), _opt_text("project"),

@@ -337,16 +337,22 @@ class Worker:
                 self._fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
         self._turn = None
-        if self.config.semantic_index and (new_ids or summary_ids):
-            self._notify_index(new_ids, summary_ids)
+        # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
+        replied = [] if events[0].kind != "finalize" else [r[0] for r in self.conn.execute(
+            "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
+            (self.session_id, prompt_number))]
+        if self.config.semantic_index and (new_ids or summary_ids or replied):
+            self._notify_index(new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
 
-    def _notify_index(self, observation_ids: list[int], summary_ids: list[int]) -> None:
-        """Tell the memory service what was committed. A hint only: it finds new rows by their ids
-        and catches up on start, so a service that is down or slow loses nothing."""
+    def _notify_index(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int] = ()) -> None:
+        """Tell the memory service what was committed. A hint: it finds new rows by their ids and
+        catches up on start; rows rewritten in place (a summary replaced, a prompt given its reply)
+        it learns of here."""
         try:
             service.call(self.config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids,
+                                                         "prompts": list(prompt_ids),
                                                          "settings": service.index_settings(self.config)},
                          timeout_s=NOTIFY_TIMEOUT_S)
         except (service.ServiceUnavailable, service.ServiceError):
