@@ -154,7 +154,7 @@ def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_
     def stored() -> dict[str, str]:
         with index._use("inspect") as store:
             got = store.collection.get(where={"kind": "prompt"}, include=["documents"])
-        return dict(zip(got["ids"], got["documents"], strict=True))
+        return {split_doc_id(doc_id)[0]: text for doc_id, text in zip(got["ids"], got["documents"], strict=True)}
 
     def expected() -> dict[str, str]:
         row = conn.execute("SELECT * FROM user_prompts WHERE id = ?", (row_id,)).fetchone()
@@ -168,7 +168,7 @@ def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_
     assert stored() == expected() and len(expected()) == 2
     # Claude's words find the turn: a query close to the reply, far from the prompt.
     [best] = index.query_documents("outdated dependency version in the lockfile", 1)
-    assert (best.kind, best.sqlite_id) == ("prompt", row_id) and "lockfile" in stored()[best.doc_id]
+    assert (best.kind, best.sqlite_id) == ("prompt", row_id) and "lockfile" in stored()[split_doc_id(best.doc_id)[0]]
     # A reply gone (its row rewritten) loses its document, deleted by id.
     with transaction(conn):
         conn.execute("UPDATE user_prompts SET reply_text = '' WHERE id = ?", (row_id,))
