@@ -229,3 +229,17 @@ def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: rec
     finding = next(f for f in json.loads(out.stdout) if f["check"] == "memory service")
     assert not finding["ok"] and finding["fixed"].startswith("removed 1")
     assert not os.path.exists(protocol.info_path(config.data_dir))
+
+
+def test_a_service_whose_index_is_away_still_exits_when_idle(stored: recall_store.Stored, data_dir: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma unreachable: every poll hands the indexer a retry, which must not count as being busy
+    (it did: such a service never went idle, and lived on after its tests)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    env = {**os.environ, "CLAUDE_MEM_CHROMA_URL": f"http://127.0.0.1:{closed}", "CLAUDE_MEM_SERVICE_IDLE_S": "2"}
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    assert proc.wait(60) == 0
+    assert "semantic index unavailable" in (data_dir / "logs" / "claude-mem.log").read_text()

@@ -48,7 +48,7 @@ class Indexer:
         self.failing = False  # the failure was logged; log again only on recovery
         self.behind = True  # the next job catches up fully first
         self.retry_at = 0.0
-        self.last_full = 0.0
+        self.last_full = time.monotonic()  # the catch-up on start is the first full one
         self.high: dict[str, int] = {}  # per kind, the highest row id indexed or checked
         self.indexed = 0
         self.last_error: str | None = None
@@ -84,9 +84,10 @@ class Indexer:
         except (sqlite3.Error, OSError):  # the data folder is gone or unreadable: nothing to index
             return
         due = self.failing and time.monotonic() >= self.retry_at
-        if version != self._version or due or time.monotonic() - self.last_full > FULL_CATCH_UP_S:
+        stale = not self.failing and time.monotonic() - self.last_full > FULL_CATCH_UP_S
+        if version != self._version or due or stale:
             self._version = version
-            if time.monotonic() - self.last_full > FULL_CATCH_UP_S:
+            if stale:
                 self.behind = True
             if self.idle():
                 self._put((_ROWS, [], []))

@@ -114,11 +114,13 @@ class Service:
                 return "signal" if not getattr(self, "stop_asked", False) else "asked to stop"
             except TimeoutError:
                 pass
-            if self.indexer is not None:
-                self.indexer.poll()
+            # Idle is judged before polling: a poll hands the indexer a job, and a failing index
+            # (Chroma away) would otherwise look busy at every check and keep the service forever.
             idle = time.monotonic() - self.last_request
             if idle >= self.idle_s and (self.indexer is None or self.indexer.idle()):
                 return "idle"
+            if self.indexer is not None:
+                self.indexer.poll()
 
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "started_at_epoch": int(self.started * 1000), "socket": self.socket_path,
