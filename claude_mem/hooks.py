@@ -84,10 +84,10 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             output = run_pre(config, payload) or QUIET
         elif command in SANITIZE:
             record = SANITIZE[command](config, payload)
-            if record is not None:
-                run_event(config, command, record)
-                if command == "new" and config.push_prompt:
-                    output = push_for_prompt(config, record) or QUIET
+            stored = record is not None and run_event(config, command, record)
+            # A spooled prompt has no memory to search (and its one error line is said).
+            if stored and command == "new" and config.push_prompt:
+                output = push_for_prompt(config, record) or QUIET
         else:
             raise PayloadError(f"unknown hook command {command!r}")
     except Exception as exc:  # the contract: never let anything reach Claude Code
@@ -219,7 +219,8 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
             raise ValueError(f"unknown event type {kind!r}")
 
 
-def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
+def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
+    """Store the event (or spool it); True when it reached the database."""
     config.ensure_dirs()
     try:
         conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
@@ -239,17 +240,18 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> None:
         except OSError as spool_exc:
             log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
                      f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
-            return
+            return False
         # The npm claude-mem's database in our place is not "unavailable": say what it is and the fix.
         problem = str(exc) if isinstance(exc, PeerDatabaseError) else f"database unavailable ({_describe(exc)})"
         log_line(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
-        return
+        return False
     if config.worker_autostart and record["type"] != "end":
         try:
             spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"],
                                 config.max_workers)
         except OSError as exc:
             log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
+    return True
 
 
 def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:
