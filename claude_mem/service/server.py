@@ -94,7 +94,14 @@ class Service:
 
     async def _listen(self) -> asyncio.AbstractServer:
         path = self.socket_path
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        folder = os.path.dirname(path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        # A long data-dir path puts the socket under the temp dir (protocol.py): a folder there made
+        # by someone else could let them swap the socket, so it must be ours, and ours alone.
+        if os.stat(folder).st_uid != os.getuid():
+            raise PermissionError(f"{folder} belongs to another user: refusing to put the memory service's socket there")
+        if folder != self.config.data_dir:
+            os.chmod(folder, 0o700)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # ours to remove: we hold the lock, so whoever made it is gone
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
