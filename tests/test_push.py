@@ -24,6 +24,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
 from tests.conftest import cli_json, run_hook
+from tests.git_layout import git_checkout, git_worktree
 from tests.recall_store import config_for
 
 KEYWORDS_ONLY = {"CLAUDE_MEM_SEMANTIC_INDEX": "0"}
@@ -187,25 +188,9 @@ def test_prompt_recall_through_the_memory_service(data_dir: Path, tmp_path: Path
 
 # --- a file -------------------------------------------------------------------------------------
 
-def checkout(path: Path, remote: str) -> Path:
-    (path / ".git").mkdir(parents=True)
-    (path / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {remote}\n')
-    return path
-
-
-def worktree(main: Path, path: Path) -> Path:
-    """A `git worktree add` layout: a .git file naming the main repository's worktree folder."""
-    gitdir = main / ".git" / "worktrees" / path.name
-    gitdir.mkdir(parents=True)
-    (gitdir / "commondir").write_text("../..\n")
-    path.mkdir(parents=True)
-    (path / ".git").write_text(f"gitdir: {gitdir}\n")
-    return path
-
-
 def test_file_recall_across_worktrees_and_path_forms(data_dir: Path, tmp_path: Path) -> None:
-    main = checkout(tmp_path / "app", "git@github.com:acme/app.git")
-    wt = worktree(main, tmp_path / "app-feature")
+    main = git_checkout(tmp_path / "app", "git@github.com:acme/app.git")
+    wt = git_worktree(main, tmp_path / "app-feature")
     for root in (main, wt):
         (root / "src").mkdir()
         (root / "src" / "auth.py").write_text("x = 1\n")

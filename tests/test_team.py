@@ -33,6 +33,7 @@ from claude_mem.store.memories import Observation, Summary, insert_observation, 
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.viewer.app import create_app
 from tests.cli_helpers import _age, invoke, invoke_json
+from tests.git_layout import git_checkout, git_worktree
 from tests.recall_store import OLD_MS, config_for
 from tests.test_index import ChromaServer
 
@@ -75,22 +76,6 @@ class Laptop:
 
     def index(self) -> Index:
         return Index(self.config)
-
-
-def git_checkout(path: Path, url: str) -> Path:
-    (path / ".git").mkdir(parents=True)
-    (path / ".git" / "config").write_text(f'[core]\n\tbare = false\n[remote "origin"]\n\turl = {url}\n')
-    return path
-
-
-def git_worktree(main: Path, path: Path) -> Path:
-    """A `git worktree add` checkout of `main`, as files: `.git` names the worktree's git dir."""
-    git_dir = main / ".git" / "worktrees" / path.name
-    git_dir.mkdir(parents=True)
-    (git_dir / "commondir").write_text("../..\n")
-    path.mkdir(parents=True)
-    (path / ".git").write_text(f"gitdir: {git_dir}\n")
-    return path
 
 
 def laptop(root: Path, name: str, server: ChromaServer, cwd: Path, memories: list[tuple[str, Observation]],
