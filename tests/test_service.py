@@ -24,15 +24,7 @@ from claude_mem.service import client, control, protocol
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests import recall_store
-
-
-def _wait(predicate, timeout_s: float = 60.0, what: str = "condition") -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.hardening.support import wait_until
 
 
 def _lag(data_dir: Path) -> int | None:
@@ -51,7 +43,7 @@ def stored(data_dir: Path) -> recall_store.Stored:
 def service(stored: recall_store.Stored, data_dir: Path) -> str:
     """A running service whose index has caught up with the stored rows."""
     assert client.call(str(data_dir), "ping", timeout_s=30, wait=True)["version"] == protocol.VERSION
-    _wait(lambda: _lag(data_dir) == 0, what="the first catch-up")
+    assert wait_until(lambda: _lag(data_dir) == 0, 60), "the first catch-up"
     return str(data_dir)
 
 
@@ -65,7 +57,7 @@ def shared_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert client.call(str(data_dir), "ping", timeout_s=30, wait=True, start=False)["pid"] == proc.pid
-        _wait(lambda: _lag(data_dir) == 0, what="the first catch-up")
+        assert wait_until(lambda: _lag(data_dir) == 0, 60), "the first catch-up"
         yield str(data_dir)
     finally:
         control.stop_service(str(data_dir))
@@ -148,8 +140,8 @@ def test_many_clients_at_once(shared_service: str) -> None:
 def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "1")
     pid = client.call(str(data_dir), "ping", timeout_s=30, wait=True)["pid"]
-    _wait(lambda: not client.running(str(data_dir)), what="the idle exit")
-    _wait(lambda: not os.path.exists(f"/proc/{pid}"), timeout_s=20, what="the process to end")
+    assert wait_until(lambda: not client.running(str(data_dir)), 60), "the idle exit"
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 20), "the process to end"
     assert not os.path.exists(protocol.socket_path(str(data_dir))) and not os.path.exists(protocol.info_path(str(data_dir)))
 
 
@@ -164,13 +156,13 @@ def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: rec
         client.call(service, "index", {"observations": new}, timeout_s=5)
         pid = json.loads(Path(protocol.info_path(service)).read_text())["pid"]
         os.kill(pid, signal.SIGKILL)  # mid-indexing, most likely
-        _wait(lambda: not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
-              what="the kill")
+        assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
+                          60), "the kill"
         while_down = search_memory(config, conn, "runner cache evicted", timeout_s=0.2)
         assert while_down.mode == "fts" and "keyword results only" in (while_down.note or "") and while_down.hits
         # The next request restarts it; it catches up from SQLite.
         assert client.call(service, "ping", timeout_s=30, wait=True)["pid"] != pid
-        _wait(lambda: _lag(Path(service)) == 0, what="the catch-up after the kill")
+        assert wait_until(lambda: _lag(Path(service)) == 0, 60), "the catch-up after the kill"
         after = search_memory(config, conn, "runner cache evicted", project="beta", limit=50)
         assert after.mode == "hybrid" and {h.id for h in after.hits if h.kind == "observation"} >= set(new[:10])
     finally:

@@ -13,6 +13,7 @@ from typing import Any
 import psutil
 
 from claude_mem.service import client, protocol
+from claude_mem.worker.processes import alive
 
 
 @dataclass
@@ -109,14 +110,8 @@ def _wait_gone(data_dir: str, proc: psutil.Process | None, timeout_s: float) -> 
     """The lock released and the process ended (it tears down after letting go of the lock)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not client.running(data_dir) and (proc is None or not _alive(proc)):
+        if not client.running(data_dir) and (proc is None or not alive(proc)):
             return True
         time.sleep(0.05)
-    return not client.running(data_dir) and (proc is None or not _alive(proc))
+    return not client.running(data_dir) and (proc is None or not alive(proc))
 
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -46,6 +46,8 @@ from typing import Any
 
 import psutil
 
+from claude_mem.worker.processes import alive
+
 ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "crashed", "empty")
 OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
 
@@ -325,7 +327,7 @@ class Observer:
         procs = await asyncio.to_thread(self._marked_processes)
         if self._proc is not None and self._proc not in procs:
             procs.append(self._proc)
-        procs = [p for p in procs if _alive(p)]
+        procs = [p for p in procs if alive(p)]
         if not procs:
             return
         for sig in ("terminate", "kill"):
@@ -335,7 +337,7 @@ class Observer:
             deadline = time.monotonic() + (self.grace_s if sig == "terminate" else 5)
             while procs and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-                procs = [p for p in procs if _alive(p)]
+                procs = [p for p in procs if alive(p)]
             if not procs:
                 return
 
@@ -382,12 +384,6 @@ def _usage(raw: Any) -> dict | None:
     usage = {k: raw[k] for k in _TOKEN_FIELDS if isinstance(raw.get(k), int)}
     return usage or None
 
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _one_line(text: str, limit: int = 300) -> str:

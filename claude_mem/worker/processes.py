@@ -32,6 +32,14 @@ class WorkerInfo:
         return {k: v for k, v in self.__dict__.items() if k != "info_file"}
 
 
+def alive(proc: psutil.Process) -> bool:
+    """Running and not a zombie (a dead child nobody has reaped yet still has a pid)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _process_matches(pid: int, create_time: float) -> bool:
     try:
         return abs(psutil.Process(pid).create_time() - create_time) < 0.01
