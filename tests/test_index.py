@@ -21,7 +21,7 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.installation import Installation
-from claude_mem.recall.index import Index, IndexUnavailable, document_texts, split_doc_id
+from claude_mem.recall.index import FACT_PROBE, Index, IndexUnavailable, document_texts, split_doc_id
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
@@ -242,6 +242,16 @@ def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Con
         conn.execute("UPDATE observations SET facts = '[]' WHERE id = ?", (login,))
     index.index_observations(conn, [login])
     assert ids() == [f"obs:{login}:main"]
+    # Stale facts are found by id, a window at a time: more facts than one window holds.
+    many = FACT_PROBE * 2 + 3
+    with conn:
+        conn.execute("UPDATE observations SET facts = ? WHERE id = ?", (json.dumps([f"fact {n}" for n in range(many)]), login))
+    index.index_observations(conn, [login])
+    assert len(ids()) == many + 1
+    with conn:
+        conn.execute("UPDATE observations SET facts = '[\"the last fact\"]' WHERE id = ?", (login,))
+    index.index_observations(conn, [login])
+    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
 
 
 def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server: ChromaServer,
