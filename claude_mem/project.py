@@ -11,17 +11,19 @@ from __future__ import annotations
 import os
 import re
 
-_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")  # git@host:owner/repo.git
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?/(.*)$")
+# Patterns, not compiled ones: every hook imports this module and few need a remote parsed
+# (re compiles on first use and caches).
+_SCP_LIKE = r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$"  # git@host:owner/repo.git
+_URL = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?/(.*)$"
 
 
 def normalize_remote(url: str) -> str:
     """`git@github.com:Owner/Repo.git`, `https://user:tok@github.com/Owner/Repo` and
     `ssh://git@github.com:22/Owner/Repo.git/` all give `github.com/owner/repo`."""
     url = url.strip()
-    match = _URL.match(url)
+    match = re.match(_URL, url)
     if match is None:
-        match = _SCP_LIKE.match(url)
+        match = re.match(_SCP_LIKE, url)
     if match is None:
         # A local path used as a remote: its last folder is the best name we have.
         return os.path.basename(url.rstrip("/\\")).removesuffix(".git") or url

@@ -10,14 +10,11 @@ On the hook path: standard library only.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from collections import namedtuple
 
 from claude_mem.resources import resource_dir
-
-_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
 class SchemaTooNewError(RuntimeError):
@@ -101,13 +98,24 @@ def migrations(directory: str | None = None) -> list[Migration]:
     directory = directory or resource_dir("migrations")
     found = []
     for entry in sorted(os.listdir(directory)):
-        match = _MIGRATION_NAME.match(entry)
-        if match:
-            found.append(Migration(int(match.group(1)), match.group(2), os.path.join(directory, entry)))
+        parsed = _migration_name(entry)
+        if parsed:
+            found.append(Migration(*parsed, os.path.join(directory, entry)))
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
         raise RuntimeError(f"migrations in {directory} are not numbered 1..N: {versions}")
     return found
+
+
+def _migration_name(entry: str) -> tuple[int, str] | None:
+    """(NNNN, name) of `NNNN_name.sql`, None for any other file. String tests, not a regex:
+    every hook connects, and compiling one costs it more than the rest of this module."""
+    stem, sql, _ = entry.partition(".sql")
+    number, sep, name = stem.partition("_")
+    if (sql and not _ and sep and len(number) == 4 and number.isdigit() and number.isascii() and name
+            and all(c.isdigit() or c == "_" or "a" <= c <= "z" for c in name)):
+        return int(number), name
+    return None
 
 
 def latest_version(directory: str | None = None) -> int:
