@@ -304,6 +304,23 @@ def test_command_recall_names_the_latest_failure_and_its_fix(data_dir: Path, tmp
     assert pre(repo, "later", "Bash", {"command": "npm test"}, CLAUDE_MEM_PUSH_COMMANDS="0") is None
 
 
+def test_command_recall_finds_a_failure_however_it_was_quoted(data_dir: Path, tmp_path: Path) -> None:
+    """Candidates are narrowed in SQL by the key's words before shlex reads them: quotes and
+    paths around those words must not hide a failure."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    mem = Memory(data_dir)
+    for sid in ("old", "now"):
+        mem.session(sid, "repo", repo)
+    mem.prompt("old", "ship it")
+    mem.bash("old", '/usr/bin/git "push" --force-with-lease', error="Exit code 1\n ! [rejected] main -> main (fetch first)",
+             use_id="q1", cwd=repo)
+    mem.bash("old", "git pull", error="Exit code 1\nfatal: not possible to fast-forward", use_id="q2", cwd=repo)
+    mem.close()
+    text = pre(repo, "now", "Bash", {"command": "git push origin main"})
+    assert text is not None and "[rejected]" in text and "fast-forward" not in text
+
+
 # --- what it costs ------------------------------------------------------------------------------
 
 def test_stats_add_up_pushes_and_fetches(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -125,15 +125,22 @@ def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, command: str
     return hook_answer("PreToolUse", text)
 
 
+def _like(key: str) -> str:
+    """A LIKE pattern every stored command with this key matches: its words in order. Words that
+    JSON would escape are left to `_key_of` (parsing each candidate with shlex is the slow part)."""
+    words = [w for w in key.split(" ") if w.isascii() and w.isprintable() and '"' not in w and "\\" not in w]
+    return "%" + "%".join(like_escape(w) for w in words) + "%"
+
+
 def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key: str) -> dict[str, Any] | None:
-    program = key.split(" ", 1)[0]
+    pattern = _like(key)
     rows = conn.execute(
         "SELECT q.id, q.session_id, q.tool_input, q.tool_response, q.created_at_epoch, q.prompt_number"
         " FROM observation_queue q INDEXED BY observation_queue_failures"
         " JOIN sdk_sessions s ON s.claude_session_id = q.session_id"
         " WHERE q.tool_name = 'Bash' AND q.is_error = 1 AND s.project = ? AND q.session_id != ?"
         " AND q.tool_input LIKE ? ESCAPE '\\' ORDER BY q.id DESC LIMIT ?",
-        (project, session_id, "%" + like_escape(program) + "%", CANDIDATES))
+        (project, session_id, pattern, CANDIDATES))
     for row in rows:
         if _key_of(row["tool_input"]) == key:
             failure = dict(row)
@@ -145,7 +152,7 @@ def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key
             failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
                 "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"
                 " AND is_error = 0 AND tool_input LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
-                (row["session_id"], row["id"], "%" + like_escape(program) + "%", CANDIDATES)))
+                (row["session_id"], row["id"], pattern, CANDIDATES)))
             return failure
     return None
 

@@ -30,7 +30,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -228,11 +228,12 @@ class Index:
 
     def __init__(self, config: Config | None = None, *, path: str | None = None, url: str | None = None,
                  collection_name: str = COLLECTION, installation: Installation | None = None,
-                 local_projects: Iterable[str] | None = None) -> None:
+                 local_projects: Iterable[str] | None = None,
+                 embedder: Callable[[list[str]], Any] | None = None) -> None:
         """`installation` says whose documents this index writes and deletes; by default the one
         of the config's data dir, or, for an embedded index given by path, of the folder holding
         it (the data dir's layout). `local_projects` (default: the setting) are never sent to a
-        server."""
+        server. `embedder` turns texts into unit vectors (default: MiniLM, `embed.embed_texts`)."""
         if url is None:
             url = str(getattr(config, "chroma_url", "") or "") if config is not None else ""
         url = url.strip()
@@ -246,6 +247,7 @@ class Index:
         self._store = _store_for(self.url, self.path, collection_name)
         self._installation = installation
         self._config = config
+        self._embedder = embedder
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
         # Only a server is "sent to": an embedded index is this machine's own.
@@ -431,10 +433,11 @@ class Index:
         return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name})
 
     def _embed(self, texts: list[str]) -> Any:
-        from claude_mem.recall.embed import embed_texts
-
+        embedder = self._embedder
+        if embedder is None:
+            from claude_mem.recall.embed import embed_texts as embedder
         with self._guard("embed"):
-            return embed_texts(texts)
+            return embedder(texts)
 
     def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None) -> None:
         """Remove the documents of these rows (pass `conn` to forget them in index_state too)."""
