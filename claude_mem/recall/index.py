@@ -1,25 +1,19 @@
 """The semantic index: observations, summaries and prompts as Chroma documents.
 
+    Index(config)  .index_rows(conn, kind, ids)  .index_missing(conn)  .reindex(conn)  .delete(kind, ids)
+                   .query_documents(text, n, where)  .vectors(doc_ids)  .drift(conn)  .close()
+    readable_index(config) -> (Index | None, why not)
+
 Embedded (`PersistentClient` under `<data dir>/chroma`) by default; with the `chroma_url`
 setting a Chroma server instead, the way a team shares one memory. SQLite is the source of
 truth: `index_state` (migration 0003) records which rows were sent to which collection, so rows
 missed while Chroma was down are picked up by `index_missing`, and `reindex` rebuilds
 everything. Whatever goes wrong on the Chroma side (server down, folder deleted or corrupt,
 model file damaged) surfaces as one `IndexUnavailable`, which callers catch to carry on without
-the index.
-
-Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it),
-each named by its key and the installation that wrote it (`obs:12:main@<installation id>`, see
-`document_id`; one collection on a Chroma server is shared by a team, issue 16):
-  obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
-  sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
-  prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
-Their metadata carries what a teammate needs to show the document without this machine's SQLite
-(kind, type, title, dates, project, session, files, the installation's id and name). Everything
-that deletes deletes this installation's documents only; search reads teammates' documents as
-`RemoteDocument`s.
-
-chromadb is imported lazily (~0.8 s): constructing an `Index` costs nothing.
+the index. A row's documents and their ids: `document_texts` / `document_id`; everything that
+deletes deletes this installation's documents only. chromadb is imported lazily (~0.8 s):
+constructing an `Index` costs nothing. Measurements behind the locking, the in-place rewrites
+and the drift pass: docs/search-tuning.md.
 """
 
 from __future__ import annotations
@@ -122,7 +116,12 @@ def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | 
 def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(document key, text, metadata of the part) for each document of a row. Needs only the row's
     id and text columns, so search can name a row's documents from what it read anyway. The key
-    is the document's id within one installation; `document_id` makes its id in Chroma."""
+    is the document's id within one installation; `document_id` makes its id in Chroma:
+
+      obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
+      sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
+      prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
+    """
     row_id = row["id"]
     if kind == "observation":
         parts: list[tuple[str, str, dict[str, Any]]] = []
@@ -302,13 +301,8 @@ class Index:
     @contextlib.contextmanager
     def _use(self, what: str, *, write: bool = False, recover: bool = False) -> Iterator[Any]:
         """The collection, connected (or reconnected), with failures mapped to IndexUnavailable.
-
-        Embedded mode shares one folder between processes (a worker per session, the MCP server,
-        the viewer). chromadb keeps each process's vector index in memory: measured here, two
-        processes writing at once lost ~3% of vectors, and a reader never saw another process's
-        writes. So writers take an exclusive flock (readers a shared one) and bump a generation
-        number; a process that sees a newer generation reloads before using the index.
-        """
+        chromadb keeps each process's vector index in memory, so writers to a shared folder take
+        an exclusive flock and bump a generation, and a process that sees a newer one reloads."""
         store = self._store
         with store.lock, self._guard(what), _FileLock(store.lock_path, exclusive=write) as flock:
             generation = flock.generation()
@@ -403,11 +397,9 @@ class Index:
         return found
 
     def _stale_documents(self, collection: Any, kind: str, rows: list[int], keep: set[str]) -> list[str]:
-        """Ids of documents these rows have in `collection` and are not in `keep`. A row's
-        documents are rewritten in place (upsert) and only the leftovers deleted, looked up by
-        id: delete-then-add grew the service by 14% in 4 minutes of rewrites (Chroma keeps the
-        deleted vectors' memory; in place: +0.5%, bench/soak.py), and a metadata-filtered
-        delete scans the collection (0.7 s per call at 34k documents)."""
+        """Ids of documents these rows have in `collection` and are not in `keep`, looked up by id:
+        a row is rewritten in place and only its leftovers deleted (delete-then-add grew the
+        service 14% in 4 minutes; a filtered delete scans the collection)."""
         me = self.installation.id
         found: set[str] = set()
         if kind == "observation":
@@ -455,12 +447,9 @@ class Index:
 
     def index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
         """Index every row not yet in this collection, and drop documents of rows deleted from
-        SQLite. Returns rows indexed per kind, and `removed`.
-
-        One catch-up at a time per embedded index: every worker starts with one, and after
-        Chroma was away several sessions' workers starting together each embedded the same
-        missing rows (embedding is the slow part, done outside the write lock). The next one
-        waits, then finds nothing left to do."""
+        SQLite. Returns rows indexed per kind, and `removed`. One catch-up at a time per embedded
+        index: workers starting together each embedded the same missing rows; the next one waits,
+        then finds nothing left to do."""
         with _FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
                        timeout_s=CATCH_UP_WAIT_S):
             return self._index_missing(conn)
@@ -569,8 +558,8 @@ class Index:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text of this installation's documents is not
         fetched (it costs more than the search itself, and SQLite has it anyway). The stored
-        vectors come when asked for (with the query: 5 ms for 120 at 100k observations, against
-        7.6 ms for a `vectors` after). Teammates' documents on a shared server come with their
+        vectors come when asked for (cheaper with the query than by `vectors` after, S2).
+        Teammates' documents on a shared server come with their
         text and metadata (`origin`), fetched by id, unless `include_remote` is False."""
         import numpy as np
 
@@ -628,9 +617,8 @@ class Index:
 
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out), by key
-        for this installation's documents (`obs:12:main`) and by full id for a teammate's. A
-        lookup by id: ~5x faster than a metadata filter on sqlite_id (1.2 against 6 ms for
-        60 rows on a 600-observation index), which matters on the search path."""
+        for this installation's documents (`obs:12:main`) and by full id for a teammate's. By id:
+        ~5x faster than a metadata filter on sqlite_id (S2), which matters on the search path."""
         import numpy as np
 
         wanted = list(dict.fromkeys(doc_ids))
@@ -655,9 +643,8 @@ class Index:
         """This installation's rows in SQLite against rows with documents in Chroma, per kind:
         `missing` are rows without documents, `stale` are documents of rows SQLite no longer
         has. On a server, also `others`: documents of other installations there."""
-        # One pass over the ids alone (they name kind and row), the lock taken per page: a pass per
-        # kind reading metadata took 9.7 s at 120k documents, ids alone 0.8 s, and writers wait
-        # on the lock meanwhile. On a server, teammates' documents are left out by the query.
+        # One pass over the ids alone (they name kind and row), the lock taken per page: 0.8 s at
+        # 120k documents, against 9.7 s reading metadata. On a server, teammates' are left out.
         chroma_ids: dict[str, set[int]] = {kind: set() for kind in KINDS}
         where = {"installation": self.installation.id} if self.url else None
         offset = 0
@@ -819,8 +806,8 @@ class _FileLock:
 
     def bump(self) -> int:
         if self.fd is None:
-            # No file, no generations (a server): counting one here made every use after a write
-            # see a "newer" generation and reconnect, a new HttpClient each time (~0.2-0.5 s).
+            # No file, no generations (a server): counting one made every use after a write
+            # reconnect, a new HttpClient each time (~0.2-0.5 s).
             return self.generation()
         value = self.generation() + 1
         os.pwrite(self.fd, f"{value:<31}\n".encode(), 0)

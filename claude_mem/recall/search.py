@@ -1,109 +1,18 @@
-"""One hybrid search over memory, used by the CLI, the MCP server and the viewer.
+"""One hybrid search over memory, used by the CLI, the MCP server, the viewer and the pushes.
+
+    search(conn, query, index=..., project=, type_=, session_id=, since_ms=, until_ms=, file=,
+           kinds=, limit=, mode="hybrid" | "fts" | "vector", exclude=) -> SearchResult(hits, mode, note)
 
 Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
-candidates with every filter applied inside the search, not after it (SQL WHERE on the keyword
-side; on the semantic side the same SQL run on the nearest documents' rows, see `_nearest`),
-then the two are fused. Without an index, or when it fails, the keyword side answers alone and the result
-says so. Importing this module is cheap: chromadb and the model load only when an Index is used.
-On a Chroma server a team shares, teammates' documents come back from the semantic side too: they
-are ranked with the rest, filtered on their metadata (recall/remote.py), returned as hits with an
-`origin`, and the result's note says they were found by meaning only (issue 16).
+candidates with every filter applied inside the search, not after it, then the two are fused
+(a weighted blend of cosine and BM25, boosted by named dates and by session context); a prompt
+hit stands for its turn. Without an index, or when it fails, the keyword side answers alone and
+the result says so. Teammates' documents on a shared Chroma server come back from the semantic
+side, as hits with an `origin` (recall/remote.py). Importing this module is cheap: chromadb and
+the model load only when an Index is used.
 
-How the fusion was chosen (bench/locomo.py, LoCoMo development split: 5 conversations, 1,210
-facts, 760 questions of categories 1-4; recall@10 of the evidence turns, 0.785 is the ceiling
-because a fifth of those turns have no fact). The first engineer's steps:
-
-    FTS5 BM25 alone (quoted terms OR-ed, stopwords dropped)   0.573
-    MiniLM cosine alone                                       0.596
-    reciprocal rank fusion, k=60                              0.617
-    0.7 x cosine + 0.3 x BM25/best BM25 (weighted blend)      0.632   <- chosen over RRF: the
-        raw magnitudes say how confident each side is; ranks throw that away
-    + a date named in the query boosts that day/month (+0.2)  0.648
-    + session context (+0.5 x the best score in the session)  0.664   (fts with the same extras
-                                                                        0.601, vector 0.635)
-
-Weights were swept on the same data (cosine 0.5-0.8, date 0.05-0.5, session 0.1-0.8); the
-optimum is flat, so round values were kept. Tried and dropped for no gain or a loss: z-score
-or min-max normalisation, CombMNZ and peakedness-adaptive weights, raw or log BM25, pseudo-
-relevance feedback (vector Rocchio, BM25 expansion terms), phrase and NEAR bonuses, boosts for
-names in the query, smoothing over neighbouring facts, contextual (fact + neighbours)
-embeddings, MMR and near-duplicate demotion, session top-k means instead of the maximum,
-dropping project-frequent words from the embedded query, larger candidate pools (150: +0.002).
-Even picking the best blend weight per question (an oracle) reaches only 0.696.
-
-Second round (numbered; recall@10 of hybrid, the 0.664 above as the base, measured with the
-stored vectors and FTS5 scores of the bench replayed offline, then confirmed with the bench):
-
-     1. embedded query without its wh-word scaffold ("When did ... ?" -> "...")    0.660
-     2. mean / max of the question's and its keywords-only embedding               0.661 / 0.664
-     3. extra documents per row, max over them: fact + previous + next fact       0.666
-        (in speaker order or in dialogue order), fact + next, clause-split facts  0.665
-     4. a per-session document (all its facts): blended, or max, with the fact     0.666 / 0.663
-        BM25 of the session as one FTS5 document, added                           <= 0.662
-     5. question-scaffold words ("mention", "kind of", "likely", temporal words)
-        dropped from the keyword query                                            0.664
-     6. name handling: a bonus when the fact's subject/speaker is the person the
-        question names (even read from the data's own speaker labels)             <= 0.664
-        one sub-query per person for "X and Y" questions                          0.664
-     7. per-session caps in the top 10 (diversity for list questions)             <= 0.656
-        neighbours in embedding space (score diffusion over the candidate graph)  0.665
-        a convex transform of cosine or BM25 before the blend                     <= 0.661
-     8. query expansion: corpus words nearest to each query word in MiniLM space,
-        OR-ed as a second BM25 query at a small weight                            0.671
-        token-level late interaction (MaxSim over MiniLM token states)            0.669
-     9. hubness: centring on the collection mean (0.669), + CSLS (a document's
-        mean similarity to its 50 nearest documents subtracted, 0.675); removing
-        the top principal components as well                                     <= 0.663
-    10. centring on the candidate pool's own mean vector, per query, with the
-        weights re-swept (cosine 0.85 / BM25 0.15, session 0.7, centring 0.9)    0.677  <- kept
-        (recall@5 0.630, MRR 0.576; fts 0.604, vector 0.657 with the same
-        pool-centred cosine; by category 1/2/3/4: 0.504/0.808/0.468/0.709)
-    11. on top of 10: keyword-query embedding, neighbour or clause documents       <= 0.678
-        a logistic-regression fusion of 12 of these signals (cross-validated
-        leave-one-conversation-out; in-sample it does no better)                  0.666
-    12. the query embedded with IDF-weighted pooling of its token states (rare
-        words count more, stopwords 0.1-0.5 of a word), alone or with the plain  0.676-0.681
-    13. date windows widened to the days after the named one: of the 80 questions
-        naming a date, the evidence of 76 already lies on that day             (not run)
-    14. (stop 8) a bonus for facts that name things (capitalised words, quotes,
-        numbers); no session boost or per-session caps for list questions, even
-        told which questions are lists (an oracle); a bonus from neighbouring
-        dialogue turns; a second, static embedding (wordllama) mixed in; corpus-
-        word expansion on top of 10                                            <= 0.678
-    15. a relevance floor: rows with no query word and a plain cosine < 0.2 are
-        dropped (`_relevant`), so off-topic queries answer nothing              0.678
-
-Experiment 10 is kept: it needs no state beyond the candidates' stored vectors (fetched by id
-with the candidates) and, unlike collection-wide CSLS (9), costs nothing at indexing time. It helped 4 of
-the 5 conversations (+0.014 +- 0.006 per question). The rest are within noise or cost more than
-they give. The 0.70 target was not reached: what is left is mostly list questions ("What books
-has Tim read?", 0.51 of a 0.80 ceiling) whose evidence facts name the instances ("finished 'A
-Dance with Dragons'") but neither the words nor, for MiniLM, the meaning of the question.
-
-Speed (bench/scale.py: synthetic developer memory, 10k and 100k observations = 34k and 340k
-documents; timings best-of-N or interleaved, as the machine is shared). Each step, kept:
-
-    S1. a Chroma `where` scans metadata before the vector search: 21 ms for one project or one
-        session at 34k documents, against 0.6 ms for the 100 nearest unfiltered. `_nearest`
-        fetches 8x the documents wanted unfiltered and checks their rows with the keyword
-        side's SQL (exact whenever enough pass), scores a filtered set of <= 100 rows from its
-        stored vectors, and only then falls back to `where`. No clause for "every kind".
-    S2. vectors by document id (`Index.vectors`), 5x cheaper than a `sqlite_id $in` filter;
-        with the unfiltered query itself they come cheaper still (5.1 against 7.6 ms, 100k).
-    S3. FTS5 ranks every matching row (~1 us each): one word in half the rows cost 40-80 ms at
-        100k. The keyword query keeps the rarest words within a 2,000-row budget; with every
-        word common it asks for rows holding all of them, and in hybrid mode skips even that
-        when it matches more than the budget (`_fts_search`). Memories under 2,000 rows rank
-        exactly as before (LoCoMo unchanged).
-    S4. a keyword-only hit gets the cosine of its document holding most query words, not of
-        all its documents (all lie beyond the nearest anyway; fetching them was ~1/3 of a query).
-    S5. rows checked by id with NOT INDEXED: 1.5 against 4.6-6.9 ms for 960 ids (SQLite chose
-        to walk the project's index).
-    S6. tried and dropped: the semantic side in a thread while FTS5 runs (interleaved A/B at
-        100k: p50 36.5 ms threaded, 33.6 ms not; the GIL and two busy cores).
-
-At 100k observations a hybrid search now takes p50 24-31 ms, p95 35-44 ms (p50 59, p95 100 with
-S1-S2 only; with Chroma filters, p50 97 and p95 223 ms already at 10k, on a busy machine).
+Why the weights and shortcuts are what they are (every experiment, its numbers, the speed
+steps S1-S6): docs/search-tuning.md.
 """
 
 from __future__ import annotations
@@ -129,7 +38,7 @@ if TYPE_CHECKING:
 
 MODES = ("hybrid", "fts", "vector")
 
-# Measured on LoCoMo dev (see the module docstring); the same weights serve every caller.
+# Measured on LoCoMo dev (docs/search-tuning.md); the same weights serve every caller.
 W_BM25 = 0.15  # share of BM25 in an observation's or summary's score (the rest is cosine)
 # What was said (a prompt and Claude's reply) leans on its words more than what was noted:
 # LoCoMo dev turns mode 0.775 at 0.15, 0.798 at 0.45 (0.5 and 0.4 within 0.003), facts unchanged.
@@ -308,8 +217,7 @@ _FROM = {
     "prompt": "user_prompts t LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id",
 }
 # The same, for checking rows by id: NOT INDEXED keeps SQLite on rowid lookups, where it would
-# otherwise walk the whole project through its index (1.5 against 4.6-6.9 ms for 960 ids at
-# 100k observations).
+# otherwise walk the whole project through its index (S5).
 _FROM_BY_ID = {kind: sql.replace(" t", " t NOT INDEXED", 1) for kind, sql in _FROM.items()}
 # The columns `index.document_texts` needs to name a row's documents.
 _TEXT_COLUMNS = {
@@ -339,11 +247,8 @@ def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ..
         if rare:
             match = fts_match(rare)
         else:
-            # Every word common: the rows holding all of them. Rows holding only some would mean
-            # ranking most of the table (60-80 ms at 100k) for weak matches. When even the rows
-            # holding all of them are too many to rank quickly (a pasted error message found in
-            # thousands of rows: 15-18 ms), keywords do not tell them apart, and the semantic
-            # side, when there is one, ranks them alone.
+            # Every word common: the rows holding all of them; when even those are over budget,
+            # keywords do not tell them apart and the semantic side ranks them alone (S3).
             match = " AND ".join(fts_match([t]) for t in common)
             if not alone and _count(conn, kind, match) > FTS_BUDGET:
                 continue
@@ -354,16 +259,8 @@ def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ..
 
 def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -> tuple[list[str], list[str]]:
     """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
-    this kind, and the others.
-
-    FTS5 computes bm25() for every row that matches, ~1 us a row: a query OR-ing one word found
-    in half the rows ("tests", "fixed", "configuration" in a project's memory) ranks them all,
-    40-80 ms at 100k observations (bench/scale.py), against 0.3 ms for the rare words alone.
-    Such words weigh little in BM25 (IDF ln 1.8 at half the rows, against ln 700 for a word in
-    150 rows) and the semantic side still sees them, so the keyword query keeps the rarest words
-    that fit the budget. Counting stops at FTS_BUDGET + 1 rows (~0.2 ms a word), and is skipped
-    while the table holds no more rows than the budget: small memories rank exactly as before.
-    """
+    this kind, and the others. FTS5 ranks every matching row (~1 us each), and a common word
+    weighs little in BM25 anyway (speed step S3 in docs/search-tuning.md)."""
     table = _FTS_TABLE[kind]
     largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
     if largest <= FTS_BUDGET:
@@ -500,16 +397,9 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
 
 
 def _relevant(c: _Candidate, windows: list[tuple[int, int]]) -> bool:
-    """False for a memory that only came back because the nearest neighbours were asked for.
-
-    A nearest-neighbour query always answers, however far the nearest are: without a floor,
-    a search for something memory has never seen filled `limit` with unrelated memories, which
-    an agent then pays tokens to read. MiniLM cosines of unrelated texts stay under ~0.2 (the
-    best of 10 off-topic queries against each LoCoMo conversation: 0.07-0.21), while 95% of
-    LoCoMo's evidence facts lie above 0.37 and recall@10 is unchanged with the floor at 0.2.
-    A keyword match is always kept: it names something the query names; so is a memory from a
-    day the query names.
-    """
+    """False for a memory that only came back because the nearest neighbours were asked for: a
+    nearest-neighbour query always answers, however far the nearest are (the relevance floor in
+    docs/search-tuning.md). A keyword match, or a memory from a day the query names, is kept."""
     if c.bm25 > 0 or c.raw_cosine is None or c.raw_cosine >= MIN_COSINE:
         return True
     return _in_windows(c, windows)
@@ -532,9 +422,8 @@ class _Raw:
 
 def _fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: _Filters, want: int) -> _Raw:
     embedding = index.embed_query(text)
-    # Unfiltered (all kinds, no filter), the nearest `want` are the answer: fetching 8x as many
-    # costs 10x more (0.6 against 6.4 ms, 34k documents, best of 160), and their vectors come
-    # with them. With filters, vectors are fetched once the filters have run.
+    # Unfiltered, the nearest `want` are the answer and their vectors come with them (S1); with
+    # filters, vectors are fetched once the filters have run.
     filtered = _has_filters(f) or set(kinds) != set(KINDS)
     n = want * RAW_FACTOR if filtered else want
     aliases = remote.Aliases()
@@ -559,11 +448,8 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, te
     owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
     if fill_missing:
         # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the
-        # blend would treat "not in the top N" as "unrelated". Each gets that of its document
-        # holding the most query words (the one keyword search matched), named from the SQLite
-        # row and fetched by id. All of a row's documents would be exact, but they all lie beyond
-        # the nearest `want` anyway, and fetching every one (~4 an observation, 6 a summary) was
-        # a third of a hybrid query at 100k observations (bench/scale.py).
+        # blend would read "not in the top N" as "unrelated": that of their document holding
+        # most query words (all of them cost a third of a query, S4).
         missing = {key: c for key, c in candidates.items() if key not in reached}
         _load_rows(conn, missing)
         stems = [_stem(t) for t in terms]
@@ -581,18 +467,10 @@ def _add_vector_candidates(conn: sqlite3.Connection, index: Index, raw: _Raw, te
 
 def _nearest(conn: sqlite3.Connection, index: Index, raw: _Raw, kinds: tuple[str, ...], f: _Filters,
              want: int) -> list[VectorMatch]:
-    """The `want` documents nearest to the query among those passing the filters.
-
-    Chroma applies a `where` by scanning its metadata before the vector search, and that costs
-    more than everything else in a search: on a 34k-document index, 21 ms (best of 15) for one
-    project or one session against 0.6 ms for no filter and 2.3 ms for the 800 nearest
-    unfiltered. So the nearest RAW_FACTOR x `want` documents are fetched unfiltered and the
-    filters are applied to their rows in SQLite (the same SQL as the keyword side). That is
-    exact, not a post-filter, whenever enough of them pass: the nearest passing documents are
-    then all among those fetched. When too few pass (a selective filter: a session, a small
-    project, a date range), a filtered set of at most BRUTE_FORCE_ROWS rows is scored directly
-    from its stored vectors, and anything larger falls back to Chroma's `where`.
-    """
+    """The `want` documents nearest to the query among those passing the filters: the nearest
+    RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
+    enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
+    vectors; else Chroma's own `where`, which scans metadata first (~20 ms, S1)."""
     embedding = raw.embedding
     kept: list[VectorMatch] = []
     step = 2 * want  # the nearest pass first when the query is about the filtered project: stop early
@@ -662,15 +540,8 @@ def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters
 
 def _set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[str, int], _Candidate]) -> None:
     """Each candidate's cosine: that of its best document, measured around the pool's centre.
-
-    Every memory of one person (or project) shares a large common direction (names, tone, the
-    template the worker writes in), so raw cosines are all high and differ little. Subtracting
-    CENTRING x the mean vector of the candidate documents, from them and from the query, leaves
-    what sets one candidate apart from the others (the "common component" removal of Arora et
-    al. / Mu and Viswanath, done per query). Measured on LoCoMo dev: recall@10 0.664 -> 0.678
-    with the weights below (experiment 10 in the module docstring); the mean of the whole
-    collection instead of the pool did no better and would need state kept in step with it.
-    """
+    Memories of one person or project share a common direction that makes raw cosines alike;
+    removing CENTRING x the pool's mean keeps what sets them apart (experiment 10)."""
     import numpy as np
 
     with_vectors = [m for m in matches if m.embedding is not None]
@@ -713,8 +584,7 @@ def _fuse(cands: list[_Candidate], mode: str, windows: list[tuple[int, int]]) ->
             score += DATE_BOOST
         base[(c.kind, c.id)] = score
     # Session context: a memory whose session holds other strong matches is more likely the
-    # one meant (the same episode, seen from several facts). Measured +0.016 recall@10 on
-    # LoCoMo; summing the session's matches instead of taking the best one did worse.
+    # one meant (the same episode, seen from several facts; +0.016 recall@10 on LoCoMo).
     best_in_session: dict[str, float] = {}
     for c in cands:
         sid = str(c.row.get("session_id") or "")
