@@ -19,7 +19,6 @@ and the drift pass: docs/search-tuning.md.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -31,7 +30,7 @@ from urllib.parse import urlsplit
 
 from claude_mem.installation import Installation, installation_for
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.reads import KIND_OF_PREFIX, KINDS, SUMMARY_FIELDS, TABLES, cut
+from claude_mem.store.reads import JSON_LIST_COLUMNS, KIND, KINDS, SUMMARY_FIELDS, TABLES, cut, json_items, parse_ref, ref, row_files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,19 +82,6 @@ class VectorMatch:
     origin: RemoteDocument | None = field(default=None, compare=False)
 
 
-def _files(*columns: str | None) -> list[str]:
-    out: list[str] = []
-    for raw in columns:
-        try:
-            items = json.loads(raw) if raw else []
-        except ValueError:
-            items = []
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, str) and item and item not in out:
-                out.append(item)
-    return out
-
-
 def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str],
                    title: str | None) -> dict[str, Any]:
     created_ms = int(row["created_at_epoch"] or 0)
@@ -123,34 +109,31 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
       prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
     """
     row_id = row["id"]
+    name = ref(kind, row_id)  # a document's key starts with its row's ref
     if kind == "observation":
         parts: list[tuple[str, str, dict[str, Any]]] = []
         main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
         if main:
-            parts.append((f"obs:{row_id}:main", main, {"part": "main"}))
-        try:
-            facts = json.loads(row["facts"] or "[]")
-        except ValueError:
-            facts = []
-        for n, fact in enumerate(facts if isinstance(facts, list) else []):
+            parts.append((f"{name}:main", main, {"part": "main"}))
+        for n, fact in enumerate(json_items(row["facts"])):
             if isinstance(fact, str) and fact.strip():
-                parts.append((f"obs:{row_id}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
+                parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
         return parts
     if kind == "summary":
-        return [(f"sum:{row_id}:{name}", row[name].strip(), {"part": name}) for name in SUMMARY_FIELDS
-                if row[name] and row[name].strip()]
+        return [(f"{name}:{part}", row[part].strip(), {"part": part}) for part in SUMMARY_FIELDS
+                if row[part] and row[part].strip()]
     text = (row["prompt_text"] or "").strip()
-    docs = [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
+    docs = [(name, text, {"part": "prompt"})] if text else []
     # Claude's reply to it (migration 0007): a document of the prompt's row, so a match on it is
     # a match on the turn.
     reply = (row["reply_text"] or "").strip()
     if reply:
-        docs.append((f"prompt:{row_id}:reply", reply, {"part": "reply"}))
+        docs.append((f"{name}:reply", reply, {"part": "reply"}))
     return docs
 
 
 def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("observation", row, row["project"], _files(row["files_read"], row["files_modified"]),
+    meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
                           row["title"] or row["subtitle"])
     meta["type"] = row["type"]
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
@@ -158,7 +141,7 @@ def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
 
 def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
     title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
-    meta = _base_metadata("summary", row, row["project"], _files(row["files_read"], row["files_edited"]), title)
+    meta = _base_metadata("summary", row, row["project"], row_files("summary", row), title)
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
 
 
@@ -167,13 +150,6 @@ def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
 
 
-_ROW_SQL = {
-    "observation": "SELECT * FROM observations WHERE id IN ({marks})",
-    "summary": "SELECT * FROM session_summaries WHERE id IN ({marks})",
-    # user_prompts has no project column: it comes from the session.
-    "prompt": "SELECT p.*, s.project AS project FROM user_prompts p"
-              " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
-}
 _BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
 
 
@@ -200,18 +176,12 @@ def split_doc_id(doc_id: str) -> tuple[str, str | None]:
     return key, (owner if sep else None)
 
 
-def parse_doc_id(doc_id: str) -> tuple[str, int]:
-    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"."""
-    prefix, _, rest = split_doc_id(doc_id)[0].partition(":")
-    return KIND_OF_PREFIX[prefix], int(rest.split(":", 1)[0])
-
-
-def _parsed(doc_id: str) -> tuple[str, int] | None:
-    # A teammate on a newer claude-mem may write kinds this one does not know: they are skipped.
-    try:
-        return parse_doc_id(doc_id)
-    except (KeyError, ValueError):
-        return None
+def parse_doc_id(doc_id: str) -> tuple[str, int] | None:
+    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"; None for a
+    kind this claude-mem does not know (a teammate's newer one may write it): it is skipped."""
+    key = split_doc_id(doc_id)[0]
+    parsed = parse_ref(key, loose=True) if ":" in key else None  # a bare number is no document's key
+    return None if parsed is None else parsed[:2]
 
 
 def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
@@ -361,7 +331,7 @@ class Index:
         found = 0
         for chunk in _chunks(wanted, UPSERT_BATCH):
             marks = ",".join("?" * len(chunk))
-            rows = conn.execute(_ROW_SQL[kind].format(marks=marks), list(chunk)).fetchall()
+            rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in _BUILD[kind](row)]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
@@ -407,8 +377,8 @@ class Index:
             # until a window comes back empty.
             start, window = 0, FACT_PROBE
             while True:
-                ids = [document_id(f"obs:{i}:main", me) for i in rows if start == 0]
-                ids += [document_id(f"obs:{i}:fact:{n}", me) for i in rows for n in range(start, start + window)]
+                ids = [document_id(f"{ref(kind, i)}:main", me) for i in rows if start == 0]
+                ids += [document_id(f"{ref(kind, i)}:fact:{n}", me) for i in rows for n in range(start, start + window)]
                 hits = set(collection.get(ids=ids, include=[])["ids"])
                 found |= hits
                 if not any(":fact:" in h and int(h.split("@")[0].rsplit(":", 1)[1]) >= start + window - 1 for h in hits):
@@ -530,7 +500,7 @@ class Index:
             with self._use("upgrade", write=True) as held:
                 got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
                 keep = [n for n, doc_id in enumerate(got["ids"])
-                        if (parsed := _parsed(doc_id)) is not None and parsed[1] in live[parsed[0]]]
+                        if (parsed := parse_doc_id(doc_id)) is not None and parsed[1] in live[parsed[0]]]
                 if keep:
                     held.collection.upsert(ids=[document_id(got["ids"][n], owner["installation"]) for n in keep],
                                            embeddings=[got["embeddings"][n] for n in keep],
@@ -575,7 +545,7 @@ class Index:
         out: list[VectorMatch] = []
         remote: list[str] = []
         for doc_id, dist, vector in zip(result["ids"][0], result["distances"][0], vectors, strict=True):
-            parsed = _parsed(doc_id)
+            parsed = parse_doc_id(doc_id)
             key, owner = split_doc_id(doc_id)
             if parsed is None:
                 continue
@@ -597,8 +567,11 @@ class Index:
             got = store.collection.get(ids=doc_ids, include=["documents", "metadatas"])
         for doc_id, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
             owner = split_doc_id(doc_id)[1] or ""
+            parsed = parse_doc_id(doc_id)
+            if parsed is None:
+                continue
             meta = dict(meta or {})
-            out[doc_id] = RemoteDocument(owner, str(meta.get("origin") or owner[:8]), parse_doc_id(doc_id)[1], text or "", meta)
+            out[doc_id] = RemoteDocument(owner, str(meta.get("origin") or owner[:8]), parsed[1], text or "", meta)
         return out
 
     def remote_documents(self, kind: str, row_id: int, origin: str) -> list[RemoteDocument]:
@@ -653,7 +626,7 @@ class Index:
             with self._use("drift") as store:
                 page = store.collection.get(include=[], where=where, limit=PAGE, offset=offset)["ids"]
             for doc_id in page:
-                parsed = _parsed(doc_id)
+                parsed = parse_doc_id(doc_id)
                 if parsed is not None and self._mine(split_doc_id(doc_id)[1]):
                     chroma_ids[parsed[0]].add(parsed[1])
                     mine += 1
@@ -816,17 +789,11 @@ class _FileLock:
 
 def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
     # A row with no text has no documents by design; it is not "missing". Blank means what
-    # document_texts means (Python's strip): SQL's trim() strips spaces only, and a prompt of
-    # "\n\t" counted as missing from the index for good.
+    # document_texts means (Python's strip): SQL's trim() strips spaces only.
     conn.create_function("blank", 1, lambda text: not isinstance(text, str) or not text.strip(), deterministic=True)
-    if kind == "observation":
-        sql = ("SELECT id FROM observations WHERE blank(title) AND blank(subtitle) AND blank(narrative)"
-               " AND NOT EXISTS (SELECT 1 FROM json_each(facts) WHERE NOT blank(value))")
-    elif kind == "summary":
-        sql = "SELECT id FROM session_summaries WHERE " + " AND ".join(f"blank({name})" for name in SUMMARY_FIELDS)
-    else:
-        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text) AND blank(reply_text)"
-    return {r[0] for r in conn.execute(sql)}
+    blanks = [f"NOT EXISTS (SELECT 1 FROM json_each({c}) WHERE NOT blank(value))" if c in JSON_LIST_COLUMNS
+              else f"blank({c})" for c in KIND[kind].text_columns]
+    return {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE " + " AND ".join(blanks))}
 
 
 def _rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[str]) -> set[int]:
@@ -834,11 +801,7 @@ def _rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[st
     if not projects:
         return set()
     marks = ",".join("?" * len(projects))
-    if kind == "prompt":
-        sql = (f"SELECT p.id FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id"
-               f" WHERE s.project IN ({marks})")
-    else:
-        sql = f"SELECT id FROM {TABLES[kind]} WHERE project IN ({marks})"
+    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE {KIND[kind].project_column()} IN ({marks})"
     return {r[0] for r in conn.execute(sql, sorted(projects))}
 
 

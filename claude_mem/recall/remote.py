@@ -10,26 +10,13 @@ keyword search runs on this machine's SQLite.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, ref
+from claude_mem.store.reads import SUMMARY_FIELDS, ref
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index, RemoteDocument, VectorMatch
-
-_REF = re.compile(r"^(obs|sum|prompt):([1-9][0-9]{0,17})@([A-Za-z0-9._-]{1,64})$")
-REF_PATTERN = _REF.pattern
-
-
-def parse_ref(text: str) -> tuple[str, int, str] | None:
-    """("observation", 12, "laptop-b") from "obs:12@laptop-b"; None for anything else."""
-    match = _REF.match(text.strip())
-    if match is None:
-        return None
-    return KIND_OF_PREFIX[match[1]], int(match[2]), match[3]
-
 
 def note(names: list[str]) -> str:
     shown = ", ".join(dict.fromkeys(names))

@@ -31,7 +31,7 @@ from claude_mem.recall.terms import TOKEN as _TOKEN
 from claude_mem.recall.terms import fts_match, query_terms
 from claude_mem.recall.terms import stem as _stem
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import KINDS, cut, file_clause, json_list
+from claude_mem.store.reads import KIND, KINDS, cut, file_clause, json_list, row_files
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
@@ -170,18 +170,16 @@ class _Filters:
     file: str | None
 
 
-_FILE_COLUMNS = {"observation": ("files_read", "files_modified"), "summary": ("files_read", "files_edited"), "prompt": ()}
-
-
 def _sql_filters(kind: str, f: _Filters, alias: str) -> tuple[list[str], list[Any]] | None:
     """WHERE clauses for one kind, or None when the filters exclude the kind entirely."""
-    if f.type_ and kind != "observation":
-        return None  # only observations have a type
-    if f.file and not _FILE_COLUMNS[kind]:
+    described = KIND[kind]
+    if f.type_ and not described.typed:
+        return None
+    if f.file and not described.file_columns:
         return None  # prompts name no files
     clauses: list[str] = []
     params: list[Any] = []
-    project_col = "s.project" if kind == "prompt" else f"{alias}.project"
+    project_col = described.project_column(alias)
     for column, value in ((project_col, f.project), (f"{alias}.type", f.type_), (f"{alias}.session_id", f.session_id)):
         if value:
             clauses.append(f"{column} = ?")
@@ -193,41 +191,28 @@ def _sql_filters(kind: str, f: _Filters, alias: str) -> tuple[list[str], list[An
         clauses.append(f"{alias}.created_at_epoch < ?")
         params.append(int(f.until_ms))
     if f.file:
-        clause, more = file_clause(f.file, tuple(f"{alias}.{c}" for c in _FILE_COLUMNS[kind]))
+        clause, more = file_clause(f.file, tuple(f"{alias}.{c}" for c in described.file_columns))
         clauses.append(clause)
         params.extend(more)
     return clauses, params
 
 
-_FTS_SQL = {
-    "observation": "SELECT t.id, -bm25(observations_fts) AS score FROM observations_fts"
-                   " JOIN observations t ON t.id = observations_fts.rowid WHERE observations_fts MATCH ?",
-    "summary": "SELECT t.id, -bm25(session_summaries_fts) AS score FROM session_summaries_fts"
-               " JOIN session_summaries t ON t.id = session_summaries_fts.rowid WHERE session_summaries_fts MATCH ?",
-    "prompt": "SELECT t.id, -bm25(user_prompts_fts) AS score FROM user_prompts_fts"
-              " JOIN user_prompts t ON t.id = user_prompts_fts.rowid"
-              " LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id WHERE user_prompts_fts MATCH ?",
-}
+def _fts_sql(kind: str) -> str:
+    described = KIND[kind]
+    fts = described.fts
+    return (f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {described.table} t ON t.id = {fts}.rowid"
+            f"{described.session_join()} WHERE {fts} MATCH ?")
 
 
-# What `_sql_filters` clauses (alias t; s for a prompt's session, which holds its project) apply to.
-_FROM = {
-    "observation": "observations t",
-    "summary": "session_summaries t",
-    "prompt": "user_prompts t LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id",
-}
-# The same, for checking rows by id: NOT INDEXED keeps SQLite on rowid lookups, where it would
-# otherwise walk the whole project through its index (S5).
-_FROM_BY_ID = {kind: sql.replace(" t", " t NOT INDEXED", 1) for kind, sql in _FROM.items()}
-# The columns `index.document_texts` needs to name a row's documents.
-_TEXT_COLUMNS = {
-    "observation": "t.id, t.title, t.subtitle, t.narrative, t.facts",
-    "summary": "t.id, " + ", ".join(f"t.{name}" for name in SUMMARY_FIELDS),
-    "prompt": "t.id, t.prompt_text, t.reply_text",
-}
+# Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
+# the whole project through its index (S5).
+def _source_by_id(kind: str) -> str:
+    return KIND[kind].source("t", "NOT INDEXED")
 
 
-_FTS_TABLE = {"observation": "observations_fts", "summary": "session_summaries_fts", "prompt": "user_prompts_fts"}
+def _text_columns(kind: str) -> str:
+    """The columns `index.document_texts` needs to name a row's documents."""
+    return ", ".join(f"t.{c}" for c in ("id", *KIND[kind].text_columns))
 
 
 def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: _Filters,
@@ -242,7 +227,7 @@ def _fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ..
         if where is None:
             continue
         clauses, params = where
-        sql = _FTS_SQL[kind] + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
+        sql = _fts_sql(kind) + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
         rare, common = _split_by_frequency(conn, kind, terms)
         if rare:
             match = fts_match(rare)
@@ -261,7 +246,7 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -
     """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
     this kind, and the others. FTS5 ranks every matching row (~1 us each), and a common word
     weighs little in BM25 anyway (speed step S3 in docs/search-tuning.md)."""
-    table = _FTS_TABLE[kind]
+    table = KIND[kind].fts
     largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
     if largest <= FTS_BUDGET:
         return list(terms), []
@@ -278,7 +263,7 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -
 
 def _count(conn: sqlite3.Connection, kind: str, match: str) -> int:
     """Rows matching, counted up to FTS_BUDGET + 1 (that much is known in ~0.2 ms)."""
-    table = _FTS_TABLE[kind]
+    table = KIND[kind].fts
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
     return int(conn.execute(sql, (match, FTS_BUDGET + 1)).fetchone()[0])
 
@@ -292,7 +277,7 @@ def _matching_ids(conn: sqlite3.Connection, kind: str, f: _Filters) -> list[int]
     if where is None:
         return []
     clauses, params = where
-    sql = f"SELECT t.id FROM {_FROM[kind]} WHERE " + " AND ".join(clauses)
+    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE " + " AND ".join(clauses)
     return [r[0] for r in conn.execute(sql, params)]
 
 
@@ -514,7 +499,7 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
         clauses, params = where
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            sql = (f"SELECT t.id FROM {_FROM_BY_ID[kind]} WHERE t.id IN ({','.join('?' * len(chunk))})"
+            sql = (f"SELECT t.id FROM {_source_by_id(kind)} WHERE t.id IN ({','.join('?' * len(chunk))})"
                    + "".join(f" AND {c}" for c in clauses))
             ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
     return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
@@ -530,7 +515,7 @@ def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: _Filters
         if where is None:
             continue
         clauses, params = where
-        sql = (f"SELECT {_TEXT_COLUMNS[kind]} FROM {_FROM[kind]}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        sql = (f"SELECT {_text_columns(kind)} FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
                + " LIMIT ?")
         out.extend((kind, dict(r)) for r in conn.execute(sql, [*params, limit + 1 - len(out)]))
         if len(out) > limit:
@@ -611,7 +596,7 @@ def _add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], 
     marks = ",".join("?" * len(matched))
     sql = ("SELECT p.id, t.id FROM user_prompts p JOIN user_prompts t ON t.session_id = p.session_id"
            " AND t.prompt_number IN (p.prompt_number - 1, p.prompt_number + 1)"
-           f" LEFT JOIN sdk_sessions s ON s.claude_session_id = t.session_id WHERE p.id IN ({marks})"
+           f"{KIND['prompt'].session_join()} WHERE p.id IN ({marks})"
            + "".join(f" AND {c}" for c in clauses))
     pairs = conn.execute(sql, [*matched, *params]).fetchall()
     for matched_id, neighbour_id in pairs:
@@ -658,7 +643,7 @@ def _turn_observations(conn: sqlite3.Connection, prompt: _Candidate, where: tupl
     """The observations of a prompt's turn that pass the filters: candidates best first, then
     up to TURN_SPREAD others in the order they were stored (rows loaded)."""
     clauses, params = where
-    sql = ("SELECT t.id FROM observations t WHERE t.session_id = ? AND t.prompt_number = ?"
+    sql = (f"SELECT t.id FROM {KIND['observation'].source()} WHERE t.session_id = ? AND t.prompt_number = ?"
            + "".join(f" AND {c}" for c in clauses) + " ORDER BY t.id")
     ids = [int(r[0]) for r in conn.execute(sql, [prompt.row["session_id"], prompt.row["prompt_number"], *params])]
     known = sorted((by_key[("observation", i)] for i in ids if ("observation", i) in by_key),
@@ -669,23 +654,12 @@ def _turn_observations(conn: sqlite3.Connection, prompt: _Candidate, where: tupl
     return known + [o for o in rest.values() if o.row]
 
 
-_ROWS_SQL = {
-    "observation": "SELECT id, session_id, project, type, title, subtitle, narrative, facts, files_read, files_modified,"
-                   " prompt_number, created_at_epoch FROM observations WHERE id IN ({marks})",
-    "summary": "SELECT id, session_id, project, request, investigated, learned, completed, next_steps, notes, files_read,"
-               " files_edited, prompt_number, created_at_epoch FROM session_summaries WHERE id IN ({marks})",
-    "prompt": "SELECT p.id, p.session_id, s.project, p.prompt_text, p.reply_text, p.prompt_number, p.created_at_epoch"
-              " FROM user_prompts p"
-              " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
-}
-
-
 def _load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], _Candidate]) -> None:
     for kind in KINDS:
         ids = [c.id for c in candidates.values() if c.kind == kind and not c.row]
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
-            sql = _ROWS_SQL[kind].format(marks=",".join("?" * len(chunk)))
+            sql = KIND[kind].row_sql().format(marks=",".join("?" * len(chunk)))
             for row in conn.execute(sql, chunk):
                 candidates[(kind, int(row["id"]))].row = dict(row)
 
@@ -732,12 +706,12 @@ def _hit(c: _Candidate, score: float, terms: list[str]) -> Hit:
         title = row["title"] or row["subtitle"] or ""
         facts = json_list(row["facts"])
         texts = [" ".join(p for p in (row["title"], row["subtitle"]) if p), row["narrative"] or "", *facts]
-        files = list(dict.fromkeys(json_list(row["files_read"]) + json_list(row["files_modified"])))
+        files = row_files(c.kind, row)
         type_: str | None = row["type"]
     elif c.kind == "summary":
         texts = [row[name] or "" for name in SUMMARY_FIELDS]
         title = row["request"] or next((t for t in texts if t.strip()), "")
-        files = list(dict.fromkeys(json_list(row["files_read"]) + json_list(row["files_edited"])))
+        files = row_files(c.kind, row)
         type_ = None
     else:
         title = row["prompt_text"] or ""
