@@ -10,8 +10,8 @@ truth: `index_state` (migration 0003) records which rows were sent to which coll
 missed while Chroma was down are picked up by `index_missing`, and `reindex` rebuilds
 everything. Whatever goes wrong on the Chroma side (server down, folder deleted or corrupt,
 model file damaged) surfaces as one `IndexUnavailable`, which callers catch to carry on without
-the index. A row's documents and their ids: `document_texts` / `document_id`; everything that
-deletes deletes this installation's documents only. chromadb is imported lazily (~0.8 s):
+the index. A row's documents and their ids: documents.py; the connection: connection.py, chroma.py,
+locking.py; drift: drift.py. Everything that deletes deletes this installation's documents only. chromadb is imported lazily (~0.8 s):
 constructing an `Index` costs nothing. Measurements behind the locking, the in-place rewrites
 and the drift pass: docs/search-tuning.md.
 """
@@ -21,140 +21,40 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from claude_mem.installation import Installation, installation_for
+from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
+from claude_mem.recall.connection import IndexConnection
+from claude_mem.recall.documents import (
+    ALL_PARTS,
+    BUILD,
+    Document,
+    RemoteDocument,
+    VectorMatch,
+    document_id,
+    document_order,
+    document_texts,
+    kind_where,
+    parse_doc_id,
+    split_doc_id,
+)
+from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.reads import JSON_LIST_COLUMNS, KIND, KINDS, SUMMARY_FIELDS, TABLES, cut, json_items, parse_ref, ref, row_files
+from claude_mem.store.reads import KIND, KINDS, TABLES, ref
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from claude_mem.recall.chroma import Store
     from claude_mem.settings import Config
 
 COLLECTION = "claude_mem"
-TITLE_CHARS = 200
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
-
-
-class IndexUnavailable(RuntimeError):
-    """The semantic index cannot be used right now; SQLite (and FTS5) still can."""
-
-
-@dataclass(frozen=True)
-class Document:
-    id: str
-    text: str
-    metadata: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RemoteDocument:
-    """A document another installation wrote to the shared server: what search and `show` know
-    of a teammate's memory (no SQLite row of theirs is here)."""
-
-    installation: str  # its id
-    name: str  # its readable name (`installation_name` over there)
-    row_id: int  # the row's id in their database
-    text: str
-    metadata: dict[str, Any] = field(compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class VectorMatch:
-    """One matching document: which row it belongs to and how close it is (cosine distance).
-    `doc_id` is the document's key (`obs:12:main`) for this installation's documents."""
-
-    kind: str
-    sqlite_id: int
-    distance: float
-    doc_id: str
-    # The stored unit vector (numpy float32), when asked for or read anyway.
-    embedding: Any = field(default=None, compare=False, repr=False)
-    # Set for a teammate's document (doc_id is then its full id); None for this installation's.
-    origin: RemoteDocument | None = field(default=None, compare=False)
-
-
-def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str],
-                   title: str | None) -> dict[str, Any]:
-    created_ms = int(row["created_at_epoch"] or 0)
-    return {
-        "sqlite_id": int(row["id"]),
-        "kind": kind,
-        "title": cut(title, TITLE_CHARS),  # a teammate's search shows it; they have no row to read it from
-        "project": project or "",
-        "session_id": row["session_id"] or "",
-        "created_at": created_ms // 1000,
-        # Seconds are what the spec asked for; the millisecond copy keeps since/until filters exact.
-        "created_at_ms": created_ms,
-        "prompt_number": int(row["prompt_number"] or 0),
-        "files": "\n".join(files),
-    }
-
-
-def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(document key, text, metadata of the part) for each document of a row. Needs only the row's
-    id and text columns, so search can name a row's documents from what it read anyway. The key
-    is the document's id within one installation; `document_id` makes its id in Chroma:
-
-      obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
-      sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
-      prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
-    """
-    row_id = row["id"]
-    name = ref(kind, row_id)  # a document's key starts with its row's ref
-    if kind == "observation":
-        parts: list[tuple[str, str, dict[str, Any]]] = []
-        main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
-        if main:
-            parts.append((f"{name}:main", main, {"part": "main"}))
-        for n, fact in enumerate(json_items(row["facts"])):
-            if isinstance(fact, str) and fact.strip():
-                parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
-        return parts
-    if kind == "summary":
-        return [(f"{name}:{part}", row[part].strip(), {"part": part}) for part in SUMMARY_FIELDS
-                if row[part] and row[part].strip()]
-    text = (row["prompt_text"] or "").strip()
-    docs = [(name, text, {"part": "prompt"})] if text else []
-    # Claude's reply to it (migration 0007): a document of the prompt's row, so a match on it is
-    # a match on the turn.
-    reply = (row["reply_text"] or "").strip()
-    if reply:
-        docs.append((f"{name}:reply", reply, {"part": "reply"}))
-    return docs
-
-
-def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
-                          row["title"] or row["subtitle"])
-    meta["type"] = row["type"]
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
-
-
-def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
-    meta = _base_metadata("summary", row, row["project"], row_files("summary", row), title)
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
-
-
-def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
-
-
-_BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
-
-
-# A row of each kind with every part present: its document ids are all the ids such a row can have.
-_ALL_PARTS = {"prompt": {"prompt_text": "x", "reply_text": "x"}, "summary": {name: "x" for name in SUMMARY_FIELDS}}
 FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
 
 
@@ -163,35 +63,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start:start + size]
 
 
-def document_id(key: str, installation_id: str) -> str:
-    """A document's id in Chroma: its key (`obs:12:fact:0`, as `document_texts` names it) and the
-    installation that wrote it, `obs:12:fact:0@3f9c...`. Keys never hold '@'."""
-    return f"{key}@{installation_id}"
-
-
-def split_doc_id(doc_id: str) -> tuple[str, str | None]:
-    """(key, installation id) of a document id; the id is None for a document written before
-    installations had ids (claude-mem before issue 16: `obs:12:main`)."""
-    key, sep, owner = doc_id.partition("@")
-    return key, (owner if sep else None)
-
-
-def parse_doc_id(doc_id: str) -> tuple[str, int] | None:
-    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"; None for a
-    kind this claude-mem does not know (a teammate's newer one may write it): it is skipped."""
-    key = split_doc_id(doc_id)[0]
-    parsed = parse_ref(key, loose=True) if ":" in key else None  # a bare number is no document's key
-    return None if parsed is None else parsed[:2]
-
-
-def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
-    clauses: list[dict[str, Any]] = [{"kind": kind}]
-    if ids is not None:
-        clauses.append({"sqlite_id": {"$in": [int(i) for i in ids]}})
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-class Index:
+class Index(IndexConnection):
     """The Chroma side of memory. Cheap to construct; connects on first use and reconnects
     after a failure, so a server that comes back is used again without a restart."""
 
@@ -210,10 +82,7 @@ class Index:
             if config is None:
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
-        self.url = url
-        self.path = None if url else os.path.abspath(str(path))
-        self.collection_name = collection_name
-        self._store = _store_for(self.url, self.path, collection_name)
+        super().__init__(url, path, collection_name)
         self._installation = installation
         self._config = config
         self._embedder = embedder
@@ -235,7 +104,7 @@ class Index:
             self._installation = found
         return self._installation
 
-    def _mine(self, owner: str | None) -> bool:
+    def owns(self, owner: str | None) -> bool:
         """Whether a document with this owner (from its id) is this installation's. An embedded
         index is the data dir's own, so its documents from before installation ids are too; on a
         server, whose such a document is cannot be known (installations overwrote each other's)."""
@@ -257,61 +126,6 @@ class Index:
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
         return bool(self.local_projects) and (row["project"] or "") in self.local_projects
 
-    @property
-    def location(self) -> str:
-        return self.url or str(self.path)
-
-    @property
-    def built(self) -> bool:
-        """False for an embedded index never written (opening it would create an empty one)."""
-        return bool(self.url) or os.path.exists(os.path.join(str(self.path), "chroma.sqlite3"))
-
-    # -- connection ---------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _use(self, what: str, *, write: bool = False, recover: bool = False) -> Iterator[Any]:
-        """The collection, connected (or reconnected), with failures mapped to IndexUnavailable.
-        chromadb keeps each process's vector index in memory, so writers to a shared folder take
-        an exclusive flock and bump a generation, and a process that sees a newer one reloads."""
-        store = self._store
-        with store.lock, self._guard(what), _FileLock(store.lock_path, exclusive=write) as flock:
-            generation = flock.generation()
-            if store.collection is not None:
-                if self._folder_gone():
-                    store.drop(forget=True)
-                    if not recover:
-                        raise IndexUnavailable(f"semantic index folder {self.path} was removed; it is rebuilt on the next "
-                                               "index_missing or reindex")
-                elif generation != store.generation:
-                    store.drop(forget=True)
-            if store.collection is None:
-                store.open()
-                store.generation = generation
-            yield store
-            if write:
-                store.generation = flock.bump()
-
-    def _folder_gone(self) -> bool:
-        return not self.url and not os.path.exists(os.path.join(str(self.path), "chroma.sqlite3"))
-
-    @contextlib.contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except IndexUnavailable:
-            raise
-        except Exception as exc:  # chromadb, httpx, onnxruntime and OS errors alike
-            with self._store.lock:
-                self._store.drop(forget=True)
-            detail = cut(str(exc), 300) or type(exc).__name__
-            raise IndexUnavailable(f"semantic index at {self.location} unavailable ({what}: {detail})") from exc
-
-    def close(self) -> None:
-        with self._store.lock:
-            self._store.drop()
-
-    # -- writing ------------------------------------------------------------------------------
-
     def index_observations(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
         return self._index(conn, "observation", ids)
 
@@ -332,7 +146,7 @@ class Index:
         for chunk in _chunks(wanted, UPSERT_BATCH):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
-            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in _BUILD[kind](row)]
+            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in BUILD[kind](row)]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
@@ -385,7 +199,7 @@ class Index:
                     break
                 start += window
         else:
-            every = _ALL_PARTS[kind]
+            every = ALL_PARTS[kind]
             ids = [document_id(key, me) for i in rows for key, _, _ in document_texts(kind, every | {"id": i})]
             found = set(collection.get(ids=ids, include=[])["ids"])
         return sorted(found - keep)
@@ -420,7 +234,7 @@ class Index:
         SQLite. Returns rows indexed per kind, and `removed`. One catch-up at a time per embedded
         index: workers starting together each embedded the same missing rows; the next one waits,
         then finds nothing left to do."""
-        with _FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
+        with FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
                        timeout_s=CATCH_UP_WAIT_S):
             return self._index_missing(conn)
 
@@ -464,7 +278,7 @@ class Index:
             conn.execute("DELETE FROM index_state")
         return self.index_missing(conn)
 
-    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: _Store | None = None) -> None:
+    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
         """Documents written before installation ids (`obs:12:main`), which index_state marks
         with the bare collection id.
 
@@ -485,15 +299,7 @@ class Index:
                         if legacy:
                             held.collection.delete(ids=legacy)
             return
-        legacy: list[str] = []
-        offset = 0
-        while True:
-            with self._use("upgrade") as held:
-                page = held.collection.get(include=[], limit=PAGE, offset=offset)["ids"]
-            legacy += [doc_id for doc_id in page if split_doc_id(doc_id)[1] is None]
-            if len(page) < PAGE:
-                break
-            offset += PAGE
+        legacy = [doc_id for page in self.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
         live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
         owner = {"installation": self.installation.id, "origin": self.installation.name}
         for chunk in _chunks(legacy, UPSERT_BATCH * 4):
@@ -510,8 +316,6 @@ class Index:
         with transaction(conn):
             conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
                          (self._state_key(collection_id), collection_id))
-
-    # -- reading ------------------------------------------------------------------------------
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text])[0]
@@ -549,7 +353,7 @@ class Index:
             key, owner = split_doc_id(doc_id)
             if parsed is None:
                 continue
-            if self._mine(owner):
+            if self.owns(owner):
                 out.append(VectorMatch(*parsed, float(dist), key, vector))
             elif owner is not None and include_remote:
                 out.append(VectorMatch(*parsed, float(dist), doc_id, vector))
@@ -586,7 +390,7 @@ class Index:
             got = store.collection.get(where=where, include=[])
         ids = [doc_id for doc_id in got["ids"] if split_doc_id(doc_id)[1] is not None]
         found = self._remote(ids) if ids else {}
-        return [found[doc_id] for doc_id in sorted(found, key=_document_order)]
+        return [found[doc_id] for doc_id in sorted(found, key=document_order)]
 
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out), by key
@@ -612,58 +416,28 @@ class Index:
                                    zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
         return out
 
-    def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
-        """This installation's rows in SQLite against rows with documents in Chroma, per kind:
-        `missing` are rows without documents, `stale` are documents of rows SQLite no longer
-        has. On a server, also `others`: documents of other installations there."""
-        # One pass over the ids alone (they name kind and row), the lock taken per page: 0.8 s at
-        # 120k documents, against 9.7 s reading metadata. On a server, teammates' are left out.
-        chroma_ids: dict[str, set[int]] = {kind: set() for kind in KINDS}
-        where = {"installation": self.installation.id} if self.url else None
+    def id_pages(self, where: dict[str, Any] | None, what: str = "drift") -> Iterator[list[str]]:
+        """Every document id (matching `where`), PAGE at a time, the lock taken per page so
+        writers are not kept waiting through a whole pass."""
         offset = 0
-        mine = 0
         while True:
-            with self._use("drift") as store:
+            with self._use(what) as store:
                 page = store.collection.get(include=[], where=where, limit=PAGE, offset=offset)["ids"]
-            for doc_id in page:
-                parsed = parse_doc_id(doc_id)
-                if parsed is not None and self._mine(split_doc_id(doc_id)[1]):
-                    chroma_ids[parsed[0]].add(parsed[1])
-                    mine += 1
+            yield page
             if len(page) < PAGE:
-                break
+                return
             offset += PAGE
-        report: dict[str, Any] = {}
-        in_sync = True
-        for kind in KINDS:
-            sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")}
-            empty = _rows_without_documents(conn, kind) | _rows_kept_local(conn, kind, self.local_projects)
-            missing = len(sqlite_ids - chroma_ids[kind] - empty)
-            stale = len(chroma_ids[kind] - sqlite_ids)
-            in_sync = in_sync and not missing and not stale
-            report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids[kind]), "missing": missing, "stale": stale}
-        report["in_sync"] = in_sync
-        report["location"] = self.location
-        report["installation"] = {"id": self.installation.id, "name": self.installation.name}
-        if self.url:
-            with self._use("count") as store:
-                total = store.collection.count()
-            report["shared"] = {"documents_sent": mine, "others": max(0, total - mine),
-                                "local_projects": sorted(self.local_projects)}
-        return report
 
+    def count(self) -> int:
+        """Documents in the collection, every installation's."""
+        with self._use("count") as store:
+            return int(store.collection.count())
 
-def _document_order(doc_id: str) -> tuple[int, int, str]:
-    # A row's documents as they were made: main text first, then facts by number, then the rest.
-    key = split_doc_id(doc_id)[0]
-    parts = key.split(":")
-    if len(parts) >= 3 and parts[2] == "main":
-        return 0, 0, key
-    if len(parts) >= 4 and parts[2] == "fact" and parts[3].isdigit():
-        return 1, int(parts[3]), key
-    if len(parts) >= 3 and parts[2] in SUMMARY_FIELDS:
-        return 2, SUMMARY_FIELDS.index(parts[2]), key
-    return 3, 0, key
+    def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        """This installation's rows in SQLite against rows with documents in Chroma (drift.py)."""
+        from claude_mem.recall.drift import drift_report
+
+        return drift_report(self, conn)
 
 
 OFF_NOTE = "the semantic index is off (setting semantic_index): keyword results only"
@@ -678,158 +452,3 @@ def readable_index(config: Config) -> tuple[Index | None, str | None]:
         return None, OFF_NOTE
     index = Index(config)
     return (index, None) if index.built else (None, NOT_BUILT_NOTE)
-
-
-class _Store:
-    """One connection per index location per process: chromadb shares one System per folder
-    within a process anyway, so every Index on the same folder must see the same state."""
-
-    def __init__(self, url: str, path: str | None, name: str) -> None:
-        self.url = url
-        self.path = path
-        self.name = name
-        self.lock = threading.RLock()
-        self.lock_path = None if url else f"{path}.lock"
-        self.client: Any = None
-        self.collection: Any = None
-        self.generation = -1
-
-    def open(self) -> None:
-        import chromadb
-        from chromadb.config import Settings
-
-        from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
-
-        settings = Settings(anonymized_telemetry=False)
-        if self.url:
-            self.client = _http_client(self.url, settings)
-        else:
-            os.makedirs(str(self.path), mode=0o700, exist_ok=True)
-            self.client = chromadb.PersistentClient(path=str(self.path), settings=settings)
-        self.collection = self.client.get_or_create_collection(
-            self.name, embedding_function=MiniLMInt8EmbeddingFunction(), configuration={"hnsw": {"space": "cosine"}},
-        )
-
-    def drop(self, forget: bool = False) -> None:
-        client, self.client, self.collection = self.client, None, None
-        self.generation = -1
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-        if forget and self.path:
-            _forget_shared_system(str(self.path))
-
-
-_STORES: dict[tuple[str, str | None, str], _Store] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _store_for(url: str, path: str | None, name: str) -> _Store:
-    with _STORES_LOCK:
-        key = (url, path, name)
-        if key not in _STORES:
-            _STORES[key] = _Store(url, path, name)
-        return _STORES[key]
-
-
-class _FileLock:
-    """flock on `<index folder>.lock`, which also holds the write generation. A no-op for a
-    Chroma server (it serialises its own writes) and where fcntl does not exist."""
-
-    def __init__(self, path: str | None, *, exclusive: bool, timeout_s: float = 30.0) -> None:
-        self.path = path
-        self.exclusive = exclusive
-        self.timeout_s = timeout_s
-        self.fd: int | None = None
-
-    def __enter__(self) -> _FileLock:
-        if self.path is None:
-            return self
-        os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            import fcntl
-        except ImportError:
-            return self
-        mode = (fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                fcntl.flock(self.fd, mode)
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(self.fd)
-                    self.fd = None
-                    raise IndexUnavailable(f"semantic index {self.path} stayed locked for {self.timeout_s:g} s") from None
-                time.sleep(0.01)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing the descriptor releases the flock
-            self.fd = None
-
-    def generation(self) -> int:
-        if self.fd is None:
-            return 0
-        try:
-            return int(os.pread(self.fd, 32, 0).strip() or 0)
-        except ValueError:
-            return 0
-
-    def bump(self) -> int:
-        if self.fd is None:
-            # No file, no generations (a server): counting one made every use after a write
-            # reconnect, a new HttpClient each time (~0.2-0.5 s).
-            return self.generation()
-        value = self.generation() + 1
-        os.pwrite(self.fd, f"{value:<31}\n".encode(), 0)
-        return value
-
-
-def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
-    # A row with no text has no documents by design; it is not "missing". Blank means what
-    # document_texts means (Python's strip): SQL's trim() strips spaces only.
-    conn.create_function("blank", 1, lambda text: not isinstance(text, str) or not text.strip(), deterministic=True)
-    blanks = [f"NOT EXISTS (SELECT 1 FROM json_each({c}) WHERE NOT blank(value))" if c in JSON_LIST_COLUMNS
-              else f"blank({c})" for c in KIND[kind].text_columns]
-    return {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE " + " AND ".join(blanks))}
-
-
-def _rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[str]) -> set[int]:
-    """Rows of projects that setting local_projects keeps off a server: not missing there."""
-    if not projects:
-        return set()
-    marks = ",".join("?" * len(projects))
-    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE {KIND[kind].project_column()} IN ({marks})"
-    return {r[0] for r in conn.execute(sql, sorted(projects))}
-
-
-def _http_client(url: str, settings: Any) -> Any:
-    import chromadb
-
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"chroma_url must look like http://host:port, got {url!r}")
-    ssl = parts.scheme == "https"
-    client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if ssl else 8000), ssl=ssl, settings=settings)
-    # chromadb's HTTP session has no timeout at all: a silent server would hang search forever.
-    with contextlib.suppress(Exception):
-        import httpx
-
-        client._server._session.timeout = httpx.Timeout(30.0, connect=5.0)
-    return client
-
-
-def _forget_shared_system(path: str) -> None:
-    # chromadb caches one System per persist directory for the whole process; after the folder
-    # is deleted that cached System keeps serving the deleted files, so drop it before reopening.
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:
-        return
-    with contextlib.suppress(Exception):
-        system = SharedSystemClient._identifier_to_system.pop(path, None)
-        SharedSystemClient._identifier_to_refcount.pop(path, None)
-        if system is not None:
-            system.stop()
