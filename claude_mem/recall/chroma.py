@@ -1,6 +1,7 @@
 """The Chroma client of one index location (a folder or a server), shared by every Index on it
-in this process, and the two places chromadb needed working around (each names the chromadb
-version it was checked against; tests/test_index.py fails when one stops working)."""
+in this process, and the one place chromadb needs working around (`bound_http_timeout`, which
+names the chromadb version it was checked against; tests/test_index.py fails when it stops
+working)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import os
 import threading
 from typing import Any
 from urllib.parse import urlsplit
+
+# How long a request to a Chroma server may take: a silent server must not hang search forever.
+HTTP_TIMEOUT_S = 30.0
+HTTP_CONNECT_TIMEOUT_S = 5.0
 
 
 class IndexUnavailable(RuntimeError):
@@ -45,14 +50,15 @@ class Store:
             self.name, embedding_function=MiniLMInt8EmbeddingFunction(), configuration={"hnsw": {"space": "cosine"}},
         )
 
-    def drop(self, forget: bool = False) -> None:
+    def drop(self) -> None:
+        """Close the client. chromadb caches one System per folder for the whole process, and a
+        cached System outlives its deleted folder; `close()` releases it (chromadb >= 1.x), so
+        the next open reads the folder afresh (tests/test_index.py: the deleted folder test)."""
         client, self.client, self.collection = self.client, None, None
         self.generation = -1
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close()
-        if forget and self.path:
-            forget_shared_system(str(self.path))
 
 
 _STORES: dict[tuple[str, str | None, str], Store] = {}
@@ -75,23 +81,21 @@ def http_client(url: str, settings: Any) -> Any:
         raise ValueError(f"chroma_url must look like http://host:port, got {url!r}")
     ssl = parts.scheme == "https"
     client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if ssl else 8000), ssl=ssl, settings=settings)
-    # chromadb's HTTP session has no timeout at all: a silent server would hang search forever.
-    with contextlib.suppress(Exception):
-        import httpx
-
-        client._server._session.timeout = httpx.Timeout(30.0, connect=5.0)
+    bound_http_timeout(client, HTTP_TIMEOUT_S)
     return client
 
 
-def forget_shared_system(path: str) -> None:
-    # chromadb caches one System per persist directory for the whole process; after the folder
-    # is deleted that cached System keeps serving the deleted files, so drop it before reopening.
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:
-        return
-    with contextlib.suppress(Exception):
-        system = SharedSystemClient._identifier_to_system.pop(path, None)
-        SharedSystemClient._identifier_to_refcount.pop(path, None)
-        if system is not None:
-            system.stop()
+def bound_http_timeout(client: Any, timeout_s: float) -> bool:
+    """Give a chromadb HttpClient's requests a timeout; False when it could not.
+
+    Checked against chromadb 1.5.9, which has no public way: `Settings` carries server-side
+    timeouts only, and the client's httpx session is made with `timeout=None`
+    (chroma-core/chroma#5805), so the session is reached through private attributes here and
+    nowhere else. tests/test_index.py (a stopped server) fails when this stops working."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        return False
+    session.timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, HTTP_CONNECT_TIMEOUT_S))
+    return True

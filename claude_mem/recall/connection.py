@@ -43,12 +43,12 @@ class IndexConnection:
             generation = flock.generation()
             if store.collection is not None:
                 if self._folder_gone():
-                    store.drop(forget=True)
+                    store.drop()
                     if not recover:
                         raise IndexUnavailable(f"semantic index folder {self.path} was removed; it is rebuilt on the next "
                                                "index_missing or reindex")
                 elif generation != store.generation:
-                    store.drop(forget=True)
+                    store.drop()
             if store.collection is None:
                 store.open()
                 store.generation = generation
@@ -67,7 +67,7 @@ class IndexConnection:
             raise
         except Exception as exc:  # chromadb, httpx, onnxruntime and OS errors alike
             with self._store.lock:
-                self._store.drop(forget=True)
+                self._store.drop()
             detail = cut(str(exc), 300) or type(exc).__name__
             raise IndexUnavailable(f"semantic index at {self.location} unavailable ({what}: {detail})") from exc
 
