@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.store.reads import KIND, KINDS, file_clause
+from claude_mem.store.reads import KIND, KINDS, filter_clauses
 
 if TYPE_CHECKING:
     from claude_mem.recall.remote import RemoteRow
@@ -46,29 +46,8 @@ def has_filters(f: Filters) -> bool:
 
 def sql_filters(kind: str, f: Filters, alias: str) -> tuple[list[str], list[Any]] | None:
     """WHERE clauses for one kind, or None when the filters exclude the kind entirely."""
-    described = KIND[kind]
-    if f.type_ and not described.typed:
-        return None
-    if f.file and not described.file_columns:
-        return None  # prompts name no files
-    clauses: list[str] = []
-    params: list[Any] = []
-    project_col = described.project_column(alias)
-    for column, value in ((project_col, f.project), (f"{alias}.type", f.type_), (f"{alias}.session_id", f.session_id)):
-        if value:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if f.since_ms is not None:
-        clauses.append(f"{alias}.created_at_epoch >= ?")
-        params.append(int(f.since_ms))
-    if f.until_ms is not None:
-        clauses.append(f"{alias}.created_at_epoch < ?")
-        params.append(int(f.until_ms))
-    if f.file:
-        clause, more = file_clause(f.file, tuple(f"{alias}.{c}" for c in described.file_columns))
-        clauses.append(clause)
-        params.extend(more)
-    return clauses, params
+    return filter_clauses(kind, alias=alias, project=f.project, type_=f.type_, session_id=f.session_id,
+                          since_ms=f.since_ms, until_ms=f.until_ms, file=f.file)
 
 
 def load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate]) -> None:

@@ -4,16 +4,14 @@
                    .query_documents(text, n, where)  .vectors(doc_ids)  .drift(conn)  .close()
     readable_index(config) -> (Index | None, why not)
 
-Embedded (`PersistentClient` under `<data dir>/chroma`) by default; with the `chroma_url`
-setting a Chroma server instead, the way a team shares one memory. SQLite is the source of
-truth: `index_state` (migration 0003) records which rows were sent to which collection, so rows
-missed while Chroma was down are picked up by `index_missing`, and `reindex` rebuilds
-everything. Whatever goes wrong on the Chroma side (server down, folder deleted or corrupt,
-model file damaged) surfaces as one `IndexUnavailable`, which callers catch to carry on without
-the index. A row's documents and their ids: documents.py; the connection: connection.py, chroma.py,
-locking.py; drift: drift.py. Everything that deletes deletes this installation's documents only. chromadb is imported lazily (~0.8 s):
-constructing an `Index` costs nothing. Measurements behind the locking, the in-place rewrites
-and the drift pass: docs/search-tuning.md.
+Embedded (`<data dir>/chroma`) by default; with the `chroma_url` setting a Chroma server, the
+way a team shares one memory. SQLite is the source of truth: `index_state` (migration 0003)
+records which rows were sent to which collection, so `index_missing` picks up rows missed while
+Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma side surfaces as one
+`IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
+deletes this installation's documents only. Around it: documents.py (a row's documents and ids),
+connection.py, chroma.py and locking.py (the way in), drift.py; the measurements behind them are
+in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def _fts_sql(kind: str) -> str:
 
 
 def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: Filters,
-                pool: int, *, alone: bool = True) -> dict[tuple[str, int], float]:
+               pool: int, *, alone: bool = True) -> dict[tuple[str, int], float]:
     """The `pool` best keyword matches per kind. `alone` says no semantic side will rank what
     keywords cannot tell apart (see below)."""
     if not terms:

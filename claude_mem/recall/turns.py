@@ -41,7 +41,7 @@ def add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], C
 
 
 def forward(conn: sqlite3.Connection, ranked: list[Candidate], scores: dict[tuple[str, int], float],
-             kinds: tuple[str, ...], f: Filters, limit: int) -> list[tuple[Candidate, float]]:
+            kinds: tuple[str, ...], f: Filters, limit: int) -> list[tuple[Candidate, float]]:
     """The first `limit` hits, a prompt standing for its turn: the turn's observations take its
     place (those that matched themselves first, then up to TURN_SPREAD others, in order), and
     the prompt is listed itself only when its turn has none passing the filters.

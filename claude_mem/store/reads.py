@@ -154,52 +154,57 @@ def file_clause(file: str, columns: tuple[str, ...]) -> tuple[str, list[Any]]:
     return f"({ors})", ["%" + like_escape(file) + "%"] * len(columns)
 
 
-def _filters(session_id: str | None, project: str | None, type_: str | None,
-             since_ms: int | None, until_ms: int | None, file: str | None,
-             file_columns: tuple[str, ...]) -> tuple[str, list[Any]]:
+def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, type_: str | None = None,
+                   session_id: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
+                   file: str | None = None) -> tuple[list[str], list[Any]] | None:
+    """WHERE clauses and their parameters for rows of `kind` in `KIND[kind].source(alias)`, or
+    None when the filters exclude the kind entirely (a type for a kind without one, a file for
+    prompts). The same SQL serves lists, keyword search and the checks of the semantic side."""
+    described = KIND[kind]
+    if (type_ and not described.typed) or (file and not described.file_columns):
+        return None
     clauses: list[str] = []
     params: list[Any] = []
-    if session_id:
-        clauses.append("session_id = ?")
-        params.append(session_id)
-    if project:
-        clauses.append("project = ?")
-        params.append(project)
-    if type_:
-        clauses.append("type = ?")
-        params.append(type_)
+    for column, value in ((described.project_column(alias), project), (f"{alias}.type", type_),
+                          (f"{alias}.session_id", session_id)):
+        if value:
+            clauses.append(f"{column} = ?")
+            params.append(value)
     if since_ms is not None:
-        clauses.append("created_at_epoch >= ?")
-        params.append(since_ms)
+        clauses.append(f"{alias}.created_at_epoch >= ?")
+        params.append(int(since_ms))
     if until_ms is not None:
-        clauses.append("created_at_epoch < ?")
-        params.append(until_ms)
+        clauses.append(f"{alias}.created_at_epoch < ?")
+        params.append(int(until_ms))
     if file:
-        clause, more = file_clause(file, file_columns)
+        clause, more = file_clause(file, tuple(f"{alias}.{c}" for c in described.file_columns))
         clauses.append(clause)
         params.extend(more)
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+    return clauses, params
 
 
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where = _filters(session_id, project, type_, since_ms, until_ms, file, ("files_read", "files_modified"))
-    return _list(conn, "observations", where, limit, newest_first)
+    where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
+                           until_ms=until_ms, file=file)
+    return _list(conn, "observation", where, limit, newest_first)
 
 
 def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                    since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
                    limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
-    where = _filters(session_id, project, None, since_ms, until_ms, file, ("files_read", "files_edited"))
-    return _list(conn, "session_summaries", where, limit, newest_first)
+    where = filter_clauses("summary", project=project, session_id=session_id, since_ms=since_ms, until_ms=until_ms,
+                           file=file)
+    return _list(conn, "summary", where, limit, newest_first)
 
 
-def _list(conn: sqlite3.Connection, table: str, where: tuple[str, list[Any]], limit: int | None,
+def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]] | None, limit: int | None,
           newest_first: bool) -> list[dict[str, Any]]:
-    clause, params = where
+    clauses, params = where or ([], [])
     order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT * FROM {table}{clause} ORDER BY created_at_epoch {order}, id {order}"
+    sql = (f"SELECT t.* FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+           + f" ORDER BY t.created_at_epoch {order}, t.id {order}")
     if limit:
         sql += f" LIMIT {int(limit)}"
     return [decode(r) for r in conn.execute(sql, params)]
