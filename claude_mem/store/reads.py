@@ -78,7 +78,9 @@ TURN_RANK = {name: rank for rank, name in enumerate(TURN_ORDER)}
 # found on a shared Chroma server, `obs:12@laptop-b` (recall/remote.py). parse_ref also keeps the
 # number within 18 digits, in SQLite's integer range.
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*(@[A-Za-z0-9._-]{1,64})?$"
-_REF = re.compile(r"^(obs|sum|prompt):([1-9][0-9]{0,17})(?:@([A-Za-z0-9._-]{1,64}))?$")
+# A pattern, not a compiled one: every hook imports this module and few parse a ref (re compiles
+# on first use and caches).
+_REF = r"^(obs|sum|prompt):([1-9][0-9]{0,17})(?:@([A-Za-z0-9._-]{1,64}))?$"
 # What people type for a row as well: "12" (an observation), "observation:12", "OBS:12", and what
 # document ids hold before their '@': "obs:12:fact:0".
 _LOOSE_PREFIX = {**KIND_OF_PREFIX, **{name: name for name in KIND}}
@@ -95,7 +97,7 @@ def parse_ref(text: str, *, loose: bool = False) -> tuple[str, int, str | None] 
     keys instead ("12", "observation:12", "obs:12:fact:0"), never with an origin."""
     text = text.strip()
     if not loose:
-        match = _REF.match(text)
+        match = re.match(_REF, text)
         return None if match is None else (KIND_OF_PREFIX[match[1]], int(match[2]), match[3])
     if text.isascii() and text.isdigit():
         return "observation", int(text), None
