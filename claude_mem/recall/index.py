@@ -277,15 +277,11 @@ class Index(IndexConnection):
         return self.index_missing(conn)
 
     def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
-        """Documents written before installation ids (`obs:12:main`), which index_state marks
-        with the bare collection id.
-
-        Embedded, they are all this data dir's: each is renamed (`obs:12:main@<id>`, owner in its
-        metadata) with its stored vector, no re-embedding (see bench/team.py), and those of rows
-        gone from SQLite are dropped. On a server, installations overwrote each other's under
-        these ids, so what one holds is nobody's for sure: the old documents of this
-        installation's rows are deleted and the rows sent again (their state keeps the bare id,
-        which `_index_missing` counts as missing)."""
+        """Documents written before installation ids (`obs:12:main`; index_state marks them with
+        the bare collection id). Embedded, they are all this data dir's: each is renamed with its
+        stored vector (`obs:12:main@<id>`), those of rows gone from SQLite dropped. On a server,
+        installations overwrote each other's under these ids, so this installation's are deleted
+        and its rows sent again (their state keeps the bare id, which counts as missing)."""
         if self.url:
             for kind in KINDS:
                 rows = [r[0] for r in conn.execute(
