@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from claude_mem.installation import Installation
-from claude_mem.recall.index import Index, split_doc_id
+from claude_mem.recall.documents import split_doc_id
+from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 

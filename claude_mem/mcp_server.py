@@ -29,6 +29,7 @@ from claude_mem.recall import remote, views
 from claude_mem.recall.through_service import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.memories import OBSERVATION_TYPES
+from claude_mem.store.reads import REF_PATTERN, parse_ref
 
 SERVER_NAME = "claude-mem"
 ALL_PROJECTS = "*"
@@ -260,7 +261,7 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         return views.bounded(lines, MAX_SEARCH_CHARS, "rows")
 
     @server.tool(name="timeline", description=TIMELINE_DOC, annotations=read_only, structured_output=False)
-    def timeline_tool(anchor: Annotated[str | None, Field(pattern=views.ANY_REF_PATTERN,
+    def timeline_tool(anchor: Annotated[str | None, Field(pattern=REF_PATTERN,
                                                           description='A ref from search, e.g. "obs:12".')] = None,
                       query: Annotated[str | None, Field(min_length=1, max_length=500,
                                                          description="Instead of anchor: anchor on the best match.")] = None,
@@ -273,13 +274,14 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             if conn is None:
                 return nothing_yet
             if anchor is not None:
-                if remote.parse_ref(anchor):
+                parsed = parse_ref(anchor)
+                if parsed is None:  # the pattern was checked: a number past SQLite's integers
+                    raise ToolError(f"there is no {anchor}")
+                kind, row_id, origin = parsed
+                if origin:
                     raise ToolError(f"{anchor} is a teammate's memory: its session's timeline stays on their machine;"
                                     f' get_observations(ids=["{anchor}"]) shows what they shared' if anchor.startswith("obs:")
                                     else f"{anchor} is a teammate's memory: its session's timeline stays on their machine")
-                parsed = views.parse_ref(anchor)
-                assert parsed is not None  # the pattern was checked
-                kind, row_id = parsed
             else:
                 scope = memory.project(project)
                 hits, note = find(conn, query or "", scope, 1, local_only=True)
@@ -317,8 +319,8 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         lines: list[str] = []
         missing: list[str] = []
         for text in refs:
-            parsed = remote.parse_ref(text)
-            assert parsed is not None  # the pattern was checked
+            parsed = parse_ref(text)
+            assert parsed is not None and parsed[2] is not None  # the pattern was checked
             kind, row_id, origin = parsed
             try:
                 rec = remote_record(memory.config, kind, row_id, origin)

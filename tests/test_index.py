@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 import uuid
@@ -21,7 +22,9 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.installation import Installation
-from claude_mem.recall.index import FACT_PROBE, Index, IndexUnavailable, document_texts, split_doc_id
+from claude_mem.recall import chroma
+from claude_mem.recall.documents import document_texts, split_doc_id
+from claude_mem.recall.index import FACT_PROBE, Index, IndexUnavailable
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
@@ -293,6 +296,37 @@ def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: 
 def test_unreachable_url_raises_index_unavailable() -> None:
     with pytest.raises(IndexUnavailable, match="127.0.0.1"):
         Index(url=f"http://127.0.0.1:{free_port()}", installation=ME).query("anything", 1)
+
+
+def test_a_stopped_server_times_out_instead_of_hanging_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # chromadb 1.5.9 makes its HTTP session without a timeout; chroma.bound_http_timeout sets one
+    # through private attributes. When a chromadb upgrade moves them, this query hangs: the test fails.
+    monkeypatch.setattr(chroma, "HTTP_TIMEOUT_S", 1.0)
+    srv = ChromaServer(tmp_path / "srv").start()
+    assert srv.proc is not None
+    try:
+        ix = Index(url=srv.url, installation=ME)
+        assert ix.query("login", 1) == []  # connected while the server answers
+        errors: list[str] = []
+
+        def ask() -> None:
+            try:
+                ix.query("login", 1)
+            except IndexUnavailable as exc:
+                errors.append(str(exc))
+
+        os.kill(srv.proc.pid, signal.SIGSTOP)  # accepts connections, answers nothing
+        try:
+            asking = threading.Thread(target=ask, daemon=True)
+            started = time.monotonic()
+            asking.start()
+            asking.join(20)
+            assert not asking.is_alive(), "a silent Chroma server hung the query"
+            assert time.monotonic() - started < 15 and len(errors) == 1 and "unavailable" in errors[0], errors
+        finally:
+            os.kill(srv.proc.pid, signal.SIGCONT)
+    finally:
+        srv.stop()
 
 
 def test_deleted_folder_raises_then_is_rebuilt(conn: sqlite3.Connection, tmp_path: Path) -> None:

@@ -13,9 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claude_mem.recall import search as search_module
+from claude_mem.recall import tuning
+from claude_mem.recall.dates import date_windows
+from claude_mem.recall.hits import Hit
 from claude_mem.recall.index import Index
-from claude_mem.recall.search import Hit, SearchResult, date_windows, fts_match, query_terms, search
+from claude_mem.recall.search import SearchResult, search
+from claude_mem.recall.terms import fts_match, query_terms
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
@@ -109,7 +112,7 @@ def test_hit_contract(store) -> None:
         assert len(hit.title) <= 120 and len(hit.snippet) <= 200 and hit.created_at_epoch > 10**12
 
 
-# How the vector side meets a filter (search._nearest): the defaults find enough passing rows
+# How the vector side meets a filter (semantic._nearest): the defaults find enough passing rows
 # among the nearest documents fetched unfiltered (this index is small); the other two shrink
 # the pools so that too few pass, and the filtered rows are scored from their stored vectors
 # ("brute force") or handed to Chroma's `where` (a filtered set too big for that).
@@ -123,7 +126,7 @@ REGIMES = {"unfiltered-then-sql": {}, "brute-force": {"POOL": 4, "RAW_FACTOR": 1
 def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeypatch: pytest.MonkeyPatch) -> None:
     conn, index, ids = store
     for name, value in REGIMES[regime].items():
-        monkeypatch.setattr(search_module, name, value)
+        monkeypatch.setattr(tuning, name, value)
     query = "fixed login crash refresh token dark mode"
     # 30 beta rows outrank alpha's: with the filter outside, a limit of 3 would find nothing.
     alpha = search(conn, query, index=index, project="alpha", kinds=("observation",), limit=3, mode=mode)

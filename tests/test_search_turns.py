@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from claude_mem.recall import search as search_module
+from claude_mem.recall import tuning
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
@@ -73,7 +73,7 @@ def test_claude_s_reply_finds_the_turn(memory) -> None:
 def test_a_turn_brings_a_few_of_its_observations(memory) -> None:
     conn, index, ids = memory
     found = keys(search(conn, "billing", index=index, mode="fts", limit=10))
-    spread = [("observation", ids[f"billing.{n}"]) for n in range(search_module.TURN_SPREAD)]
+    spread = [("observation", ids[f"billing.{n}"]) for n in range(tuning.TURN_SPREAD)]
     assert found[:len(spread)] == spread
     assert len(set(found) & {("observation", ids[f"billing.{n}"]) for n in range(5)}) == len(spread)
     # Asked for prompts alone, the prompt is the hit.
@@ -88,7 +88,7 @@ def test_neighbouring_turns_share_their_words(memory, monkeypatch: pytest.Monkey
         return [k for k in found if k in {("prompt", ids["hike"]), ("prompt", ids["paint"])}]
 
     assert bob_order() == [("prompt", ids["hike"]), ("prompt", ids["paint"])]
-    monkeypatch.setattr(search_module, "NEIGHBOUR_SHARE", 0.0)
+    monkeypatch.setattr(tuning, "NEIGHBOUR_SHARE", 0.0)
     assert bob_order() == [("prompt", ids["paint"]), ("prompt", ids["hike"])], "the shorter turn wins on its own words"
 
 

@@ -25,7 +25,8 @@ from starlette.testclient import TestClient
 
 from claude_mem.mcp_server import build_server
 from claude_mem.project import project_for
-from claude_mem.recall.index import Index, split_doc_id
+from claude_mem.recall.documents import split_doc_id
+from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, transaction

@@ -250,7 +250,7 @@ def dead_index() -> Index:
 
 
 def documents(index: Index, kind: str, row_id: int) -> list[str]:
-    from claude_mem.recall.index import kind_where
+    from claude_mem.recall.documents import kind_where
 
     with index._use("inspect") as store:
         return sorted(store.collection.get(where=kind_where(kind, [row_id]), include=["documents"])["documents"])

@@ -17,7 +17,8 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.demo import scripted_session
-from claude_mem.recall.index import Index, document_texts
+from claude_mem.recall.documents import document_texts
+from claude_mem.recall.index import Index
 from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service

@@ -12,12 +12,12 @@ import click
 
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
-from claude_mem.cli.params import UsageProblem, parse_ref, parse_when
+from claude_mem.cli.params import UsageProblem, parse_when
 from claude_mem.store import injections, outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import cut
+from claude_mem.store.reads import cut, parse_ref
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
@@ -62,16 +62,14 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     summary (`sum:3`) or a prompt (`prompt:5`), or a teammate's memory found on a shared Chroma
     server (`obs:12@laptop-b`), shown from what their installation shared.
     """
-    from claude_mem.recall import remote
-
-    theirs = remote.parse_ref(ref)
-    if theirs:
+    theirs = parse_ref(ref)
+    if theirs and theirs[2]:
         _show_remote(app, *theirs, as_json)
         return
     conn = app.db()
-    parsed = parse_ref(ref)
+    parsed = parse_ref(ref, loose=True)
     if parsed:
-        kind, row_id = parsed
+        kind, row_id, _ = parsed
         row = overview.get_row(conn, kind, row_id)
         if row is None:
             raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")

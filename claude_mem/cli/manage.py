@@ -19,11 +19,11 @@ from claude_mem.cli.params import (
     create_db,
     index_new_rows,
     open_index,
-    parse_ref,
     parse_when,
     warn_index_error,
 )
 from claude_mem.store import forget as forget_mod
+from claude_mem.store.reads import parse_ref
 
 # --- forget and prune ----------------------------------------------------------------------------
 
@@ -99,12 +99,12 @@ def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool
 def _refs(values: tuple[str, ...]) -> list[tuple[str, int]]:
     refs = []
     for value in values:
-        ref = parse_ref(value)
+        ref = parse_ref(value, loose=True)
         if ref is None and "@" in value:
             raise UsageProblem(f"{value!r} is a teammate's memory: only the installation that recorded it can forget it")
         if ref is None:
             raise UsageProblem(f"{value!r} is not a row id; use an observation id like 12 or obs:12 (or sum:3, prompt:5)")
-        refs.append(ref)
+        refs.append(ref[:2])
     return refs
 
 

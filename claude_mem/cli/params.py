@@ -1,5 +1,4 @@
-"""What the commands share besides formatting: dates and row references typed by people, usage
-errors on one line, and the semantic index when there is one."""
+"""What the commands share besides formatting: dates typed by people, usage errors on one line, and the semantic index when there is one."""
 
 from __future__ import annotations
 
@@ -18,10 +17,6 @@ if TYPE_CHECKING:
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _AGE = re.compile(r"^(\d+)\s*([mhdw])$")
 _AGE_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
-# What people write for a row: "12" or "obs:12" for an observation; search results and Chroma
-# document ids ("obs:12:fact:0") name rows the same way.
-_REF_KINDS = {"obs": "observation", "observation": "observation", "sum": "summary", "summary": "summary",
-              "prompt": "prompt"}
 
 
 class UsageProblem(click.ClickException):
@@ -59,19 +54,6 @@ def parse_when(value: str | None, name: str, *, until: bool = False) -> int | No
     if parsed.tzinfo is None:
         parsed = parsed.astimezone()  # local time, as a person typing a date means it
     return int(parsed.astimezone(UTC).timestamp() * 1000)
-
-
-def parse_ref(text: str) -> tuple[str, int] | None:
-    """("observation", 12) from "12", "obs:12" or "obs:12:fact:0"; ("summary", 3) from "sum:3";
-    None when the text is not a row reference (a session id, say)."""
-    text = text.strip()
-    if text.isdigit():
-        return "observation", int(text)
-    prefix, sep, rest = text.partition(":")
-    number = rest.split(":", 1)[0]
-    if sep and prefix.lower() in _REF_KINDS and number.isdigit():
-        return _REF_KINDS[prefix.lower()], int(number)
-    return None
 
 
 def open_index(config: Config, *, create: bool) -> Index | None:

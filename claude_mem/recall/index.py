@@ -1,185 +1,58 @@
 """The semantic index: observations, summaries and prompts as Chroma documents.
 
-Embedded (`PersistentClient` under `<data dir>/chroma`) by default; with the `chroma_url`
-setting a Chroma server instead, the way a team shares one memory. SQLite is the source of
-truth: `index_state` (migration 0003) records which rows were sent to which collection, so rows
-missed while Chroma was down are picked up by `index_missing`, and `reindex` rebuilds
-everything. Whatever goes wrong on the Chroma side (server down, folder deleted or corrupt,
-model file damaged) surfaces as one `IndexUnavailable`, which callers catch to carry on without
-the index.
+    Index(config)  .index_rows(conn, kind, ids)  .index_missing(conn)  .reindex(conn)  .delete(kind, ids)
+                   .query_documents(text, n, where)  .vectors(doc_ids)  .drift(conn)  .close()
+    readable_index(config) -> (Index | None, why not)
 
-Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it),
-each named by its key and the installation that wrote it (`obs:12:main@<installation id>`, see
-`document_id`; one collection on a Chroma server is shared by a team, issue 16):
-  obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
-  sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
-  prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
-Their metadata carries what a teammate needs to show the document without this machine's SQLite
-(kind, type, title, dates, project, session, files, the installation's id and name). Everything
-that deletes deletes this installation's documents only; search reads teammates' documents as
-`RemoteDocument`s.
-
-chromadb is imported lazily (~0.8 s): constructing an `Index` costs nothing.
+Embedded (`<data dir>/chroma`) by default; with the `chroma_url` setting a Chroma server, the
+way a team shares one memory. SQLite is the source of truth: `index_state` (migration 0003)
+records which rows were sent to which collection, so `index_missing` picks up rows missed while
+Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma side surfaces as one
+`IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
+deletes this installation's documents only. Around it: documents.py (a row's documents and ids),
+connection.py, chroma.py and locking.py (the way in), drift.py; the measurements behind them are
+in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from claude_mem.installation import Installation, installation_for
+from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
+from claude_mem.recall.connection import IndexConnection
+from claude_mem.recall.documents import (
+    ALL_PARTS,
+    BUILD,
+    Document,
+    RemoteDocument,
+    VectorMatch,
+    document_id,
+    document_order,
+    document_texts,
+    kind_where,
+    parse_doc_id,
+    split_doc_id,
+)
+from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.reads import KIND_OF_PREFIX, KINDS, SUMMARY_FIELDS, TABLES, cut
+from claude_mem.store.reads import KIND, KINDS, TABLES, ref
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from claude_mem.recall.chroma import Store
     from claude_mem.settings import Config
 
 COLLECTION = "claude_mem"
-TITLE_CHARS = 200
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
-
-
-class IndexUnavailable(RuntimeError):
-    """The semantic index cannot be used right now; SQLite (and FTS5) still can."""
-
-
-@dataclass(frozen=True)
-class Document:
-    id: str
-    text: str
-    metadata: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RemoteDocument:
-    """A document another installation wrote to the shared server: what search and `show` know
-    of a teammate's memory (no SQLite row of theirs is here)."""
-
-    installation: str  # its id
-    name: str  # its readable name (`installation_name` over there)
-    row_id: int  # the row's id in their database
-    text: str
-    metadata: dict[str, Any] = field(compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class VectorMatch:
-    """One matching document: which row it belongs to and how close it is (cosine distance).
-    `doc_id` is the document's key (`obs:12:main`) for this installation's documents."""
-
-    kind: str
-    sqlite_id: int
-    distance: float
-    doc_id: str
-    # The stored unit vector (numpy float32), when asked for or read anyway.
-    embedding: Any = field(default=None, compare=False, repr=False)
-    # Set for a teammate's document (doc_id is then its full id); None for this installation's.
-    origin: RemoteDocument | None = field(default=None, compare=False)
-
-
-def _files(*columns: str | None) -> list[str]:
-    out: list[str] = []
-    for raw in columns:
-        try:
-            items = json.loads(raw) if raw else []
-        except ValueError:
-            items = []
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, str) and item and item not in out:
-                out.append(item)
-    return out
-
-
-def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str],
-                   title: str | None) -> dict[str, Any]:
-    created_ms = int(row["created_at_epoch"] or 0)
-    return {
-        "sqlite_id": int(row["id"]),
-        "kind": kind,
-        "title": cut(title, TITLE_CHARS),  # a teammate's search shows it; they have no row to read it from
-        "project": project or "",
-        "session_id": row["session_id"] or "",
-        "created_at": created_ms // 1000,
-        # Seconds are what the spec asked for; the millisecond copy keeps since/until filters exact.
-        "created_at_ms": created_ms,
-        "prompt_number": int(row["prompt_number"] or 0),
-        "files": "\n".join(files),
-    }
-
-
-def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(document key, text, metadata of the part) for each document of a row. Needs only the row's
-    id and text columns, so search can name a row's documents from what it read anyway. The key
-    is the document's id within one installation; `document_id` makes its id in Chroma."""
-    row_id = row["id"]
-    if kind == "observation":
-        parts: list[tuple[str, str, dict[str, Any]]] = []
-        main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
-        if main:
-            parts.append((f"obs:{row_id}:main", main, {"part": "main"}))
-        try:
-            facts = json.loads(row["facts"] or "[]")
-        except ValueError:
-            facts = []
-        for n, fact in enumerate(facts if isinstance(facts, list) else []):
-            if isinstance(fact, str) and fact.strip():
-                parts.append((f"obs:{row_id}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
-        return parts
-    if kind == "summary":
-        return [(f"sum:{row_id}:{name}", row[name].strip(), {"part": name}) for name in SUMMARY_FIELDS
-                if row[name] and row[name].strip()]
-    text = (row["prompt_text"] or "").strip()
-    docs = [(f"prompt:{row_id}", text, {"part": "prompt"})] if text else []
-    # Claude's reply to it (migration 0007): a document of the prompt's row, so a match on it is
-    # a match on the turn.
-    reply = (row["reply_text"] or "").strip()
-    if reply:
-        docs.append((f"prompt:{row_id}:reply", reply, {"part": "reply"}))
-    return docs
-
-
-def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("observation", row, row["project"], _files(row["files_read"], row["files_modified"]),
-                          row["title"] or row["subtitle"])
-    meta["type"] = row["type"]
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
-
-
-def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
-    meta = _base_metadata("summary", row, row["project"], _files(row["files_read"], row["files_edited"]), title)
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
-
-
-def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
-    meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
-
-
-_ROW_SQL = {
-    "observation": "SELECT * FROM observations WHERE id IN ({marks})",
-    "summary": "SELECT * FROM session_summaries WHERE id IN ({marks})",
-    # user_prompts has no project column: it comes from the session.
-    "prompt": "SELECT p.*, s.project AS project FROM user_prompts p"
-              " LEFT JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id IN ({marks})",
-}
-_BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
-
-
-# A row of each kind with every part present: its document ids are all the ids such a row can have.
-_ALL_PARTS = {"prompt": {"prompt_text": "x", "reply_text": "x"}, "summary": {name: "x" for name in SUMMARY_FIELDS}}
 FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
 
 
@@ -188,41 +61,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start:start + size]
 
 
-def document_id(key: str, installation_id: str) -> str:
-    """A document's id in Chroma: its key (`obs:12:fact:0`, as `document_texts` names it) and the
-    installation that wrote it, `obs:12:fact:0@3f9c...`. Keys never hold '@'."""
-    return f"{key}@{installation_id}"
-
-
-def split_doc_id(doc_id: str) -> tuple[str, str | None]:
-    """(key, installation id) of a document id; the id is None for a document written before
-    installations had ids (claude-mem before issue 16: `obs:12:main`)."""
-    key, sep, owner = doc_id.partition("@")
-    return key, (owner if sep else None)
-
-
-def parse_doc_id(doc_id: str) -> tuple[str, int]:
-    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"."""
-    prefix, _, rest = split_doc_id(doc_id)[0].partition(":")
-    return KIND_OF_PREFIX[prefix], int(rest.split(":", 1)[0])
-
-
-def _parsed(doc_id: str) -> tuple[str, int] | None:
-    # A teammate on a newer claude-mem may write kinds this one does not know: they are skipped.
-    try:
-        return parse_doc_id(doc_id)
-    except (KeyError, ValueError):
-        return None
-
-
-def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
-    clauses: list[dict[str, Any]] = [{"kind": kind}]
-    if ids is not None:
-        clauses.append({"sqlite_id": {"$in": [int(i) for i in ids]}})
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-class Index:
+class Index(IndexConnection):
     """The Chroma side of memory. Cheap to construct; connects on first use and reconnects
     after a failure, so a server that comes back is used again without a restart."""
 
@@ -241,10 +80,7 @@ class Index:
             if config is None:
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
-        self.url = url
-        self.path = None if url else os.path.abspath(str(path))
-        self.collection_name = collection_name
-        self._store = _store_for(self.url, self.path, collection_name)
+        super().__init__(url, path, collection_name)
         self._installation = installation
         self._config = config
         self._embedder = embedder
@@ -266,7 +102,7 @@ class Index:
             self._installation = found
         return self._installation
 
-    def _mine(self, owner: str | None) -> bool:
+    def owns(self, owner: str | None) -> bool:
         """Whether a document with this owner (from its id) is this installation's. An embedded
         index is the data dir's own, so its documents from before installation ids are too; on a
         server, whose such a document is cannot be known (installations overwrote each other's)."""
@@ -288,66 +124,6 @@ class Index:
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
         return bool(self.local_projects) and (row["project"] or "") in self.local_projects
 
-    @property
-    def location(self) -> str:
-        return self.url or str(self.path)
-
-    @property
-    def built(self) -> bool:
-        """False for an embedded index never written (opening it would create an empty one)."""
-        return bool(self.url) or os.path.exists(os.path.join(str(self.path), "chroma.sqlite3"))
-
-    # -- connection ---------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _use(self, what: str, *, write: bool = False, recover: bool = False) -> Iterator[Any]:
-        """The collection, connected (or reconnected), with failures mapped to IndexUnavailable.
-
-        Embedded mode shares one folder between processes (a worker per session, the MCP server,
-        the viewer). chromadb keeps each process's vector index in memory: measured here, two
-        processes writing at once lost ~3% of vectors, and a reader never saw another process's
-        writes. So writers take an exclusive flock (readers a shared one) and bump a generation
-        number; a process that sees a newer generation reloads before using the index.
-        """
-        store = self._store
-        with store.lock, self._guard(what), _FileLock(store.lock_path, exclusive=write) as flock:
-            generation = flock.generation()
-            if store.collection is not None:
-                if self._folder_gone():
-                    store.drop(forget=True)
-                    if not recover:
-                        raise IndexUnavailable(f"semantic index folder {self.path} was removed; it is rebuilt on the next "
-                                               "index_missing or reindex")
-                elif generation != store.generation:
-                    store.drop(forget=True)
-            if store.collection is None:
-                store.open()
-                store.generation = generation
-            yield store
-            if write:
-                store.generation = flock.bump()
-
-    def _folder_gone(self) -> bool:
-        return not self.url and not os.path.exists(os.path.join(str(self.path), "chroma.sqlite3"))
-
-    @contextlib.contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except IndexUnavailable:
-            raise
-        except Exception as exc:  # chromadb, httpx, onnxruntime and OS errors alike
-            with self._store.lock:
-                self._store.drop(forget=True)
-            detail = cut(str(exc), 300) or type(exc).__name__
-            raise IndexUnavailable(f"semantic index at {self.location} unavailable ({what}: {detail})") from exc
-
-    def close(self) -> None:
-        with self._store.lock:
-            self._store.drop()
-
-    # -- writing ------------------------------------------------------------------------------
-
     def index_observations(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
         return self._index(conn, "observation", ids)
 
@@ -367,8 +143,8 @@ class Index:
         found = 0
         for chunk in _chunks(wanted, UPSERT_BATCH):
             marks = ",".join("?" * len(chunk))
-            rows = conn.execute(_ROW_SQL[kind].format(marks=marks), list(chunk)).fetchall()
-            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in _BUILD[kind](row)]
+            rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
+            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in BUILD[kind](row)]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
@@ -403,11 +179,9 @@ class Index:
         return found
 
     def _stale_documents(self, collection: Any, kind: str, rows: list[int], keep: set[str]) -> list[str]:
-        """Ids of documents these rows have in `collection` and are not in `keep`. A row's
-        documents are rewritten in place (upsert) and only the leftovers deleted, looked up by
-        id: delete-then-add grew the service by 14% in 4 minutes of rewrites (Chroma keeps the
-        deleted vectors' memory; in place: +0.5%, bench/soak.py), and a metadata-filtered
-        delete scans the collection (0.7 s per call at 34k documents)."""
+        """Ids of documents these rows have in `collection` and are not in `keep`, looked up by id:
+        a row is rewritten in place and only its leftovers deleted (delete-then-add grew the
+        service 14% in 4 minutes; a filtered delete scans the collection)."""
         me = self.installation.id
         found: set[str] = set()
         if kind == "observation":
@@ -415,15 +189,15 @@ class Index:
             # until a window comes back empty.
             start, window = 0, FACT_PROBE
             while True:
-                ids = [document_id(f"obs:{i}:main", me) for i in rows if start == 0]
-                ids += [document_id(f"obs:{i}:fact:{n}", me) for i in rows for n in range(start, start + window)]
+                ids = [document_id(f"{ref(kind, i)}:main", me) for i in rows if start == 0]
+                ids += [document_id(f"{ref(kind, i)}:fact:{n}", me) for i in rows for n in range(start, start + window)]
                 hits = set(collection.get(ids=ids, include=[])["ids"])
                 found |= hits
                 if not any(":fact:" in h and int(h.split("@")[0].rsplit(":", 1)[1]) >= start + window - 1 for h in hits):
                     break
                 start += window
         else:
-            every = _ALL_PARTS[kind]
+            every = ALL_PARTS[kind]
             ids = [document_id(key, me) for i in rows for key, _, _ in document_texts(kind, every | {"id": i})]
             found = set(collection.get(ids=ids, include=[])["ids"])
         return sorted(found - keep)
@@ -455,13 +229,10 @@ class Index:
 
     def index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
         """Index every row not yet in this collection, and drop documents of rows deleted from
-        SQLite. Returns rows indexed per kind, and `removed`.
-
-        One catch-up at a time per embedded index: every worker starts with one, and after
-        Chroma was away several sessions' workers starting together each embedded the same
-        missing rows (embedding is the slow part, done outside the write lock). The next one
-        waits, then finds nothing left to do."""
-        with _FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
+        SQLite. Returns rows indexed per kind, and `removed`. One catch-up at a time per embedded
+        index: workers starting together each embedded the same missing rows; the next one waits,
+        then finds nothing left to do."""
+        with FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
                        timeout_s=CATCH_UP_WAIT_S):
             return self._index_missing(conn)
 
@@ -505,16 +276,12 @@ class Index:
             conn.execute("DELETE FROM index_state")
         return self.index_missing(conn)
 
-    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: _Store | None = None) -> None:
-        """Documents written before installation ids (`obs:12:main`), which index_state marks
-        with the bare collection id.
-
-        Embedded, they are all this data dir's: each is renamed (`obs:12:main@<id>`, owner in its
-        metadata) with its stored vector, no re-embedding (see bench/team.py), and those of rows
-        gone from SQLite are dropped. On a server, installations overwrote each other's under
-        these ids, so what one holds is nobody's for sure: the old documents of this
-        installation's rows are deleted and the rows sent again (their state keeps the bare id,
-        which `_index_missing` counts as missing)."""
+    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
+        """Documents written before installation ids (`obs:12:main`; index_state marks them with
+        the bare collection id). Embedded, they are all this data dir's: each is renamed with its
+        stored vector (`obs:12:main@<id>`), those of rows gone from SQLite dropped. On a server,
+        installations overwrote each other's under these ids, so this installation's are deleted
+        and its rows sent again (their state keeps the bare id, which counts as missing)."""
         if self.url:
             for kind in KINDS:
                 rows = [r[0] for r in conn.execute(
@@ -526,22 +293,14 @@ class Index:
                         if legacy:
                             held.collection.delete(ids=legacy)
             return
-        legacy: list[str] = []
-        offset = 0
-        while True:
-            with self._use("upgrade") as held:
-                page = held.collection.get(include=[], limit=PAGE, offset=offset)["ids"]
-            legacy += [doc_id for doc_id in page if split_doc_id(doc_id)[1] is None]
-            if len(page) < PAGE:
-                break
-            offset += PAGE
+        legacy = [doc_id for page in self.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
         live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
         owner = {"installation": self.installation.id, "origin": self.installation.name}
         for chunk in _chunks(legacy, UPSERT_BATCH * 4):
             with self._use("upgrade", write=True) as held:
                 got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
                 keep = [n for n, doc_id in enumerate(got["ids"])
-                        if (parsed := _parsed(doc_id)) is not None and parsed[1] in live[parsed[0]]]
+                        if (parsed := parse_doc_id(doc_id)) is not None and parsed[1] in live[parsed[0]]]
                 if keep:
                     held.collection.upsert(ids=[document_id(got["ids"][n], owner["installation"]) for n in keep],
                                            embeddings=[got["embeddings"][n] for n in keep],
@@ -551,8 +310,6 @@ class Index:
         with transaction(conn):
             conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
                          (self._state_key(collection_id), collection_id))
-
-    # -- reading ------------------------------------------------------------------------------
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text])[0]
@@ -569,8 +326,8 @@ class Index:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text of this installation's documents is not
         fetched (it costs more than the search itself, and SQLite has it anyway). The stored
-        vectors come when asked for (with the query: 5 ms for 120 at 100k observations, against
-        7.6 ms for a `vectors` after). Teammates' documents on a shared server come with their
+        vectors come when asked for (cheaper with the query than by `vectors` after, S2).
+        Teammates' documents on a shared server come with their
         text and metadata (`origin`), fetched by id, unless `include_remote` is False."""
         import numpy as np
 
@@ -586,11 +343,11 @@ class Index:
         out: list[VectorMatch] = []
         remote: list[str] = []
         for doc_id, dist, vector in zip(result["ids"][0], result["distances"][0], vectors, strict=True):
-            parsed = _parsed(doc_id)
+            parsed = parse_doc_id(doc_id)
             key, owner = split_doc_id(doc_id)
             if parsed is None:
                 continue
-            if self._mine(owner):
+            if self.owns(owner):
                 out.append(VectorMatch(*parsed, float(dist), key, vector))
             elif owner is not None and include_remote:
                 out.append(VectorMatch(*parsed, float(dist), doc_id, vector))
@@ -608,8 +365,11 @@ class Index:
             got = store.collection.get(ids=doc_ids, include=["documents", "metadatas"])
         for doc_id, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
             owner = split_doc_id(doc_id)[1] or ""
+            parsed = parse_doc_id(doc_id)
+            if parsed is None:
+                continue
             meta = dict(meta or {})
-            out[doc_id] = RemoteDocument(owner, str(meta.get("origin") or owner[:8]), parse_doc_id(doc_id)[1], text or "", meta)
+            out[doc_id] = RemoteDocument(owner, str(meta.get("origin") or owner[:8]), parsed[1], text or "", meta)
         return out
 
     def remote_documents(self, kind: str, row_id: int, origin: str) -> list[RemoteDocument]:
@@ -624,13 +384,12 @@ class Index:
             got = store.collection.get(where=where, include=[])
         ids = [doc_id for doc_id in got["ids"] if split_doc_id(doc_id)[1] is not None]
         found = self._remote(ids) if ids else {}
-        return [found[doc_id] for doc_id in sorted(found, key=_document_order)]
+        return [found[doc_id] for doc_id in sorted(found, key=document_order)]
 
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out), by key
-        for this installation's documents (`obs:12:main`) and by full id for a teammate's. A
-        lookup by id: ~5x faster than a metadata filter on sqlite_id (1.2 against 6 ms for
-        60 rows on a 600-observation index), which matters on the search path."""
+        for this installation's documents (`obs:12:main`) and by full id for a teammate's. By id:
+        ~5x faster than a metadata filter on sqlite_id (S2), which matters on the search path."""
         import numpy as np
 
         wanted = list(dict.fromkeys(doc_ids))
@@ -651,59 +410,28 @@ class Index:
                                    zip(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), strict=True))
         return out
 
-    def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
-        """This installation's rows in SQLite against rows with documents in Chroma, per kind:
-        `missing` are rows without documents, `stale` are documents of rows SQLite no longer
-        has. On a server, also `others`: documents of other installations there."""
-        # One pass over the ids alone (they name kind and row), the lock taken per page: a pass per
-        # kind reading metadata took 9.7 s at 120k documents, ids alone 0.8 s, and writers wait
-        # on the lock meanwhile. On a server, teammates' documents are left out by the query.
-        chroma_ids: dict[str, set[int]] = {kind: set() for kind in KINDS}
-        where = {"installation": self.installation.id} if self.url else None
+    def id_pages(self, where: dict[str, Any] | None, what: str = "drift") -> Iterator[list[str]]:
+        """Every document id (matching `where`), PAGE at a time, the lock taken per page so
+        writers are not kept waiting through a whole pass."""
         offset = 0
-        mine = 0
         while True:
-            with self._use("drift") as store:
+            with self._use(what) as store:
                 page = store.collection.get(include=[], where=where, limit=PAGE, offset=offset)["ids"]
-            for doc_id in page:
-                parsed = _parsed(doc_id)
-                if parsed is not None and self._mine(split_doc_id(doc_id)[1]):
-                    chroma_ids[parsed[0]].add(parsed[1])
-                    mine += 1
+            yield page
             if len(page) < PAGE:
-                break
+                return
             offset += PAGE
-        report: dict[str, Any] = {}
-        in_sync = True
-        for kind in KINDS:
-            sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")}
-            empty = _rows_without_documents(conn, kind) | _rows_kept_local(conn, kind, self.local_projects)
-            missing = len(sqlite_ids - chroma_ids[kind] - empty)
-            stale = len(chroma_ids[kind] - sqlite_ids)
-            in_sync = in_sync and not missing and not stale
-            report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids[kind]), "missing": missing, "stale": stale}
-        report["in_sync"] = in_sync
-        report["location"] = self.location
-        report["installation"] = {"id": self.installation.id, "name": self.installation.name}
-        if self.url:
-            with self._use("count") as store:
-                total = store.collection.count()
-            report["shared"] = {"documents_sent": mine, "others": max(0, total - mine),
-                                "local_projects": sorted(self.local_projects)}
-        return report
 
+    def count(self) -> int:
+        """Documents in the collection, every installation's."""
+        with self._use("count") as store:
+            return int(store.collection.count())
 
-def _document_order(doc_id: str) -> tuple[int, int, str]:
-    # A row's documents as they were made: main text first, then facts by number, then the rest.
-    key = split_doc_id(doc_id)[0]
-    parts = key.split(":")
-    if len(parts) >= 3 and parts[2] == "main":
-        return 0, 0, key
-    if len(parts) >= 4 and parts[2] == "fact" and parts[3].isdigit():
-        return 1, int(parts[3]), key
-    if len(parts) >= 3 and parts[2] in SUMMARY_FIELDS:
-        return 2, SUMMARY_FIELDS.index(parts[2]), key
-    return 3, 0, key
+    def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        """This installation's rows in SQLite against rows with documents in Chroma (drift.py)."""
+        from claude_mem.recall.drift import drift_report
+
+        return drift_report(self, conn)
 
 
 OFF_NOTE = "the semantic index is off (setting semantic_index): keyword results only"
@@ -718,168 +446,3 @@ def readable_index(config: Config) -> tuple[Index | None, str | None]:
         return None, OFF_NOTE
     index = Index(config)
     return (index, None) if index.built else (None, NOT_BUILT_NOTE)
-
-
-class _Store:
-    """One connection per index location per process: chromadb shares one System per folder
-    within a process anyway, so every Index on the same folder must see the same state."""
-
-    def __init__(self, url: str, path: str | None, name: str) -> None:
-        self.url = url
-        self.path = path
-        self.name = name
-        self.lock = threading.RLock()
-        self.lock_path = None if url else f"{path}.lock"
-        self.client: Any = None
-        self.collection: Any = None
-        self.generation = -1
-
-    def open(self) -> None:
-        import chromadb
-        from chromadb.config import Settings
-
-        from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
-
-        settings = Settings(anonymized_telemetry=False)
-        if self.url:
-            self.client = _http_client(self.url, settings)
-        else:
-            os.makedirs(str(self.path), mode=0o700, exist_ok=True)
-            self.client = chromadb.PersistentClient(path=str(self.path), settings=settings)
-        self.collection = self.client.get_or_create_collection(
-            self.name, embedding_function=MiniLMInt8EmbeddingFunction(), configuration={"hnsw": {"space": "cosine"}},
-        )
-
-    def drop(self, forget: bool = False) -> None:
-        client, self.client, self.collection = self.client, None, None
-        self.generation = -1
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-        if forget and self.path:
-            _forget_shared_system(str(self.path))
-
-
-_STORES: dict[tuple[str, str | None, str], _Store] = {}
-_STORES_LOCK = threading.Lock()
-
-
-def _store_for(url: str, path: str | None, name: str) -> _Store:
-    with _STORES_LOCK:
-        key = (url, path, name)
-        if key not in _STORES:
-            _STORES[key] = _Store(url, path, name)
-        return _STORES[key]
-
-
-class _FileLock:
-    """flock on `<index folder>.lock`, which also holds the write generation. A no-op for a
-    Chroma server (it serialises its own writes) and where fcntl does not exist."""
-
-    def __init__(self, path: str | None, *, exclusive: bool, timeout_s: float = 30.0) -> None:
-        self.path = path
-        self.exclusive = exclusive
-        self.timeout_s = timeout_s
-        self.fd: int | None = None
-
-    def __enter__(self) -> _FileLock:
-        if self.path is None:
-            return self
-        os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            import fcntl
-        except ImportError:
-            return self
-        mode = (fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                fcntl.flock(self.fd, mode)
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(self.fd)
-                    self.fd = None
-                    raise IndexUnavailable(f"semantic index {self.path} stayed locked for {self.timeout_s:g} s") from None
-                time.sleep(0.01)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing the descriptor releases the flock
-            self.fd = None
-
-    def generation(self) -> int:
-        if self.fd is None:
-            return 0
-        try:
-            return int(os.pread(self.fd, 32, 0).strip() or 0)
-        except ValueError:
-            return 0
-
-    def bump(self) -> int:
-        if self.fd is None:
-            # No file, no generations (a server): counting one here made every use after a write
-            # see a "newer" generation and reconnect, a new HttpClient each time (~0.2-0.5 s).
-            return self.generation()
-        value = self.generation() + 1
-        os.pwrite(self.fd, f"{value:<31}\n".encode(), 0)
-        return value
-
-
-def _rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
-    # A row with no text has no documents by design; it is not "missing". Blank means what
-    # document_texts means (Python's strip): SQL's trim() strips spaces only, and a prompt of
-    # "\n\t" counted as missing from the index for good.
-    conn.create_function("blank", 1, lambda text: not isinstance(text, str) or not text.strip(), deterministic=True)
-    if kind == "observation":
-        sql = ("SELECT id FROM observations WHERE blank(title) AND blank(subtitle) AND blank(narrative)"
-               " AND NOT EXISTS (SELECT 1 FROM json_each(facts) WHERE NOT blank(value))")
-    elif kind == "summary":
-        sql = "SELECT id FROM session_summaries WHERE " + " AND ".join(f"blank({name})" for name in SUMMARY_FIELDS)
-    else:
-        sql = "SELECT id FROM user_prompts WHERE blank(prompt_text) AND blank(reply_text)"
-    return {r[0] for r in conn.execute(sql)}
-
-
-def _rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[str]) -> set[int]:
-    """Rows of projects that setting local_projects keeps off a server: not missing there."""
-    if not projects:
-        return set()
-    marks = ",".join("?" * len(projects))
-    if kind == "prompt":
-        sql = (f"SELECT p.id FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id"
-               f" WHERE s.project IN ({marks})")
-    else:
-        sql = f"SELECT id FROM {TABLES[kind]} WHERE project IN ({marks})"
-    return {r[0] for r in conn.execute(sql, sorted(projects))}
-
-
-def _http_client(url: str, settings: Any) -> Any:
-    import chromadb
-
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"chroma_url must look like http://host:port, got {url!r}")
-    ssl = parts.scheme == "https"
-    client = chromadb.HttpClient(host=parts.hostname, port=parts.port or (443 if ssl else 8000), ssl=ssl, settings=settings)
-    # chromadb's HTTP session has no timeout at all: a silent server would hang search forever.
-    with contextlib.suppress(Exception):
-        import httpx
-
-        client._server._session.timeout = httpx.Timeout(30.0, connect=5.0)
-    return client
-
-
-def _forget_shared_system(path: str) -> None:
-    # chromadb caches one System per persist directory for the whole process; after the folder
-    # is deleted that cached System keeps serving the deleted files, so drop it before reopening.
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:
-        return
-    with contextlib.suppress(Exception):
-        system = SharedSystemClient._identifier_to_system.pop(path, None)
-        SharedSystemClient._identifier_to_refcount.pop(path, None)
-        if system is not None:
-            system.stop()

@@ -2,7 +2,7 @@
 
 Their SQLite is on another machine, so what is known of such a memory is what its documents
 carry (the text each embeds, and metadata: kind, type, title, project, session, dates, files,
-the installation's id and name, see `index.py`). Search checks its filters against that metadata
+the installation's id and name, see `documents.py`). Search checks its filters against that metadata
 (`passes`) and shows it beside local hits as `obs:12@laptop-b`; `show` and `get_observations`
 of such a ref answer from its documents (`find_record`). Only the semantic side can find them:
 keyword search runs on this machine's SQLite.
@@ -10,26 +10,14 @@ keyword search runs on this machine's SQLite.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, ref
+from claude_mem.store.reads import SUMMARY_FIELDS, ref
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index, RemoteDocument, VectorMatch
-
-_REF = re.compile(r"^(obs|sum|prompt):([1-9][0-9]{0,17})@([A-Za-z0-9._-]{1,64})$")
-REF_PATTERN = _REF.pattern
-
-
-def parse_ref(text: str) -> tuple[str, int, str] | None:
-    """("observation", 12, "laptop-b") from "obs:12@laptop-b"; None for anything else."""
-    match = _REF.match(text.strip())
-    if match is None:
-        return None
-    return KIND_OF_PREFIX[match[1]], int(match[2]), match[3]
-
+    from claude_mem.recall.documents import RemoteDocument, VectorMatch
+    from claude_mem.recall.index import Index
 
 def note(names: list[str]) -> str:
     shown = ", ".join(dict.fromkeys(names))
@@ -38,7 +26,7 @@ def note(names: list[str]) -> str:
 
 
 def passes(meta: dict[str, Any], kind: str, f: Any) -> bool:
-    """The search filters (`search._Filters`) checked on a teammate's document metadata, with the
+    """The search filters (`candidates.Filters`) checked on a teammate's document metadata, with the
     meaning the SQL of the keyword side gives them."""
     if f.type_ and (kind != "observation" or meta.get("type") != f.type_):
         return False

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from claude_mem.recall.search import Hit, SearchResult, search
+from claude_mem.recall.hits import Hit
+from claude_mem.recall.search import SearchResult, search
 from claude_mem.service import client
 from claude_mem.settings import Config
 

@@ -9,19 +9,14 @@ memory found on a shared Chroma server (recall/remote.py).
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
 from claude_mem.recall.digest import local_clock, local_day, local_stamp
-from claude_mem.recall.search import Hit
+from claude_mem.recall.hits import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, cut, get_observations, json_list, ref
+from claude_mem.store.reads import TABLES, TURN_RANK, cut, get_observations, json_list, ref
 
-REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*$"
-_REF = re.compile(REF_PATTERN)
-# A ref as an agent may pass it back: one of this machine's, or a teammate's (`obs:12@laptop-b`).
-ANY_REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*(@[A-Za-z0-9._-]{1,64})?$"
 NARRATIVE_CHARS = 3_000
 FACT_CHARS = 300
 MAX_FACTS = 20
@@ -29,15 +24,6 @@ MAX_FILES = 30
 FILES_SHOWN = 3
 _SUMMARY_LABELS = {"request": "request", "investigated": "investigated", "learned": "learned", "completed": "completed",
                    "next_steps": "next steps", "notes": "notes"}
-_KIND_RANK = {"prompt": 0, "observation": 1, "summary": 2}
-
-
-def parse_ref(text: str) -> tuple[str, int] | None:
-    text = text.strip()
-    if not _REF.match(text):
-        return None
-    prefix, number = text.split(":")
-    return KIND_OF_PREFIX[prefix], int(number)
 
 
 def tokens(chars: int) -> int:
@@ -152,7 +138,7 @@ def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict
     for item_kind, table in TABLES.items():
         for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
             items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
-    items.sort(key=lambda i: (i["prompt_number"], _KIND_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
+    items.sort(key=lambda i: (i["prompt_number"], TURN_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
     return items
 
 

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 from claude_mem.store.db import transaction
 from claude_mem.store.overview import session_scope
-from claude_mem.store.reads import TABLES
+from claude_mem.store.reads import KIND, TABLES
 
 CHUNK = 500  # ids per statement: well under SQLite's variable limit
-FTS_TABLES = ("observations_fts", "session_summaries_fts", "user_prompts_fts")
+FTS_TABLES = tuple(kind.fts for kind in KIND.values())
 
 
 class ForgetError(LookupError):

@@ -35,6 +35,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from claude_mem.store.memories import OBSERVATION_TYPES
+from claude_mem.store.reads import parse_ref
 from claude_mem.viewer import data
 
 if TYPE_CHECKING:
@@ -245,8 +246,8 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         from claude_mem.recall.index import IndexUnavailable
 
         raw = request.path_params["ref"]
-        parsed = remote.parse_ref(raw)
-        if parsed is None:
+        parsed = parse_ref(raw)
+        if parsed is None or parsed[2] is None:
             raise BadRequest(f"a teammate's memory is named like obs:12@laptop-b, got {raw[:80]!r}")
         if index is None and use_index:  # through the memory service, which holds the Chroma client
             from claude_mem.recall.through_service import remote_record

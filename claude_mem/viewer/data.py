@@ -19,10 +19,8 @@ from typing import Any
 from claude_mem.store import costs, injections, memories, overview, records
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.db import connect
-from claude_mem.store.reads import cut
+from claude_mem.store.reads import TURN_RANK, cut
 
-KINDS = ("prompt", "observation", "summary")  # also the order of a turn: asked, done, summed up
-_KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 FEED_TEXT_CHARS = 400
 STREAM_BATCH = 200  # rows per kind per poll; a bigger backlog goes out over the next polls
 class DatabaseMissing(RuntimeError):
@@ -96,7 +94,7 @@ def prompt_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def sort_items(items: list[dict[str, Any]], newest_first: bool = False) -> list[dict[str, Any]]:
-    return sorted(items, key=lambda i: (i["created_at_epoch"], _KIND_RANK[i["kind"]], i["id"]), reverse=newest_first)
+    return sorted(items, key=lambda i: (i["created_at_epoch"], TURN_RANK[i["kind"]], i["id"]), reverse=newest_first)
 
 
 # -- the feed -----------------------------------------------------------------------------------
@@ -180,7 +178,7 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         return None
     entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
                                                         ("summary", "summaries")) for row in found[key]]
-    entries.sort(key=lambda e: (e["prompt_number"], _KIND_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
+    entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
     return {"session": found["session"], "entries": entries, "injections": given}
 
 

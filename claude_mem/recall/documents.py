@@ -1,0 +1,166 @@
+"""A row's documents in the semantic index: their texts, ids and metadata.
+
+Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it),
+each named by its key and the installation that wrote it (`obs:12:main@<installation id>`, see
+`document_id`; one collection on a Chroma server is shared by a team, issue 16). Their metadata
+carries what a teammate needs to show the document without this machine's SQLite (kind, type,
+title, dates, project, session, files, the installation's id and name)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from claude_mem.store.reads import SUMMARY_FIELDS, cut, json_items, parse_ref, ref, row_files
+
+TITLE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemoteDocument:
+    """A document another installation wrote to the shared server: what search and `show` know
+    of a teammate's memory (no SQLite row of theirs is here)."""
+
+    installation: str  # its id
+    name: str  # its readable name (`installation_name` over there)
+    row_id: int  # the row's id in their database
+    text: str
+    metadata: dict[str, Any] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class VectorMatch:
+    """One matching document: which row it belongs to and how close it is (cosine distance).
+    `doc_id` is the document's key (`obs:12:main`) for this installation's documents."""
+
+    kind: str
+    sqlite_id: int
+    distance: float
+    doc_id: str
+    # The stored unit vector (numpy float32), when asked for or read anyway.
+    embedding: Any = field(default=None, compare=False, repr=False)
+    # Set for a teammate's document (doc_id is then its full id); None for this installation's.
+    origin: RemoteDocument | None = field(default=None, compare=False)
+
+
+def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | None, files: list[str],
+                   title: str | None) -> dict[str, Any]:
+    created_ms = int(row["created_at_epoch"] or 0)
+    return {
+        "sqlite_id": int(row["id"]),
+        "kind": kind,
+        "title": cut(title, TITLE_CHARS),  # a teammate's search shows it; they have no row to read it from
+        "project": project or "",
+        "session_id": row["session_id"] or "",
+        "created_at": created_ms // 1000,
+        # Seconds are what the spec asked for; the millisecond copy keeps since/until filters exact.
+        "created_at_ms": created_ms,
+        "prompt_number": int(row["prompt_number"] or 0),
+        "files": "\n".join(files),
+    }
+
+
+def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(document key, text, metadata of the part) for each document of a row. Needs only the row's
+    id and text columns, so search can name a row's documents from what it read anyway. The key
+    is the document's id within one installation; `document_id` makes its id in Chroma:
+
+      obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
+      sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
+      prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
+    """
+    row_id = row["id"]
+    name = ref(kind, row_id)  # a document's key starts with its row's ref
+    if kind == "observation":
+        parts: list[tuple[str, str, dict[str, Any]]] = []
+        main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
+        if main:
+            parts.append((f"{name}:main", main, {"part": "main"}))
+        for n, fact in enumerate(json_items(row["facts"])):
+            if isinstance(fact, str) and fact.strip():
+                parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
+        return parts
+    if kind == "summary":
+        return [(f"{name}:{part}", row[part].strip(), {"part": part}) for part in SUMMARY_FIELDS
+                if row[part] and row[part].strip()]
+    text = (row["prompt_text"] or "").strip()
+    docs = [(name, text, {"part": "prompt"})] if text else []
+    # Claude's reply to it (migration 0007): a document of the prompt's row, so a match on it is
+    # a match on the turn.
+    reply = (row["reply_text"] or "").strip()
+    if reply:
+        docs.append((f"{name}:reply", reply, {"part": "reply"}))
+    return docs
+
+
+def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+    meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
+                          row["title"] or row["subtitle"])
+    meta["type"] = row["type"]
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
+
+
+def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+    title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
+    meta = _base_metadata("summary", row, row["project"], row_files("summary", row), title)
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
+
+
+def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+    meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
+BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}
+
+
+# A row of each kind with every part present: its document ids are all the ids such a row can have.
+ALL_PARTS = {"prompt": {"prompt_text": "x", "reply_text": "x"}, "summary": {name: "x" for name in SUMMARY_FIELDS}}
+
+
+def document_id(key: str, installation_id: str) -> str:
+    """A document's id in Chroma: its key (`obs:12:fact:0`, as `document_texts` names it) and the
+    installation that wrote it, `obs:12:fact:0@3f9c...`. Keys never hold '@'."""
+    return f"{key}@{installation_id}"
+
+
+def split_doc_id(doc_id: str) -> tuple[str, str | None]:
+    """(key, installation id) of a document id; the id is None for a document written before
+    installations had ids (claude-mem before issue 16: `obs:12:main`)."""
+    key, sep, owner = doc_id.partition("@")
+    return key, (owner if sep else None)
+
+
+def parse_doc_id(doc_id: str) -> tuple[str, int] | None:
+    """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"; None for a
+    kind this claude-mem does not know (a teammate's newer one may write it): it is skipped."""
+    key = split_doc_id(doc_id)[0]
+    parsed = parse_ref(key, loose=True) if ":" in key else None  # a bare number is no document's key
+    return None if parsed is None else parsed[:2]
+
+
+def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
+    clauses: list[dict[str, Any]] = [{"kind": kind}]
+    if ids is not None:
+        clauses.append({"sqlite_id": {"$in": [int(i) for i in ids]}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def document_order(doc_id: str) -> tuple[int, int, str]:
+    # A row's documents as they were made: main text first, then facts by number, then the rest.
+    key = split_doc_id(doc_id)[0]
+    parts = key.split(":")
+    if len(parts) >= 3 and parts[2] == "main":
+        return 0, 0, key
+    if len(parts) >= 4 and parts[2] == "fact" and parts[3].isdigit():
+        return 1, int(parts[3]), key
+    if len(parts) >= 3 and parts[2] in SUMMARY_FIELDS:
+        return 2, SUMMARY_FIELDS.index(parts[2]), key
+    return 3, 0, key

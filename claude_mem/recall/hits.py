@@ -1,0 +1,98 @@
+"""What search returns for each memory: a `Hit` (title, the snippet that matched, files, score),
+made from a candidate's row, or from a teammate's documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from claude_mem.recall.candidates import Candidate
+from claude_mem.recall.documents import document_texts
+from claude_mem.recall.terms import TOKEN, stem
+from claude_mem.store.memories import SUMMARY_FIELDS
+from claude_mem.store.reads import cut, json_list, row_files
+
+TITLE_CHARS = 120
+SNIPPET_CHARS = 200
+
+
+@dataclass
+class Hit:
+    """One memory found: what every caller of search shows (`ref(kind, id, origin)` names it)."""
+
+    kind: str                 # "observation" | "summary" | "prompt"
+    id: int                   # sqlite row id in its table
+    session_id: str
+    project: str
+    type: str | None          # observation type; None for others
+    title: str                # observation title / summary request / prompt text (cut to ~120 chars)
+    snippet: str              # short matching text (the fact or field that matched), <= ~200 chars
+    created_at_epoch: int     # ms
+    files: list[str]
+    score: float
+    # None for this installation's memory; a teammate's installation name for a memory found on a
+    # shared Chroma server (`id` is then the row's id in their database: ref `obs:12@laptop-b`).
+    origin: str | None = None
+
+
+def _best_text(texts: list[str], terms: list[str]) -> str:
+    wanted = {stem(t) for t in terms}
+    best, best_score = "", -1
+    for text in texts:
+        if not text or not text.strip():
+            continue
+        score = len(wanted & {stem(w.lower()) for w in TOKEN.findall(text)})
+        if score > best_score:
+            best, best_score = text, score
+    return best
+
+
+def _snippet(text: str, terms: list[str]) -> str:
+    text = " ".join((text or "").split())
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    wanted = {stem(t) for t in terms}
+    first = next((m.start() for m in TOKEN.finditer(text) if stem(m.group().lower()) in wanted), 0)
+    start = max(0, min(first - 40, len(text) - SNIPPET_CHARS))
+    piece = text[start:start + SNIPPET_CHARS - 2].strip()
+    return ("…" if start else "") + piece + "…"
+
+
+def _document_text(c: Candidate) -> str:
+    """The text of the document the vector search matched, rebuilt from the SQLite row (or, for
+    a teammate's memory, as it came from the server)."""
+    if c.remote is not None:
+        return c.remote.texts.get(c.doc_id, "")
+    return next((text for doc_id, text, _ in document_texts(c.kind, c.row) if doc_id == c.doc_id), "")
+
+
+def hit(c: Candidate, score: float, terms: list[str]) -> Hit:
+    """The hit of a ranked candidate; its snippet is the document that matched, or the text with
+    most query words."""
+    row = c.row
+    if c.remote is not None:
+        return Hit(kind=c.kind, id=c.remote.row_id, session_id=row["session_id"], project=row["project"], type=row["type"],
+                   title=cut(row["title"], TITLE_CHARS), snippet=_snippet(_document_text(c), terms),
+                   created_at_epoch=row["created_at_epoch"], files=row["files"], score=round(float(score), 6),
+                   origin=c.remote.name)
+    if c.kind == "observation":
+        title = row["title"] or row["subtitle"] or ""
+        facts = json_list(row["facts"])
+        texts = [" ".join(p for p in (row["title"], row["subtitle"]) if p), row["narrative"] or "", *facts]
+        files = row_files(c.kind, row)
+        type_: str | None = row["type"]
+    elif c.kind == "summary":
+        texts = [row[name] or "" for name in SUMMARY_FIELDS]
+        title = row["request"] or next((t for t in texts if t.strip()), "")
+        files = row_files(c.kind, row)
+        type_ = None
+    else:
+        title = row["prompt_text"] or ""
+        texts = [title, row["reply_text"] or ""]
+        files = []
+        type_ = None
+    matched = _document_text(c) if c.doc_id else ""
+    # The vector side knows which document matched; keyword hits show the text with most query words.
+    snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
+    return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,
+               title=cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
+               created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6))

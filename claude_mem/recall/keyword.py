@@ -1,0 +1,71 @@
+"""The keyword side of search: SQLite FTS5 (BM25) with the filters applied in its SQL, within a
+row budget so common words do not make it rank most of the table."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from claude_mem.recall import tuning
+from claude_mem.recall.candidates import Filters, sql_filters
+from claude_mem.recall.terms import fts_match
+from claude_mem.store.reads import KIND
+
+
+def _fts_sql(kind: str) -> str:
+    described = KIND[kind]
+    fts = described.fts
+    return (f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {described.table} t ON t.id = {fts}.rowid"
+            f"{described.session_join()} WHERE {fts} MATCH ?")
+
+
+def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: Filters,
+               pool: int, *, alone: bool = True) -> dict[tuple[str, int], float]:
+    """The `pool` best keyword matches per kind. `alone` says no semantic side will rank what
+    keywords cannot tell apart (see below)."""
+    if not terms:
+        return {}
+    found: dict[tuple[str, int], float] = {}
+    for kind in kinds:
+        where = sql_filters(kind, f, "t")
+        if where is None:
+            continue
+        clauses, params = where
+        sql = _fts_sql(kind) + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
+        rare, common = _split_by_frequency(conn, kind, terms)
+        if rare:
+            match = fts_match(rare)
+        else:
+            # Every word common: the rows holding all of them; when even those are over budget,
+            # keywords do not tell them apart and the semantic side ranks them alone (S3).
+            match = " AND ".join(fts_match([t]) for t in common)
+            if not alone and _count(conn, kind, match) > tuning.FTS_BUDGET:
+                continue
+        for row_id, score in conn.execute(sql, [match, *params, pool]):
+            found[(kind, int(row_id))] = float(score)
+    return found
+
+
+def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -> tuple[list[str], list[str]]:
+    """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
+    this kind, and the others. FTS5 ranks every matching row (~1 us each), and a common word
+    weighs little in BM25 anyway (speed step S3 in docs/search-tuning.md)."""
+    table = KIND[kind].fts
+    largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    if largest <= tuning.FTS_BUDGET:
+        return list(terms), []
+    counts = {term: _count(conn, kind, fts_match([term])) for term in terms}
+    rare: list[str] = []
+    used = 0
+    for term in sorted(terms, key=lambda t: counts[t]):
+        if used + counts[term] > tuning.FTS_BUDGET:
+            break
+        rare.append(term)
+        used += counts[term]
+    return [t for t in terms if t in rare], [t for t in terms if t not in rare]
+
+
+def _count(conn: sqlite3.Connection, kind: str, match: str) -> int:
+    """Rows matching, counted up to FTS_BUDGET + 1 (that much is known in ~0.2 ms)."""
+    table = KIND[kind].fts
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, (match, tuning.FTS_BUDGET + 1)).fetchone()[0])

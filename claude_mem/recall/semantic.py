@@ -1,0 +1,222 @@
+"""The semantic side of search: the documents nearest to the query (the Chroma index), filtered in
+SQLite with the keyword side's SQL, and each candidate's cosine measured around the pool's centre."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from claude_mem.recall import remote, tuning
+from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
+from claude_mem.recall.documents import VectorMatch, document_texts
+from claude_mem.recall.terms import stem
+from claude_mem.store.reads import KIND, KINDS
+
+if TYPE_CHECKING:
+    from claude_mem.recall.index import Index
+
+
+# Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
+# the whole project through its index (S5).
+def _source_by_id(kind: str) -> str:
+    return KIND[kind].source("t", "NOT INDEXED")
+
+
+def _text_columns(kind: str) -> str:
+    """The columns `documents.document_texts` needs to name a row's documents."""
+    return ", ".join(f"t.{c}" for c in ("id", *KIND[kind].text_columns))
+
+
+@dataclass
+class NearestDocuments:
+    """The nearest documents, unfiltered (see `_nearest`)."""
+
+    embedding: Any
+    matches: list[VectorMatch]  # nearest first
+    asked: int  # how many were asked for: fewer came back only when the index has no more
+    aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
+
+
+def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
+    """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
+    embedding = index.embed_query(text)
+    # Unfiltered, the nearest `want` are the answer and their vectors come with them (S1); with
+    # filters, vectors are fetched once the filters have run.
+    filtered = has_filters(f) or set(kinds) != set(KINDS)
+    n = want * tuning.RAW_FACTOR if filtered else want
+    aliases = remote.Aliases()
+    matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
+    return NearestDocuments(embedding, matches, n, aliases)
+
+
+def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, terms: list[str], kinds: tuple[str, ...],
+                   f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool) -> None:
+    """The nearest documents passing the filters join `candidates`, and every candidate gets its
+    cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
+    embedding = raw.embedding
+    matches = _nearest(conn, index, raw, kinds, f, want)
+    reached = {(m.kind, m.sqlite_id) for m in matches}
+    for key in reached:
+        candidates.setdefault(key, Candidate(*key))
+    for m in matches:
+        if m.origin is not None:  # a teammate's memory: what it is comes with its documents
+            cand = candidates[(m.kind, m.sqlite_id)]
+            if cand.remote is None:
+                cand.remote = remote.RemoteRow.of(m)
+                cand.row = cand.remote.row
+            cand.remote.texts[m.doc_id] = m.origin.text
+    owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
+    if fill_missing:
+        # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the
+        # blend would read "not in the top N" as "unrelated": that of their document holding
+        # most query words (all of them cost a third of a query, S4).
+        missing = {key: c for key, c in candidates.items() if key not in reached}
+        load_rows(conn, missing)
+        stems = [stem(t) for t in terms]
+        for c in missing.values():
+            docs = document_texts(c.kind, c.row) if c.row else []
+            if docs:
+                best = max(docs, key=lambda d: sum(stem in d[1].lower() for stem in stems))  # first (main) on ties
+                owners[best[0]] = (c.kind, c.id)
+    # The stored vectors of every candidate document, for the centring in set_cosines.
+    known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
+    known.update(index.vectors([doc_id for doc_id in owners if doc_id not in known]))
+    set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
+                 embedding, candidates)
+
+
+def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kinds: tuple[str, ...], f: Filters,
+             want: int) -> list[VectorMatch]:
+    """The `want` documents nearest to the query among those passing the filters: the nearest
+    RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
+    enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
+    vectors; else Chroma's own `where`, which scans metadata first (~20 ms, S1)."""
+    embedding = raw.embedding
+    kept: list[VectorMatch] = []
+    step = 2 * want  # the nearest pass first when the query is about the filtered project: stop early
+    for start in range(0, len(raw.matches), step):
+        kept.extend(_passing(conn, raw.matches[start:start + step], kinds, f))
+        if len(kept) >= want:
+            break
+    if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:
+        return kept[:want]
+    # Teammates' documents have no rows here: those among the nearest that passed are kept.
+    theirs = [m for m in kept if m.origin is not None]
+    rows = _filtered_rows(conn, kinds, f, tuning.BRUTE_FORCE_ROWS)
+    if rows is not None:
+        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row)}
+        scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
+                  for doc_id, vector in index.vectors(list(owners)).items()]
+        return sorted(scored + theirs, key=lambda m: m.distance)[:want]
+    where = _vector_where(conn, kinds, f)
+    if where is None:
+        return theirs[:want]
+    found = [raw.aliases.local(m) for m in index.query_documents(embedding, want, where or None)]
+    return [m for m in found if m.origin is None or remote.passes(m.origin.metadata, m.kind, f)]
+
+
+def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: Filters) -> list[VectorMatch]:
+    """The matches whose rows are of the wanted kinds and pass the filters, in order (a
+    teammate's, by its metadata)."""
+    wanted = [m for m in matches if m.kind in kinds]
+    if not has_filters(f):
+        return wanted
+    ok: set[tuple[str, int]] = set()
+    for kind in kinds:
+        where = sql_filters(kind, f, "t")
+        ids = sorted({m.sqlite_id for m in wanted if m.kind == kind and m.origin is None})
+        if where is None or not ids:
+            continue
+        clauses, params = where
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            sql = (f"SELECT t.id FROM {_source_by_id(kind)} WHERE t.id IN ({','.join('?' * len(chunk))})"
+                   + "".join(f" AND {c}" for c in clauses))
+            ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
+    return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
+                                  else remote.passes(m.origin.metadata, m.kind, f))]
+
+
+def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters,
+                   limit: int) -> list[tuple[str, dict[str, Any]]] | None:
+    """The rows passing the filters (the columns that name their documents), None if more than `limit`."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind in kinds:
+        where = sql_filters(kind, f, "t")
+        if where is None:
+            continue
+        clauses, params = where
+        sql = (f"SELECT {_text_columns(kind)} FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+               + " LIMIT ?")
+        out.extend((kind, dict(r)) for r in conn.execute(sql, [*params, limit + 1 - len(out)]))
+        if len(out) > limit:
+            return None
+    return out
+
+
+def _matching_ids(conn: sqlite3.Connection, kind: str, f: Filters) -> list[int] | None:
+    """Row ids passing the filters, when a filter cannot be said in Chroma's `where` (a file
+    path is matched as a substring of the stored lists); None when no such filter is set."""
+    if not f.file:
+        return None
+    where = sql_filters(kind, f, "t")
+    if where is None:
+        return []
+    clauses, params = where
+    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE " + " AND ".join(clauses)
+    return [r[0] for r in conn.execute(sql, params)]
+
+
+def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters) -> dict[str, Any] | None:
+    """The same filters as a Chroma `where` ({} for none); None when they exclude everything."""
+    per_kind: list[dict[str, Any]] = []
+    for kind in kinds:
+        if sql_filters(kind, f, "t") is None:
+            continue
+        ids = _matching_ids(conn, kind, f)
+        if ids is None:
+            per_kind.append({"kind": kind})
+        elif ids:
+            per_kind.append({"$and": [{"kind": kind}, {"sqlite_id": {"$in": ids}}]})
+    if not per_kind:
+        return None
+    clauses: list[dict[str, Any]] = []
+    if len(per_kind) < len(KINDS) or any(set(clause) != {"kind"} for clause in per_kind):
+        # Every kind wanted, unfiltered by file: no clause at all (each clause costs, see _nearest).
+        clauses.append(per_kind[0] if len(per_kind) == 1 else {"$or": per_kind})
+    for key, value in (("project", f.project), ("type", f.type_), ("session_id", f.session_id)):
+        if value:
+            clauses.append({key: value})
+    if f.since_ms is not None:
+        clauses.append({"created_at_ms": {"$gte": int(f.since_ms)}})
+    if f.until_ms is not None:
+        clauses.append({"created_at_ms": {"$lt": int(f.until_ms)}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses} if clauses else {}
+
+
+def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[str, int], Candidate]) -> None:
+    """Each candidate's cosine: that of its best document, measured around the pool's centre.
+    Memories of one person or project share a common direction that makes raw cosines alike;
+    removing CENTRING x the pool's mean keeps what sets them apart (experiment 10)."""
+    import numpy as np
+
+    with_vectors = [m for m in matches if m.embedding is not None]
+    if not with_vectors:
+        return
+    docs = np.stack([np.asarray(m.embedding, dtype=np.float32) for m in with_vectors])
+    query = np.asarray(query, dtype=np.float32)
+    raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
+    centre = tuning.CENTRING * docs.mean(axis=0)
+    docs = docs - centre
+    docs /= np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9, None)
+    q = query - centre
+    q /= max(float(np.linalg.norm(q)), 1e-9)
+    cosines = docs @ q
+    for match, cosine, plain in zip(with_vectors, cosines.tolist(), raw, strict=True):
+        cand = candidates.get((match.kind, match.sqlite_id))
+        if cand is None:
+            continue
+        if cand.cosine is None or cosine > cand.cosine:
+            cand.cosine, cand.doc_id = cosine, match.doc_id
+        cand.raw_cosine = plain if cand.raw_cosine is None else max(cand.raw_cosine, plain)
