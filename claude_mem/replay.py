@@ -364,13 +364,14 @@ def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]])
     """Store payloads the way the hook commands do (same sanitising, same rows) without a
     process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
     from claude_mem import hooks
+    from claude_mem.store.spool import apply_event
 
     stored = 0
     for payload in payloads:
         make = hooks.SANITIZE.get(HOOK_COMMANDS.get(payload.get("hook_event_name", ""), ""))
         record = make(config, payload) if make else None
         if record is not None:
-            hooks.apply_event(conn, record)
+            apply_event(conn, record)
             stored += 1
     return stored
 

@@ -375,41 +375,6 @@ def logs(app: AppContext, n: int, follow: bool, session_id: str | None, as_json:
 
 # --- status ---------------------------------------------------------------------------------------
 
-# Where the Claude Code CLI (which the observer runs) finds a login; the values are never read.
-_CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-                   "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
-
-
-def model_credentials() -> str | None:
-    """Where a model login would come from, without calling the network; None when there is none
-    we can see (macOS keeps Claude Code's login in the Keychain, which is not looked at)."""
-    for name in _CREDENTIAL_ENV:
-        if os.environ.get(name, "").strip():
-            return f"{name} is set"
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
-    path = os.path.join(config_dir, ".credentials.json")
-    if os.path.exists(path):
-        return f"Claude Code login in {path}"
-    return None
-
-
-def index_health(app: AppContext, conn: Any) -> dict[str, Any]:
-    """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
-    from claude_mem.cli.params import open_index
-    from claude_mem.recall.index import IndexUnavailable
-
-    if not app.config.semantic_index:
-        return {"state": "off"}
-    index = open_index(app.config, create=False)
-    if index is None:
-        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn)}
-    try:
-        drift = index.drift(conn)
-    except IndexUnavailable as exc:
-        return {"state": "unavailable", "reason": str(exc), "location": index.location}
-    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, **drift}
-
-
 def _index_line(health: dict[str, Any]) -> str:
     state = health["state"]
     if state == "off":
@@ -430,22 +395,6 @@ def _index_line(health: dict[str, Any]) -> str:
     return paint(f"drift: {missing} rows missing, {stale} stale ({line}); `claude-mem doctor --fix` repairs it", "yellow")
 
 
-def sharing(config: Any, health: dict[str, Any] | None) -> dict[str, Any]:
-    """What this installation sends to a shared Chroma server (issue 16: sharing is said, not
-    implied): the server, the name teammates see, what was sent, what is kept local."""
-    from claude_mem.installation import clean_name, default_name
-
-    url = (config.chroma_url or "").strip()
-    out: dict[str, Any] = {"server": url or None, "name": clean_name(config.installation_name) or default_name(),
-                           "local_projects": sorted(config.local_projects) if url else []}
-    if health and "installation" in health:
-        out["installation_id"] = health["installation"]["id"]
-    if url and health and "shared" in health:
-        out["rows_sent"] = {kind: health[kind]["indexed"] for kind in ("observation", "summary", "prompt")}
-        out.update(health["shared"])
-    return out
-
-
 def _sharing_line(share: dict[str, Any]) -> str:
     from claude_mem.cli.format import plural
 
@@ -463,63 +412,20 @@ def _sharing_line(share: dict[str, Any]) -> str:
     return line
 
 
-def _last_log_error(logs_dir: str) -> str | None:
-    from claude_mem.logs import read_tail
-
-    errors = [line for line in read_tail(logs_dir, 500) if "error" in line.lower()]
-    return errors[-1] if errors else None
-
-
 @cli.command("status", short_help="Counts, queue, workers, index, model.")
 @json_option
 @pass_app
 def status(app: AppContext, as_json: bool) -> None:
     """Data dir, counts, queue, workers, the memory service, index health, the model, the last error."""
-    from claude_mem.service import control as service_control
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.status import report
 
-    config = app.config
-    info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path,
-                            "database_exists": os.path.exists(config.db_path), "model": config.model,
-                            "synthesizer": config.synthesizer, "credentials": model_credentials()}
-    info["database_bytes"] = overview.database_bytes(config.db_path)
-    info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None,
-                sharing=sharing(config, None), workers_started=[])
-    if info["database_exists"]:
-        from claude_mem.worker import stranded
-
-        conn = app.db()
-        # Events no worker is left to take get one now (issue 11): `status` may be what runs next.
-        info["workers_started"] = stranded.revive(config, conn)
-        info["counts"] = overview.counts(conn)
-        info["queue"] = queue_mod.counts_by_status(conn)
-        info["model_outages"] = overview.model_outages(conn)
-        info["skipped"] = overview.skipped_events(conn)
-        info["last_queue_error"] = overview.last_queue_error(conn)
-        info["index"] = index_health(app, conn)
-        info["sharing"] = sharing(config, info["index"])
-    info["workers"] = [w.as_dict() for w in list_workers(config.workers_dir) if w.alive]
-    info["waiting_sessions"] = _waiting_for_slot(app, info["workers"]) if info["database_exists"] else []
-    info["service"] = service_control.state(config.data_dir).as_dict()
-    info["last_error"] = _last_log_error(config.logs_dir)
+    # No database yet is a state to show, not an error; nor is it created by looking.
+    conn = app.db() if os.path.exists(app.config.db_path) else None
+    info = report(app.config, conn)
     if as_json:
         emit_json(info)
         return
     _print_status(info)
-
-
-def _waiting_for_slot(app: AppContext, workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sessions with due events and no worker while every worker slot is taken, oldest first."""
-    from claude_mem.worker import spawn
-
-    config = app.config
-    if len(workers) < config.max_workers and spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
-        return []
-    conn = app.db()
-    live = {w["session_id"] for w in workers}
-    rows = conn.execute("SELECT session_id, MIN(created_at_epoch), COUNT(*) FROM observation_queue WHERE status = 'pending'"
-                        " GROUP BY session_id ORDER BY MIN(id)").fetchall()
-    return [{"session_id": sid, "waiting_since_epoch": since, "events": n} for sid, since, n in rows if sid not in live]
 
 
 def _service_line(service: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from claude_mem.recall.digest import local_day
+from claude_mem.push.digest import local_day
 from claude_mem.store.reads import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import

@@ -116,11 +116,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from claude_mem.push.terms import TOKEN as _TOKEN
+from claude_mem.push.terms import fts_match, query_terms
+from claude_mem.push.terms import stem as _stem
 from claude_mem.recall import remote
 from claude_mem.recall.index import VectorMatch, document_texts
-from claude_mem.recall.terms import TOKEN as _TOKEN
-from claude_mem.recall.terms import fts_match, query_terms
-from claude_mem.recall.terms import stem as _stem
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import KINDS, cut, file_clause, json_list
 

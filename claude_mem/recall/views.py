@@ -13,7 +13,7 @@ import re
 import sqlite3
 from typing import Any
 
-from claude_mem.recall.digest import local_clock, local_day, local_stamp
+from claude_mem.push.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.search import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import KIND_OF_PREFIX, TABLES, cut, get_observations, json_list, ref

@@ -92,3 +92,34 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | N
 def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(
         "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]
+
+
+def session_ended(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Claude Code sent SessionEnd (a resumed session sets it active again)."""
+    row = conn.execute("SELECT status FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return row is not None and row[0] == "ended"
+
+
+def complete_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """A turn was summarised: the session is completed (an ended one stays ended)."""
+    conn.execute("UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
+                 " completed_at_epoch = ? WHERE claude_session_id = ?", (now_ms(), session_id))
+
+
+def set_resume_point(conn: sqlite3.Connection, session_id: str, conversation: str | None, message: str | None) -> None:
+    """Where the session's observer conversation resumes: after the last stored batch."""
+    conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
+                 (conversation, message, session_id))
+
+
+def prompt_text(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> str | None:
+    row = conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
+                       (session_id, prompt_number)).fetchone()
+    return row[0] if row else None
+
+
+def replied_prompts(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> list[int]:
+    """The ids of the turn's prompts that hold Claude's reply (the Stop hook keeps it)."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
+        (session_id, prompt_number))]

@@ -28,15 +28,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.hooks import drain_spool
 from claude_mem.logs import log_line
 from claude_mem.service import client as service
 from claude_mem.settings import Config
-from claude_mem.store import outages, queue, records
-from claude_mem.store.costs import USAGE_FIELDS
-from claude_mem.store.db import connect, now_ms, transaction
+from claude_mem.store import outages, queue, records, runs
+from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
 from claude_mem.store.reads import cut
+from claude_mem.store.spool import drain_spool
 from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
@@ -145,7 +144,7 @@ class Worker:
         try:
             conn = connect(self.config.db_path)
             try:
-                waiting = queue.waiting_sessions(conn)
+                waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -163,7 +162,7 @@ class Worker:
         if spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
             return False
         return any(sid != self.session_id and not spawn.worker_alive(config.workers_dir, sid)
-                   for sid in queue.waiting_sessions(self.conn))
+                   for sid in (w["session_id"] for w in queue.waiting_sessions(self.conn, due_by=now_ms())))
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -177,11 +176,8 @@ class Worker:
         create_time = psutil.Process(pid).create_time()
         self.worker_id = f"{pid}:{create_time:.3f}"
         with transaction(self.conn):
-            self.run_id = self.conn.execute(
-                "INSERT INTO worker_runs (session_id, pid, create_time, worker_id, synthesizer, started_at_epoch)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (self.session_id, pid, create_time, self.worker_id, self.mode, now_ms()),
-            ).lastrowid
+            self.run_id = runs.start_run(self.conn, self.session_id, pid=pid, create_time=create_time,
+                                         worker_id=self.worker_id, synthesizer=self.mode)
         info = {"session_id": self.session_id, "pid": pid, "create_time": create_time, "worker_id": self.worker_id,
                 "started_at_epoch": now_ms(), "synthesizer": self.mode}
         path = spawn.info_path(self.config.workers_dir, self.session_id)
@@ -192,11 +188,8 @@ class Worker:
     def _unregister(self, reason: str) -> None:
         try:
             with transaction(self.conn):
-                self.conn.execute(
-                    "UPDATE worker_runs SET ended_at_epoch = ?, exit_reason = ?, events_done = ?, observations_stored = ?"
-                    " WHERE id = ?",
-                    (now_ms(), reason, self.stats["events"], self.stats["observations"], self.run_id),
-                )
+                runs.finish_run(self.conn, self.run_id, reason, events=self.stats["events"],
+                                observations=self.stats["observations"])
         except sqlite3.Error:
             pass
 
@@ -223,7 +216,7 @@ class Worker:
                     if self._others_waiting():
                         return "idle, yielding its slot to a waiting session"
                 # Sleep until another connection commits (data_version moves) or a poll passes.
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                version = data_version(conn)
                 if version == last_version:
                     await asyncio.sleep(POLL_S)
                 last_version = version
@@ -253,8 +246,7 @@ class Worker:
 
     def _session_ended(self) -> bool:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
-        row = self.conn.execute("SELECT status FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
-        return row is not None and row[0] == "ended"
+        return records.session_ended(self.conn, self.session_id)
 
     def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A finalize alone, an event that failed on its own before alone, or consecutive ready
@@ -326,21 +318,15 @@ class Worker:
                 summary_model = model if outcome.summary_source == "model" else None
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
                                                   source=outcome.summary_source, model=summary_model))
-                self.conn.execute(
-                    "UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
-                    " completed_at_epoch = ? WHERE claude_session_id = ?",
-                    (now_ms(), self.session_id))
+                records.complete_session(self.conn, self.session_id)
             self._keep_raw_reply(ids, outcome)
             if synth == "model" and self._turn is not None:
-                self.conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
-                                  (*self._turn, self.session_id))
+                records.set_resume_point(self.conn, self.session_id, *self._turn)
                 self._fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
         self._turn = None
         # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
-        replied = [] if events[0].kind != "finalize" else [r[0] for r in self.conn.execute(
-            "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
-            (self.session_id, prompt_number))]
+        replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
         if self.config.semantic_index and (new_ids or summary_ids or replied):
             self._notify_index(new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
@@ -362,10 +348,7 @@ class Worker:
         """Keep a reply that yielded nothing usable (call inside a transaction)."""
         if outcome.raw is None:
             return
-        self.conn.execute(
-            "INSERT INTO raw_replies (session_id, queue_ids, reply, error, created_at, created_at_epoch)"
-            " VALUES (?, ?, ?, ?, datetime('now'), ?)",
-            (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
+        runs.keep_raw_reply(self.conn, self.session_id, ids, outcome.raw, outcome.raw_error or "no usable block")
         outcome.raw = None  # kept once, whichever way the batch is settled
 
     def _defer_for_outage(self, ids: list[int], outcome: Outcome | None) -> None:
@@ -525,9 +508,7 @@ class Worker:
         return Outcome(error=reply.error, detail=reply.detail)
 
     def _prompt_text(self, prompt_number: int) -> str:
-        row = self.conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
-                                (self.session_id, prompt_number)).fetchone()
-        return cut(row[0], 1500) if row else ""
+        return cut(records.prompt_text(self.conn, self.session_id, prompt_number) or "", 1500)
 
     def _turn_events(self, prompt_number: int) -> list[Event]:
         rows = queue.list_rows(self.conn, session_id=self.session_id)
@@ -570,11 +551,7 @@ class Worker:
             return
         try:
             with transaction(self.conn):
-                self.conn.execute(
-                    "UPDATE worker_runs SET model_replies = model_replies + 1, input_tokens = input_tokens + ?,"
-                    " output_tokens = output_tokens + ?, cache_read_input_tokens = cache_read_input_tokens + ?,"
-                    " cache_creation_input_tokens = cache_creation_input_tokens + ? WHERE id = ?",
-                    (*(int(usage.get(k) or 0) for k in USAGE_FIELDS), self.run_id))
+                runs.add_usage(self.conn, self.run_id, usage)
         except sqlite3.Error as exc:
             self.log(f"could not record the observer's token usage: {exc}")
 
