@@ -28,6 +28,7 @@ import sqlite3
 import sys
 
 from claude_mem import settings as settings_mod
+from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
 from claude_mem.logs import log_line
 from claude_mem.payload import (
     PayloadError,
@@ -53,13 +54,11 @@ QUIET = '{"continue": true, "suppressOutput": true}'
 # and carried by the turn's summary request.
 REPLY_CHARS = 4000
 
+# The events each command handles (entry.HOOK_REGISTRATIONS), and SubagentStop, which a user may
+# route to `summary` and which stores nothing: a subagent ending does not end the user's turn.
 HOOK_EVENTS: dict[str, tuple[str, ...]] = {
-    "context": ("SessionStart",),
-    "new": ("UserPromptSubmit",),
-    "pre": ("PreToolUse",),
-    "save": ("PostToolUse", "PostToolUseFailure"),
-    "summary": ("Stop", "SubagentStop", "SessionEnd"),
-}
+    command: tuple(event for event, sub, _ in HOOK_REGISTRATIONS if sub == command) for command in HOOK_COMMANDS}
+HOOK_EVENTS["summary"] += ("SubagentStop",)
 
 
 def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:

@@ -56,17 +56,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-# Which claude-mem hook command each Claude Code event goes to; mirrors the plugin's
-# hooks/hooks/hooks.json (a test keeps the two in step). Events not listed are not sent.
-HOOK_COMMANDS: dict[str, str] = {
-    "SessionStart": "context",
-    "UserPromptSubmit": "new",
-    "PreToolUse": "pre",  # transcripts do not record it; scripted sessions and benchmarks may send it
-    "PostToolUse": "save",
-    "PostToolUseFailure": "save",
-    "Stop": "summary",
-    "SessionEnd": "summary",  # transcripts do not record it; scripted sessions may send it
-}
+from claude_mem.entry import HOOK_REGISTRATIONS
+
+# Which claude-mem hook command each Claude Code event goes to: the registered ones
+# (entry.HOOK_REGISTRATIONS). Events not listed are not sent.
+HOOK_COMMANDS: dict[str, str] = {event: command for event, command, _ in HOOK_REGISTRATIONS}
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 

@@ -297,7 +297,7 @@ def test_bad_input_in_a_real_process(data_dir: Path) -> None:
     assert proc.returncode == 0
     assert_quiet(proc.stdout)
     assert_one_error("save", proc.stderr, data_dir)
-    assert "not JSON" in proc.stderr
+    assert "not valid JSON" in proc.stderr
 
 
 def test_non_utf8_bytes_are_kept(data_dir: Path, project: Path) -> None:
