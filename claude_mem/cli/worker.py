@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -109,8 +110,6 @@ def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> No
     if not as_json:
         click.echo(f"re-queued {n} event(s) of {session_id} for the model")
     if wait:
-        import contextlib
-
         from claude_mem.worker.loop import run_worker
 
         # The worker narrates on stdout; with --json that must stay one JSON document.
@@ -169,22 +168,14 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     dead = [w for w in workers if not w.alive]
     fixed = ""
     if dead and fix:
-        for w in dead:
-            try:
-                os.unlink(w.info_file)
-            except OSError:
-                pass
+        _remove([w.info_file for w in dead])
         fixed = f"removed {len(dead)} stale worker file(s)"
     note("stale worker files", not dead, f"{len(dead)} for dead workers", fixed)
 
     stale_locks = processes.stale_lock_files(config.workers_dir)
     fixed = ""
     if stale_locks and fix:
-        for path in stale_locks:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        _remove(stale_locks)
         fixed = f"removed {len(stale_locks)} unheld lock file(s)"
     note("stale locks", not stale_locks, f"{len(stale_locks)} lock file(s) held by no process", fixed)
 
@@ -237,6 +228,12 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
                        + (f" -> {f['fixed']}" if f["fixed"] else ""))
     if any(not f["ok"] and not f["fixed"] for f in findings):
         sys.exit(1)
+
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _service_check(config: settings.Config, found: dict[str, Any], fix: bool) -> tuple[str, bool, str, str]:
