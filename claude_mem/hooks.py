@@ -42,7 +42,7 @@ from claude_mem.payload import (
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect
-from claude_mem.store.spool import apply_event, drain_spool, spool_event
+from claude_mem.store.records import apply_event
 from claude_mem.worker import spawn, stranded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -196,6 +196,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
             # Spooled events are older than this one: store them first, so prompts keep their
             # order and a spooled tool call or Stop keeps the prompt it belongs to.
             if command == "new":
+                from claude_mem.store.spool import drain_spool  # a module the save hook need not load
+
                 drain_spool(config, conn)
             apply_event(conn, record)
             # This hook starts its own session's worker below (unless it ends the session).
@@ -203,6 +205,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         finally:
             conn.close()
     except (sqlite3.Error, OSError, SchemaTooNewError) as exc:
+        from claude_mem.store.spool import spool_event
+
         try:
             path = spool_event(config, record)
         except OSError as spool_exc:

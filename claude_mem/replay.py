@@ -358,7 +358,7 @@ def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]])
     """Store payloads the way the hook commands do (same sanitising, same rows) without a
     process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
     from claude_mem import hooks
-    from claude_mem.store.spool import apply_event
+    from claude_mem.store.records import apply_event
 
     stored = 0
     for payload in payloads:

@@ -1,4 +1,4 @@
-"""A hook's safe event into the database: now (`apply_event`), or later through the spool.
+"""Events the database could not take, kept to be stored later (records.apply_event stores them).
 
 The spool is `<data dir>/spool/`: one JSON file per event the database could not take (locked
 past the busy timeout, read-only, full). The next hook, worker or `doctor --fix` stores them,
@@ -15,45 +15,13 @@ import sqlite3
 import time
 
 from claude_mem.logs import log_line
-from claude_mem.project import project_for
-from claude_mem.store import queue, records
-from claude_mem.store.db import transaction
+from claude_mem.store.records import apply_event
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
     from claude_mem.settings import Config
-
-
-def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
-    """Store one safe event in one transaction. Replaying the same event is harmless: tool
-    calls dedupe on tool_use_id, prompts on prompt_id, finalize markers on the prompt."""
-    session_id = record["session_id"]
-    if record["type"] == "end":
-        with transaction(conn):
-            records.end_session(conn, session_id)
-        return
-    with transaction(conn):
-        if not records.session_exists(conn, session_id):
-            records.ensure_session(conn, session_id, project=project_for(record.get("cwd")),
-                                   cwd=record.get("cwd"), transcript_path=record.get("transcript_path"))
-        kind = record["type"]
-        if kind == "prompt":
-            records.record_prompt(conn, session_id, record["prompt"], record.get("prompt_id"))
-        elif kind == "tool":
-            queue.enqueue_tool(
-                conn, session_id, tool_name=record["tool_name"], tool_input=record["tool_input"],
-                tool_response=record["tool_response"], tool_use_id=record.get("tool_use_id"),
-                is_error=bool(record.get("is_error")), duration_ms=record.get("duration_ms"),
-                agent_id=record.get("agent_id"), cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
-            )
-        elif kind == "finalize":
-            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
-                                   last_assistant_message=record.get("last_assistant_message"))
-            records.record_reply(conn, session_id, record.get("last_assistant_message"), record.get("prompt_id"))
-        else:
-            raise ValueError(f"unknown event type {kind!r}")
 
 
 def spool_event(config: Config, record: dict[str, Any]) -> str:
