@@ -12,7 +12,7 @@
 Contract: a hook never blocks or breaks Claude Code. Whatever happens it exits 0, and on
 failure writes one line to stderr and one to the log. Events are made safe (redacted, capped)
 first; if the database cannot take them (locked past the busy timeout, read-only, full), the
-safe event is written to `<data dir>/spool/` and replayed later, so nothing is lost that
+safe event is written to `<data dir>/spool/` and replayed later (store/spool.py), so nothing is lost that
 could have been kept.
 
 Only the standard library and the hook-safe modules are imported here: the hook's wall time
@@ -26,9 +26,9 @@ import json
 import os
 import sqlite3
 import sys
-import time
 
 from claude_mem import settings as settings_mod
+from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
 from claude_mem.logs import log_line
 from claude_mem.payload import (
     PayloadError,
@@ -41,8 +41,8 @@ from claude_mem.payload import (
 )
 from claude_mem.project import project_for
 from claude_mem.settings import Config
-from claude_mem.store import queue, records
-from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect, transaction
+from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect
+from claude_mem.store.records import apply_event
 from claude_mem.worker import spawn, stranded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -54,13 +54,11 @@ QUIET = '{"continue": true, "suppressOutput": true}'
 # and carried by the turn's summary request.
 REPLY_CHARS = 4000
 
+# The events each command handles (entry.HOOK_REGISTRATIONS), and SubagentStop, which a user may
+# route to `summary` and which stores nothing: a subagent ending does not end the user's turn.
 HOOK_EVENTS: dict[str, tuple[str, ...]] = {
-    "context": ("SessionStart",),
-    "new": ("UserPromptSubmit",),
-    "pre": ("PreToolUse",),
-    "save": ("PostToolUse", "PostToolUseFailure"),
-    "summary": ("Stop", "SubagentStop", "SessionEnd"),
-}
+    command: tuple(event for event, sub, _ in HOOK_REGISTRATIONS if sub == command) for command in HOOK_COMMANDS}
+HOOK_EVENTS["summary"] += ("SubagentStop",)
 
 
 def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
@@ -189,36 +187,6 @@ SANITIZE = {"new": sanitize_prompt, "save": sanitize_tool, "summary": sanitize_f
 
 # --- writing them ---------------------------------------------------------------------------
 
-def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
-    """Store one safe event in one transaction. Replaying the same event is harmless: tool
-    calls dedupe on tool_use_id, prompts on prompt_id, finalize markers on the prompt."""
-    session_id = record["session_id"]
-    if record["type"] == "end":
-        with transaction(conn):
-            records.end_session(conn, session_id)
-        return
-    with transaction(conn):
-        if not records.session_exists(conn, session_id):
-            records.ensure_session(conn, session_id, project=project_for(record.get("cwd")),
-                                   cwd=record.get("cwd"), transcript_path=record.get("transcript_path"))
-        kind = record["type"]
-        if kind == "prompt":
-            records.record_prompt(conn, session_id, record["prompt"], record.get("prompt_id"))
-        elif kind == "tool":
-            queue.enqueue_tool(
-                conn, session_id, tool_name=record["tool_name"], tool_input=record["tool_input"],
-                tool_response=record["tool_response"], tool_use_id=record.get("tool_use_id"),
-                is_error=bool(record.get("is_error")), duration_ms=record.get("duration_ms"),
-                agent_id=record.get("agent_id"), cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
-            )
-        elif kind == "finalize":
-            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
-                                   last_assistant_message=record.get("last_assistant_message"))
-            records.record_reply(conn, session_id, record.get("last_assistant_message"), record.get("prompt_id"))
-        else:
-            raise ValueError(f"unknown event type {kind!r}")
-
-
 def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
     """Store the event (or spool it); True when it reached the database."""
     config.ensure_dirs()
@@ -228,6 +196,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
             # Spooled events are older than this one: store them first, so prompts keep their
             # order and a spooled tool call or Stop keeps the prompt it belongs to.
             if command == "new":
+                from claude_mem.store.spool import drain_spool  # a module the save hook need not load
+
                 drain_spool(config, conn)
             apply_event(conn, record)
             # This hook starts its own session's worker below (unless it ends the session).
@@ -235,6 +205,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         finally:
             conn.close()
     except (sqlite3.Error, OSError, SchemaTooNewError) as exc:
+        from claude_mem.store.spool import spool_event
+
         try:
             path = spool_event(config, record)
         except OSError as spool_exc:
@@ -263,101 +235,13 @@ def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, excl
         log_line(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
 
 
-# --- the spool: events the database could not take -----------------------------------------
-
-def spool_event(config: Config, record: dict[str, Any]) -> str:
-    os.makedirs(config.spool_dir, mode=0o700, exist_ok=True)
-    name = f"{time.time_ns()}-{os.getpid()}.json"
-    tmp = os.path.join(config.spool_dir, "." + name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, ensure_ascii=False)
-    final = os.path.join(config.spool_dir, name)
-    os.replace(tmp, final)
-    return final
-
-
-def spooled(config: Config) -> list[str]:
-    """The spooled events' file names, oldest first (not the lock, half-written files or bad/)."""
-    try:
-        return sorted(n for n in os.listdir(config.spool_dir) if n.endswith(".json") and not n.startswith("."))
-    except OSError:
-        return []
-
-
-def drain_spool(config: Config, conn: sqlite3.Connection) -> int:
-    """Replay spooled events into the database, oldest first; returns how many were stored.
-    One process drains at a time (a flock on spool/.lock; the others leave it to that one), so
-    an event is not stored twice. A file that cannot be read or stored is moved aside to
-    spool/bad/, not deleted. Database errors (locked, read-only, full) propagate: the files
-    not yet stored stay for the next drain."""
-    names = spooled(config)
-    if not names:
-        return 0
-    lock_fd = _lock_spool(config)
-    if lock_fd is None:
-        return 0
-    stored = 0
-    try:
-        for name in names:
-            path = os.path.join(config.spool_dir, name)
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    record = json.load(fh)
-                if not isinstance(record, dict) or "session_id" not in record or "type" not in record:
-                    raise ValueError("not a spooled event")
-                apply_event(conn, record)
-            except FileNotFoundError:
-                continue  # another process drained it
-            except (OSError, ValueError, KeyError, TypeError, sqlite3.IntegrityError) as exc:
-                _set_aside(config, name, exc)
-                continue
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            stored += 1
-    finally:
-        os.close(lock_fd)
-    return stored
-
-
-def _lock_spool(config: Config) -> int | None:
-    """An fd holding the spool's drain lock, or None when another process holds it (or the
-    spool cannot be written, so its files could not be removed once stored)."""
-    try:
-        fd = os.open(os.path.join(config.spool_dir, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return None
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _set_aside(config: Config, name: str, exc: Exception) -> None:
-    bad = os.path.join(config.spool_dir, "bad")
-    try:
-        os.makedirs(bad, mode=0o700, exist_ok=True)
-        os.replace(os.path.join(config.spool_dir, name), os.path.join(bad, name))
-    except OSError:
-        pass
-    log_line(config.logs_dir, "spool", f"error: {name} set aside ({_describe(exc)})")
-
-
 # --- SessionStart -----------------------------------------------------------------------------
 
 def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     cwd = optional_str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     if not os.path.exists(config.db_path):
         return None  # nothing remembered yet; don't create anything on a read
-    from claude_mem.recall.digest import build_digest, digest_refs
+    from claude_mem.push.digest import build_digest, digest_refs
     from claude_mem.store import injections
 
     session_id = optional_str(payload, "session_id")

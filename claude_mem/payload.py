@@ -343,18 +343,26 @@ class PayloadError(ValueError):
     """The hook payload cannot be used; the message says why in one line."""
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
+    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not a JSON object")
+    return data
+
+
 def parse_payload(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise PayloadError("empty payload on stdin")
     # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
-    text = raw.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text)
+        return json_object(raw.decode("utf-8", errors="replace"))
     except ValueError as exc:
-        raise PayloadError(f"payload is not JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise PayloadError(f"payload is a JSON {type(data).__name__}, expected an object")
-    return data
+        raise PayloadError(f"payload is {exc}") from None
 
 
 def require_str(payload: dict[str, Any], key: str) -> str:

@@ -56,17 +56,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-# Which claude-mem hook command each Claude Code event goes to; mirrors the plugin's
-# hooks/hooks/hooks.json (a test keeps the two in step). Events not listed are not sent.
-HOOK_COMMANDS: dict[str, str] = {
-    "SessionStart": "context",
-    "UserPromptSubmit": "new",
-    "PreToolUse": "pre",  # transcripts do not record it; scripted sessions and benchmarks may send it
-    "PostToolUse": "save",
-    "PostToolUseFailure": "save",
-    "Stop": "summary",
-    "SessionEnd": "summary",  # transcripts do not record it; scripted sessions may send it
-}
+from claude_mem.entry import HOOK_REGISTRATIONS
+
+# Which claude-mem hook command each Claude Code event goes to: the registered ones
+# (entry.HOOK_REGISTRATIONS). Events not listed are not sent.
+HOOK_COMMANDS: dict[str, str] = {event: command for event, command, _ in HOOK_REGISTRATIONS}
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
@@ -364,13 +358,14 @@ def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]])
     """Store payloads the way the hook commands do (same sanitising, same rows) without a
     process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
     from claude_mem import hooks
+    from claude_mem.store.records import apply_event
 
     stored = 0
     for payload in payloads:
         make = hooks.SANITIZE.get(HOOK_COMMANDS.get(payload.get("hook_event_name", ""), ""))
         record = make(config, payload) if make else None
         if record is not None:
-            hooks.apply_event(conn, record)
+            apply_event(conn, record)
             stored += 1
     return stored
 

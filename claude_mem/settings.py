@@ -212,23 +212,29 @@ def data_dir_from_env() -> str:
     return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir()
 
 
-def read_settings_file(path: str) -> dict[str, Any]:
+def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
+    """(content, existed) of a file that must hold a JSON object: ours (settings.json) and
+    Claude Code's (settings.json, .claude.json). Missing or empty is {}; anything else raises
+    SettingsError, one line naming the file: a file that could not be parsed is never rewritten."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:
-        return {}
+        return {}, False
     except OSError as exc:
         raise SettingsError(f"cannot read {path}: {exc.strerror}") from None
     if not text.strip():
-        return {}
+        return {}, True
+    from claude_mem.payload import json_object
+
     try:
-        data = json.loads(text)
+        return json_object(text), True
     except ValueError as exc:
-        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} must hold a JSON object")
-    return data
+        raise SettingsError(f"{path} is {exc}") from None
+
+
+def read_settings_file(path: str) -> dict[str, Any]:
+    return read_json_object(path)[0]
 
 
 def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:

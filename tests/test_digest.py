@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem.recall.digest import FOOTER, build_digest
+from claude_mem.push.digest import FOOTER, build_digest
 from claude_mem.store.db import connect, now_iso, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session
@@ -120,7 +120,7 @@ def test_runs_on_the_standard_library_alone(conn: sqlite3.Connection, tmp_path: 
     add(conn, "Seeded for the subprocess")
     # Only what the digest loads counts (site hooks such as _distutils_hack load before any code runs).
     code = ("import sys, json\nbefore = set(sys.modules)\nfrom claude_mem.store.db import connect\n"
-            "from claude_mem.recall.digest import build_digest\ntext = build_digest(connect(sys.argv[1]), 'alpha')\n"
+            "from claude_mem.push.digest import build_digest\ntext = build_digest(connect(sys.argv[1]), 'alpha')\n"
             "print(json.dumps({'text': text, 'modules': sorted(set(sys.modules) - before)}))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "claude-mem.db")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

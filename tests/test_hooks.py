@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from claude_mem import hooks, settings
-from claude_mem.store import memories, records
+from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
 from tests.conftest import run_hook
@@ -297,7 +297,7 @@ def test_bad_input_in_a_real_process(data_dir: Path) -> None:
     assert proc.returncode == 0
     assert_quiet(proc.stdout)
     assert_one_error("save", proc.stderr, data_dir)
-    assert "not JSON" in proc.stderr
+    assert "not valid JSON" in proc.stderr
 
 
 def test_non_utf8_bytes_are_kept(data_dir: Path, project: Path) -> None:
@@ -501,16 +501,16 @@ def test_a_bad_spool_file_is_set_aside(data_dir: Path, project: Path, capsys: py
     config = settings.load(strict=False)
     good = hooks.sanitize_tool(config, tool(project, "toolu_good"))
     assert good is not None
-    hooks.spool_event(config, good)
+    spool.spool_event(config, good)
     (data_dir / "spool" / "1-1.json").write_text("{truncated")
-    hooks.spool_event(config, {"type": "mystery", "session_id": SESSION})
-    hooks.spool_event(config, {"type": "prompt", "session_id": SESSION})  # no prompt text
+    spool.spool_event(config, {"type": "mystery", "session_id": SESSION})
+    spool.spool_event(config, {"type": "prompt", "session_id": SESSION})  # no prompt text
     code, _, err = call("new", prompt(project, "second"), capsys)
     assert code == 0 and err == ""
     assert [r["tool_use_id"] for r in queue_rows(data_dir)] == ["toolu_good"]
     assert spooled(data_dir) == []
     assert len(list((data_dir / "spool" / "bad").iterdir())) == 3
-    assert hooks.spooled(config) == []  # what was set aside is not waiting: no drain on every prompt
+    assert spool.spooled(config) == []  # what was set aside is not waiting: no drain on every prompt
     assert prompts(data_dir) == [(1, "first"), (2, "second")]
 
 
@@ -518,7 +518,7 @@ def test_concurrent_drains_store_each_event_once(data_dir: Path, project: Path) 
     seed(data_dir, project)
     config = settings.load(strict=False)
     for i in range(12):
-        hooks.spool_event(config, hooks.sanitize_prompt(config, prompt(project, f"spooled {i}", session="spooled-session")))
+        spool.spool_event(config, hooks.sanitize_prompt(config, prompt(project, f"spooled {i}", session="spooled-session")))
     env = {**os.environ}
     procs = [subprocess.Popen([sys.executable, "-m", "claude_mem", "new"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env) for _ in range(3)]
@@ -575,10 +575,20 @@ HEAVY = ("chromadb", "claude_agent_sdk", "lxml", "mcp", "click", "psutil", "plat
 # Standard-library modules the hook path avoids on purpose: ~12 ms of start-up between them
 # (bench/hooks.py). Measured sys.modules of a bare `python -c` does not hold them either.
 SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
+# Our modules a hook may load: the hook path, the store, the injected-context room (push/),
+# worker start-up, and the memory service's stdlib client (the prompt push asks it first).
+HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hooks", "claude_mem.payload", "claude_mem.project",
+             "claude_mem.settings", "claude_mem.logs", "claude_mem.resources", "claude_mem.store", "claude_mem.push",
+             "claude_mem.worker", "claude_mem.worker.spawn", "claude_mem.worker.stranded", "claude_mem.service",
+             "claude_mem.service.client", "claude_mem.service.protocol")
 
 
-@pytest.mark.parametrize("command", ["context", "new", "pre", "save", "summary"])
-def test_hooks_import_nothing_heavy(command: str, data_dir: Path, project: Path) -> None:
+def on_hook_path(module: str) -> bool:
+    return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push."))
+
+
+@pytest.mark.parametrize("command", ["context", "new", "pre", "pre-bash", "save", "summary"])
+def test_hooks_import_only_the_standard_library(command: str, data_dir: Path, project: Path) -> None:
     # With memories of an earlier session present, so the digest and the pushes run too (the
     # prompt's from keywords: the memory service is a process of its own).
     conn = connect(str(data_dir.parent / "seed.db"))
@@ -590,25 +600,36 @@ def test_hooks_import_nothing_heavy(command: str, data_dir: Path, project: Path)
         records.ensure_session(conn, "old", project="widget", cwd=str(project), transcript_path=None)
         memories.insert_observation(conn, "old", "widget", memories.Observation(
             type="change", title="Seeded widget parser", files_read=[str(project / "parser.py")]), prompt_number=1)
+        queue.enqueue_tool(conn, "old", tool_name="Bash", tool_input=json.dumps({"command": "pytest tests/test_widget.py"}),
+                           tool_response=json.dumps({"error": "Exit code 1\nE   Seeded widget failure"}), tool_use_id="b1",
+                           is_error=True, duration_ms=5, agent_id=None, cwd=str(project), prompt_id=None)
     conn.close()
     payload = {"context": event("SessionStart", project, source="startup"), "new": prompt(project, "the seeded widget parser?"),
                "pre": event("PreToolUse", project, tool_name="Read", tool_input={"file_path": str(project / "parser.py")}),
+               "pre-bash": event("PreToolUse", project, tool_name="Bash", tool_input={"command": "pytest tests/test_widget.py"}),
                "save": tool(project, "t1"), "summary": stop(project)}[command]
-    code = ("import sys\nfrom claude_mem.entry import main\nrc = main([sys.argv[1]])\n"
-            "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\nsys.exit(rc)\n")
-    proc = subprocess.run([sys.executable, "-c", code, command], input=json.dumps(payload).encode(), capture_output=True,
-                          timeout=60, env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+    code = ("import sys\nsite = sorted(sys.modules)\nfrom claude_mem.entry import main\nrc = main([sys.argv[1]])\n"
+            "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\nSITE ' + ' '.join(site) + '\\n')\n"
+            "sys.exit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code, command.split("-")[0]], input=json.dumps(payload).encode(),
+                          capture_output=True, timeout=60, env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
     assert proc.returncode == 0
     err = proc.stderr.decode()
-    [line] = [ln for ln in err.splitlines() if ln.startswith("MODULES ")]
-    assert err.splitlines() == [line], err
+    [line, site_line] = err.splitlines()
+    assert line.startswith("MODULES ") and site_line.startswith("SITE "), err
     loaded = set(line.split()[1:])
     assert "claude_mem.hooks" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
+    # What the interpreter's start-up loaded before any of our code ran (a .pth hook of
+    # setuptools) is not the hook's doing.
+    ours = loaded - set(site_line.split()[1:])
+    assert sorted({m.split(".")[0] for m in ours} - set(sys.stdlib_module_names) - {"claude_mem"}) == []
+    assert sorted(m for m in loaded if m.startswith("claude_mem") and not on_hook_path(m)) == []
     assert sorted(m for m in loaded if m in SLOW_STDLIB) == []
-    if command in ("context", "new", "pre"):
-        assert "Seeded widget parser" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    if command != "save" and command != "summary":
+        said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert ("Seeded widget failure" if command == "pre-bash" else "Seeded widget parser") in said
 
 
 def test_files_a_hook_creates_are_private(data_dir: Path, project: Path) -> None:

@@ -13,17 +13,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claude_mem import __version__
-from claude_mem import install as install_mod
+from claude_mem import __version__, registration
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers install/uninstall)
-from claude_mem.entry import HOOK_COMMANDS
+from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
 from claude_mem.hooks import HOOK_EVENTS
 from claude_mem.resources import resource_dir
 from tests.conftest import ROOT, cli_json
 
 VENV_CLAUDE_MEM = os.path.join(os.path.dirname(sys.executable), "claude-mem")
-OURS = [(event, sub) for event, sub, _ in install_mod.HOOK_REGISTRATIONS]
+OURS = [(event, sub) for event, sub, _ in registration.HOOK_REGISTRATIONS]
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def our_hooks(settings: dict) -> list[tuple[str, str, str | None, dict]]:
     for event, groups in settings.get("hooks", {}).items():
         for group in groups:
             for entry in group.get("hooks", []):
-                sub = install_mod.hook_subcommand(entry.get("command"))
+                sub = registration.hook_subcommand(entry.get("command"))
                 if sub:
                     found.append((event, sub, group.get("matcher"), entry))
     return found
@@ -86,8 +85,8 @@ def test_install_into_empty_config_registers_every_hook_and_the_mcp_server(claud
     found = our_hooks(settings)
     assert sorted((e, s) for e, s, _, _ in found) == sorted(OURS)
     for event, sub, matcher, entry in found:
-        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} {sub}", "timeout": install_mod.HOOK_TIMEOUT_S}
-        assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": install_mod.PRE_TOOL_MATCHER}.get(event)
+        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} {sub}", "timeout": registration.HOOK_TIMEOUT_S}
+        assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": registration.PRE_TOOL_MATCHER}.get(event)
         assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # install and the dispatcher agree
     assert load(claude_home["mcp"]) == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
     assert "+ SessionStart" in out and "mcpServers.claude-mem" in out
@@ -125,7 +124,7 @@ def test_install_keeps_existing_settings_hooks_and_servers(claude_home):
     for event, groups in EXISTING_SETTINGS["hooks"].items():
         assert settings["hooks"][event][: len(groups)] == groups
     # Ours joins the user's PreToolUse guard in a group of its own, after it.
-    assert [(s, m) for e, s, m, _ in our_hooks(settings) if e == "PreToolUse"] == [("pre", install_mod.PRE_TOOL_MATCHER)]
+    assert [(s, m) for e, s, m, _ in our_hooks(settings) if e == "PreToolUse"] == [("pre", registration.PRE_TOOL_MATCHER)]
     assert len(settings["hooks"]["PreToolUse"]) == 2
     assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
 
@@ -290,7 +289,7 @@ def test_dry_run_shows_changes_and_writes_nothing(claude_home):
     code, out, _ = run("install", "--dry-run", "--json")
     summary = json.loads(out)
     assert summary["dry_run"] is True and summary["changed"] is True
-    assert [len(f["changes"]) for f in summary["files"]] == [len(install_mod.HOOK_REGISTRATIONS), 1]
+    assert [len(f["changes"]) for f in summary["files"]] == [len(registration.HOOK_REGISTRATIONS), 1]
     assert sorted(claude_home["config"].iterdir()) == []
 
 
@@ -332,16 +331,16 @@ def test_symlinked_settings_file_stays_a_symlink(claude_home, tmp_path):
 
 def test_paths_with_spaces_are_quoted_and_still_recognised():
     base = ["/opt/my venv/bin/claude-mem"]
-    new, changes = install_mod.plan_hooks_install({}, base)
+    new, changes = registration.plan_hooks_install({}, base)
     commands = {entry["command"] for _, _, _, entry in our_hooks(new)}
     assert "'/opt/my venv/bin/claude-mem' save" in commands
     assert all(shlex.split(c)[0] == base[0] for c in commands)
     # The `python -m claude_mem` fallback is ours too, and other tools' commands are not.
-    assert install_mod.hook_subcommand("/usr/bin/python3 -m claude_mem new") == "new"
-    assert install_mod.hook_subcommand("claude-mem summary") == "summary"
-    assert install_mod.hook_subcommand("other-tool save") is None
-    assert install_mod.hook_subcommand("claude-mem save --verbose") is None
-    again, more = install_mod.plan_hooks_install(new, base)
+    assert registration.hook_subcommand("/usr/bin/python3 -m claude_mem new") == "new"
+    assert registration.hook_subcommand("claude-mem summary") == "summary"
+    assert registration.hook_subcommand("other-tool save") is None
+    assert registration.hook_subcommand("claude-mem save --verbose") is None
+    again, more = registration.plan_hooks_install(new, base)
     assert again == new and more == []
 
 
@@ -382,7 +381,8 @@ def test_plugin_folder_is_a_valid_claude_code_plugin():
                 assert program == "claude-mem"
                 assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # a real hook command for this event
                 registered.add((event, sub, group.get("matcher")))
-    assert registered == set(install_mod.HOOK_REGISTRATIONS)  # the same ones as `claude-mem install`
+    # The one list (entry.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
+    assert registered == set(HOOK_REGISTRATIONS) and len(registered) == sum(len(g) for g in hooks.values())
 
     mcp = json.loads((plugin / ".mcp.json").read_text())
     assert mcp == {"mcpServers": {"claude-mem": {"command": "claude-mem", "args": ["mcp"]}}}

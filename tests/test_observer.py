@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from claude_mem.worker.conversation import ObserverLike
 from claude_mem.worker.observer import OBSERVER_ENV, Observer, Reply
 from tests.fakes.fake_claude import write_wrapper
 
@@ -85,6 +86,12 @@ def observer_dir(tmp_path: Path) -> str:
     path = tmp_path / "data" / "observer"
     path.mkdir(parents=True)
     return str(path)
+
+
+def test_observer_is_what_the_worker_asks_for(tmp_path: Path) -> None:
+    # The worker reaches the model only through this seam (worker/conversation.py's protocol).
+    observer = Observer(model=MODEL, system_prompt="s", cwd=str(tmp_path))
+    assert isinstance(observer, ObserverLike) and observer.resume_failed is None
 
 
 def make(fake: FakeCLI, cwd: str, **kwargs) -> Observer:

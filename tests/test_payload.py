@@ -410,7 +410,7 @@ def test_parse_payload() -> None:
     assert parse_payload(b'{"a": 1}') == {"a": 1}
     assert parse_payload('{"p": "caf\u00e9"}'.encode()) == {"p": "caf\u00e9"}
     assert parse_payload(b'{"p": "bad \xff\xfe bytes"}')["p"] == "bad \ufffd\ufffd bytes"
-    for raw, message in [(b"", "empty"), (b"  \n", "empty"), (b"{nope", "not JSON"), (b"[1, 2]", "JSON list"),
+    for raw, message in [(b"", "empty"), (b"  \n", "empty"), (b"{nope", "not valid JSON"), (b"[1, 2]", "JSON list"),
                          (b'"text"', "JSON str"), (b"null", "JSON NoneType")]:
         with pytest.raises(PayloadError, match=message):
             parse_payload(raw)

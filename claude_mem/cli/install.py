@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from claude_mem import install as install_mod
+from claude_mem import registration
 from claude_mem.cli import cli, emit_json
 
 _project_option = click.option(
@@ -21,8 +21,8 @@ _dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would 
 def install_command(project: str | None, dry_run: bool, as_json: bool) -> None:
     """Register the hooks and the MCP server with Claude Code."""
     try:
-        result = install_mod.install(project, dry_run=dry_run)
-    except install_mod.InstallError as exc:
+        result = registration.install(project, dry_run=dry_run)
+    except registration.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     _report(result, as_json)
 
@@ -34,8 +34,8 @@ def install_command(project: str | None, dry_run: bool, as_json: bool) -> None:
 def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None:
     """Remove claude-mem's hooks and MCP server from Claude Code's settings (stored memory stays)."""
     try:
-        result = install_mod.uninstall(project, dry_run=dry_run)
-    except install_mod.InstallError as exc:
+        result = registration.uninstall(project, dry_run=dry_run)
+    except registration.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     stopped = None
     if not dry_run:
@@ -47,7 +47,7 @@ def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None
     _report(result, as_json, service_stopped=stopped)
 
 
-def _report(result: install_mod.Result, as_json: bool, service_stopped: int | None = None) -> None:
+def _report(result: registration.Result, as_json: bool, service_stopped: int | None = None) -> None:
     if as_json:
         emit_json({**result.as_dict(), **({"service_stopped": service_stopped} if service_stopped else {})})
         return

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -95,23 +97,19 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json
 @pass_app
 def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> None:
     """Send events the heuristic synthesizer handled through the model again."""
-    from claude_mem.store.db import now_ms, transaction
+    from claude_mem.store import memories, queue
+    from claude_mem.store.db import transaction
 
     conn = app.db()
     with transaction(conn):
-        n = conn.execute(
-            "UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0, processed_by = NULL,"
-            " updated_at_epoch = ? WHERE session_id = ? AND processed_by = 'heuristic'", (now_ms(), session_id)).rowcount
+        n = queue.requeue_heuristic(conn, session_id)
         if n:
-            conn.execute("DELETE FROM observations WHERE session_id = ? AND source = 'heuristic'", (session_id,))
-            conn.execute("DELETE FROM session_summaries WHERE session_id = ? AND source = 'heuristic'", (session_id,))
+            memories.delete_heuristic(conn, session_id)
     if not n:
         raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}")
     if not as_json:
         click.echo(f"re-queued {n} event(s) of {session_id} for the model")
     if wait:
-        import contextlib
-
         from claude_mem.worker.loop import run_worker
 
         # The worker narrates on stdout; with --json that must stay one JSON document.
@@ -145,14 +143,17 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
 
     Exits 1 when a problem is left unrepaired."""
     from claude_mem.cli.format import local_time
-    from claude_mem.hooks import drain_spool, spooled
-    from claude_mem.store import overview, queue
+    from claude_mem.status import report
+    from claude_mem.store import queue
     from claude_mem.store.db import latest_version, transaction
     from claude_mem.store.outages import describe
+    from claude_mem.store.spool import drain_spool, spooled
     from claude_mem.worker import processes, stranded
 
     config = app.config
     conn = app.db()
+    # Read before any repair below (stale files removed, workers started) changes what it says.
+    info = report(config, conn, revive=False, outages=100, service_timeout_s=5.0)
     findings: list[dict] = []
 
     def note(check: str, ok: bool, detail: str, fixed: str = "") -> None:
@@ -167,22 +168,14 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     dead = [w for w in workers if not w.alive]
     fixed = ""
     if dead and fix:
-        for w in dead:
-            try:
-                os.unlink(w.info_file)
-            except OSError:
-                pass
+        _remove([w.info_file for w in dead])
         fixed = f"removed {len(dead)} stale worker file(s)"
     note("stale worker files", not dead, f"{len(dead)} for dead workers", fixed)
 
     stale_locks = processes.stale_lock_files(config.workers_dir)
     fixed = ""
     if stale_locks and fix:
-        for path in stale_locks:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        _remove(stale_locks)
         fixed = f"removed {len(stale_locks)} unheld lock file(s)"
     note("stale locks", not stale_locks, f"{len(stale_locks)} lock file(s) held by no process", fixed)
 
@@ -194,7 +187,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
 
     # Due rows only: events waiting out an outage's backoff need no worker until they are due.
     waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
-    stuck = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'processing'").fetchone()[0]
+    stuck = queue.counts_by_status(conn)["processing"]
     fixed = ""
     if waiting and fix:
         with transaction(conn):
@@ -205,12 +198,12 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     note("queued work without a worker", not waiting,
          f"{len(waiting)} session(s) with events due and no live worker ({stuck} processing)", fixed)
 
-    stalled = [o for o in overview.model_outages(conn, limit=100) if o["waiting"]]
+    stalled = [o for o in info["model_outages"] if o["waiting"]]
     note("model outages", not stalled,
          "; ".join(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}" for o in stalled[:3])
          or "the model answers (or no session is waiting for it)")
 
-    skipped = overview.skipped_events(conn)
+    skipped = info["skipped"]
     note("skipped events", not skipped["count"],
          f"{skipped['count']} event(s) skipped after max_attempts failures of their own"
          + (f" (last: {skipped['last_error']}); `claude-mem retry` re-queues them" if skipped["count"] else ""))
@@ -221,8 +214,8 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
     note("spool", not waiting_files, f"{len(waiting_files)} event(s) waiting in {config.spool_dir}", fixed)
 
-    note(*_service_check(config, fix))
-    note(*_index_check(app, conn, fix))
+    note(*_service_check(config, info["service"], fix))
+    note(*_index_check(app, conn, info["index"], fix))
 
     if as_json:
         emit_json(findings)
@@ -237,33 +230,36 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
-def _service_check(config: settings.Config, fix: bool) -> tuple[str, bool, str, str]:
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _service_check(config: settings.Config, found: dict[str, Any], fix: bool) -> tuple[str, bool, str, str]:
     """A service that is gone but left its socket or info file, or one that holds the lock and
     does not answer (hung): --fix removes the files, or ends the service (the next request
     starts a fresh one, which catches up from SQLite)."""
     from claude_mem.service import control
 
-    found = control.state(config.data_dir, timeout_s=5.0)
-    if not found.running:
-        if not found.stale_files:
+    if not found["running"]:
+        if not found["stale_files"]:
             return "memory service", True, "not running (started on demand)", ""
         fixed = f"removed {len(control.remove_stale_files(config.data_dir))} stale file(s)" if fix else ""
-        return "memory service", False, f"not running, but left {', '.join(found.stale_files)}", fixed
-    if found.answering:
-        return "memory service", True, f"pid {found.pid} answering, index lag {found.index_lag}", ""
+        return "memory service", False, f"not running, but left {', '.join(found['stale_files'])}", fixed
+    if found["answering"]:
+        return "memory service", True, f"pid {found['pid']} answering, index lag {found['index_lag']}", ""
     fixed = f"stopped the hung service (pid {control.stop_service(config.data_dir)})" if fix else ""
-    return "memory service", False, f"pid {found.pid} holds the lock but did not answer within 5 s", fixed
+    return "memory service", False, f"pid {found['pid']} holds the lock but did not answer within 5 s", fixed
 
 
-def _index_check(app: AppContext, conn, fix: bool) -> tuple[str, bool, str, str]:
-    """Index drift, as `status` reports it (inspect.index_health): rows SQLite has and Chroma
+def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool) -> tuple[str, bool, str, str]:
+    """Index drift, as `status` reports it (status.index_health): rows SQLite has and Chroma
     lacks, documents of rows SQLite no longer has. --fix indexes the missing rows and drops the
     stale documents (Index.index_missing), building the index when there is none yet."""
-    from claude_mem.cli.inspect import index_health
     from claude_mem.cli.params import open_index
     from claude_mem.recall.index import KINDS, IndexUnavailable
 
-    health = index_health(app, conn)
     state = health["state"]
     if state == "off":
         return "index drift", True, "the semantic index is off (setting semantic_index)", ""

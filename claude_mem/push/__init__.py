@@ -1,6 +1,8 @@
-"""Memory that arrives when it matters (issue 13): the hooks push relevant observations into
-Claude's context instead of waiting for it to search.
+"""Memory that arrives when it matters (issue 13): what the hooks put into Claude's context
+instead of waiting for it to search. The hook path's one room for reading memory back: it
+never imports recall/ (chromadb, click), and recall/ builds on digest.py and terms.py.
 
+  digest.py    SessionStart: the project's latest summary and recent observations, bounded
   prompt.py    UserPromptSubmit: the project's memories that answer the prompt, when any clears
                the relevance bar (semantic through the memory service, else FTS5 from SQLite)
   files.py     PreToolUse on Read/Edit/Write/MultiEdit/NotebookEdit: what earlier sessions
@@ -8,6 +10,7 @@ Claude's context instead of waiting for it to search.
   commands.py  PreToolUse on Bash: the command's latest failure in an earlier session, and
                what fixed it
   lines.py     the shared pieces: one line per memory, the hook's answer
+  terms.py     the words of a query, as FTS5 matches them (the keyword search uses them too)
 
 Standard library only (they run inside hook processes). Each push is recorded in the
 `injections` table (store/injections.py), so a session never gets the same memory twice, and

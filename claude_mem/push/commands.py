@@ -13,8 +13,8 @@ import os
 import shlex
 
 from claude_mem.push import project_of
+from claude_mem.push.digest import local_day
 from claude_mem.push.lines import hook_answer
-from claude_mem.recall.digest import local_day
 from claude_mem.store import injections
 from claude_mem.store.reads import cut, like_escape
 

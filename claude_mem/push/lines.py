@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-from claude_mem.recall.digest import local_day
-from claude_mem.store.reads import cut
+from claude_mem.push.digest import local_day
+from claude_mem.store.reads import REF_PREFIX, cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
-REF_PREFIX = {"observation": "obs", "summary": "sum"}
 MIN_LINE_CHARS = 40  # a line cut shorter than this says too little to be worth its tokens
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from claude_mem.logs import log_line
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
-from claude_mem.recall.terms import TOKEN, fts_match, query_terms, stem
+from claude_mem.push.terms import TOKEN, fts_match, query_terms, stem
 from claude_mem.store import injections
 from claude_mem.store.reads import cut, json_list
 

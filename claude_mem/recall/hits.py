@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from claude_mem.push.terms import TOKEN, stem
 from claude_mem.recall.candidates import Candidate
 from claude_mem.recall.documents import document_texts
-from claude_mem.recall.terms import TOKEN, stem
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import cut, json_list, row_files
 

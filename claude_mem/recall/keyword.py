@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 
+from claude_mem.push.terms import fts_match
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Filters, sql_filters
-from claude_mem.recall.terms import fts_match
 from claude_mem.store.reads import KIND
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from claude_mem.push.terms import query_terms
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.dates import date_windows
@@ -29,7 +30,6 @@ from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.semantic import add_candidates, fetch_nearest
-from claude_mem.recall.terms import query_terms
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store.reads import KINDS
 

@@ -7,10 +7,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from claude_mem.push.terms import stem
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.recall.documents import VectorMatch, document_texts
-from claude_mem.recall.terms import stem
 from claude_mem.store.reads import KIND, KINDS
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from claude_mem.recall.digest import local_clock, local_day, local_stamp
+from claude_mem.push.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.hits import Hit
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import TABLES, TURN_RANK, cut, get_observations, json_list, ref

@@ -21,7 +21,7 @@ from typing import Any
 
 from claude_mem.recall.index import Index
 from claude_mem.settings import Config
-from claude_mem.store.db import connect
+from claude_mem.store.db import connect, data_version
 from claude_mem.store.reads import KINDS, TABLES, cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
@@ -80,7 +80,7 @@ class Indexer:
         try:
             if self._poll_conn is None:
                 self._poll_conn = connect(self.config.db_path)
-            version = self._poll_conn.execute("PRAGMA data_version").fetchone()[0]
+            version = data_version(self._poll_conn)
         except (sqlite3.Error, OSError):  # the data folder is gone or unreadable: nothing to index
             return
         due = self.failing and time.monotonic() >= self.retry_at

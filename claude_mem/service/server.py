@@ -48,6 +48,8 @@ class Service:
         self.local = threading.local()
         self.index: Any = None
         self.indexer: Any = None
+        # The index settings (chroma_url, semantic_index) in use, or being switched to (_adopt).
+        self._adopted = (config.chroma_url or "", bool(config.semantic_index))
         self.stopping: asyncio.Event | None = None
         self.socket_path = protocol.socket_path(config.data_dir)
 
@@ -137,35 +139,43 @@ class Service:
             json.dump(info, fh)
         os.replace(path + ".tmp", path)
 
-    def _import(self) -> None:
+    def _import(self, config: Config | None = None) -> None:
+        config = config or self.config
         import claude_mem.recall.search  # noqa: F401
         import claude_mem.store.db  # noqa: F401
 
-        if self.config.semantic_index:
+        if config.semantic_index:
             import numpy  # noqa: F401
 
             import claude_mem.recall.index  # noqa: F401
             from claude_mem.recall import embed  # chromadb, onnxruntime, tokenizers
 
-            embed.cache_optimized_model(os.path.join(self.config.data_dir, "models"))
+            embed.cache_optimized_model(os.path.join(config.data_dir, "models"))
 
-    def _adopt(self, wanted: Any) -> None:
+    async def _adopt(self, wanted: Any) -> None:
         """Use the index the client is configured for. Settings change (`settings set chroma_url`,
         an environment variable) while the service runs; the latest client's choice wins, and
         the new index is caught up from SQLite like any other."""
         if not isinstance(wanted, dict):
             return
-        url = str(wanted.get("chroma_url") or "")
-        enabled = bool(wanted.get("semantic_index", True))
-        if url == (self.config.chroma_url or "") and enabled == bool(self.config.semantic_index):
+        choice = (str(wanted.get("chroma_url") or ""), bool(wanted.get("semantic_index", True)))
+        if choice == self._adopted:
             return
+        # Said at once: a request racing this one, with the same settings, does not start it again.
+        self._adopted = choice
+        url, enabled = choice
         self.log(f"index settings changed: chroma_url {url or '(embedded)'}, semantic_index {enabled}")
+        config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled})
+        if enabled:
+            # Seconds of imports (numpy, onnxruntime, tokenizers) off the event loop, which keeps
+            # answering meanwhile, from the index in use until the new one replaces it.
+            await asyncio.to_thread(self._import, config)
+            if self._adopted != choice:
+                return  # a later request asked for other settings while these loaded
         if self.indexer is not None:
             self.indexer.close(0.0)  # its thread ends after the job under way; answering must not wait for it
         self.index = self.indexer = None
-        self.config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled})
-        if enabled:
-            self._import()
+        self.config = config
         self._start_index()
 
     def _start_index(self) -> None:
@@ -236,7 +246,7 @@ class Service:
             return self._error("args must be a JSON object")
         self.requests += 1
         self.last_request = time.monotonic()
-        self._adopt(args.get("settings"))
+        await self._adopt(args.get("settings"))
         try:
             result = await handler(self, args)
         except (ValueError, TypeError, KeyError) as exc:

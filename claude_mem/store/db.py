@@ -237,3 +237,8 @@ def now_ms() -> int:
 def now_iso(epoch_ms: int | None = None) -> str:
     seconds = (epoch_ms if epoch_ms is not None else now_ms()) / 1000
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}Z"
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """Moves whenever another connection commits: a cheap "anything new?" between polls."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])

@@ -117,3 +117,9 @@ def upsert_summary(conn: sqlite3.Connection, session_id: str, project: str, summ
 
 def _json(items: list[str]) -> str:
     return json.dumps(list(items), ensure_ascii=False)
+
+
+def delete_heuristic(conn: sqlite3.Connection, session_id: str) -> None:
+    """The session's observations and summaries the heuristic synthesizer wrote (reprocess)."""
+    conn.execute("DELETE FROM observations WHERE session_id = ? AND source = 'heuristic'", (session_id,))
+    conn.execute("DELETE FROM session_summaries WHERE session_id = ? AND source = 'heuristic'", (session_id,))

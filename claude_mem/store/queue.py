@@ -217,11 +217,21 @@ def retry_skipped(conn: sqlite3.Connection, *, session_id: str | None = None, id
     return sessions
 
 
-def waiting_sessions(conn: sqlite3.Connection) -> list[str]:
-    """Sessions with events due now, the one whose oldest event has waited longest first."""
-    return [r[0] for r in conn.execute(
-        "SELECT session_id FROM observation_queue WHERE status = 'pending' AND next_attempt_epoch <= ?"
-        " GROUP BY session_id ORDER BY MIN(id)", (now_ms(),))]
+def waiting_sessions(conn: sqlite3.Connection, *, due_by: int | None = None) -> list[dict[str, Any]]:
+    """Sessions with pending events (due by `due_by`, when given), the one whose oldest event
+    has waited longest first: its id, when that event came, how many wait."""
+    due = "" if due_by is None else " AND next_attempt_epoch <= ?"
+    return [{"session_id": sid, "waiting_since_epoch": since, "events": n} for sid, since, n in conn.execute(
+        "SELECT session_id, MIN(created_at_epoch), COUNT(*) FROM observation_queue WHERE status = 'pending'" + due
+        + " GROUP BY session_id ORDER BY MIN(id)", () if due_by is None else (due_by,))]
+
+
+def requeue_heuristic(conn: sqlite3.Connection, session_id: str) -> int:
+    """Send the session's events the heuristic synthesizer handled to the model again; returns
+    how many. Call inside a transaction, with memories.delete_heuristic."""
+    return conn.execute(
+        "UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0, processed_by = NULL,"
+        " updated_at_epoch = ? WHERE session_id = ? AND processed_by = 'heuristic'", (now_ms(), session_id)).rowcount
 
 
 def due_sessions(conn: sqlite3.Connection, now: int, limit: int = 4) -> list[str]:

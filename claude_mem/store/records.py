@@ -1,4 +1,5 @@
-"""Sessions and prompts: the rows hooks create. (Observations and summaries: see memories.py.)
+"""Sessions and prompts: the rows hooks create (`apply_event` stores one hook event), and what
+the worker records on them. (Observations and summaries: see memories.py.)
 
 On the hook path: standard library only.
 """
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from claude_mem.store.db import now_iso, now_ms
+from claude_mem.project import project_for
+from claude_mem.store import queue
+from claude_mem.store.db import now_iso, now_ms, transaction
 from claude_mem.store.queue import PROMPT_NUMBER_SQL
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -92,3 +95,64 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | N
 def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(
         "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]
+
+
+def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
+    """Store one safe event in one transaction. Replaying the same event is harmless: tool
+    calls dedupe on tool_use_id, prompts on prompt_id, finalize markers on the prompt."""
+    session_id = record["session_id"]
+    if record["type"] == "end":
+        with transaction(conn):
+            end_session(conn, session_id)
+        return
+    with transaction(conn):
+        if not session_exists(conn, session_id):
+            ensure_session(conn, session_id, project=project_for(record.get("cwd")),
+                                   cwd=record.get("cwd"), transcript_path=record.get("transcript_path"))
+        kind = record["type"]
+        if kind == "prompt":
+            record_prompt(conn, session_id, record["prompt"], record.get("prompt_id"))
+        elif kind == "tool":
+            queue.enqueue_tool(
+                conn, session_id, tool_name=record["tool_name"], tool_input=record["tool_input"],
+                tool_response=record["tool_response"], tool_use_id=record.get("tool_use_id"),
+                is_error=bool(record.get("is_error")), duration_ms=record.get("duration_ms"),
+                agent_id=record.get("agent_id"), cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
+            )
+        elif kind == "finalize":
+            queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
+                                   last_assistant_message=record.get("last_assistant_message"))
+            record_reply(conn, session_id, record.get("last_assistant_message"), record.get("prompt_id"))
+        else:
+            raise ValueError(f"unknown event type {kind!r}")
+
+
+def session_ended(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Claude Code sent SessionEnd (a resumed session sets it active again)."""
+    row = conn.execute("SELECT status FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return row is not None and row[0] == "ended"
+
+
+def complete_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """A turn was summarised: the session is completed (an ended one stays ended)."""
+    conn.execute("UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
+                 " completed_at_epoch = ? WHERE claude_session_id = ?", (now_ms(), session_id))
+
+
+def set_resume_point(conn: sqlite3.Connection, session_id: str, conversation: str | None, message: str | None) -> None:
+    """Where the session's observer conversation resumes: after the last stored batch."""
+    conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
+                 (conversation, message, session_id))
+
+
+def prompt_text(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> str | None:
+    row = conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
+                       (session_id, prompt_number)).fetchone()
+    return row[0] if row else None
+
+
+def replied_prompts(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> list[int]:
+    """The ids of the turn's prompts that hold Claude's reply (the Stop hook keeps it)."""
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
+        (session_id, prompt_number))]

@@ -192,10 +192,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
             from claude_mem.worker import stranded
 
             stranded.revive(config, conn)
-        from claude_mem.service.control import state
-
-        return {**data.health(conn, workers_dir=config.workers_dir, logs_dir=config.logs_dir),
-                "service": state(config.data_dir, timeout_s=0.5).as_dict()}
+        return data.health(config, conn)
 
     def page(request: Request) -> Response:
         return FileResponse(os.path.join(STATIC_DIR, "index.html"), headers={"cache-control": "no-store"})

@@ -7,17 +7,15 @@ connection is opened with `query_only`, so SQLite itself refuses a write from th
 
 from __future__ import annotations
 
-import calendar
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from claude_mem.settings import Config
 from claude_mem.store import costs, injections, memories, overview, records
-from claude_mem.store import queue as queue_mod
 from claude_mem.store.db import connect
 from claude_mem.store.reads import TURN_RANK, cut
 
@@ -191,43 +189,12 @@ def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 
 
 # -- health -------------------------------------------------------------------------------------
 
-def _log_error(logs_dir: str) -> dict[str, Any] | None:
-    from claude_mem.logs import read_tail
-
-    for line in reversed(read_tail(logs_dir, 200)):
-        if "error" not in line.lower():
-            continue
-        stamp, _, message = line.partition(" ")
-        try:
-            at = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) * 1000
-        except ValueError:
-            at = 0
-        return {"source": "log", "message": message, "at_epoch": at, "session_id": None}
-    return None
-
-
-def last_error(conn: sqlite3.Connection, logs_dir: str) -> dict[str, Any] | None:
-    """The most recent of: a queue row's failure, a session's model outage, an error in the log."""
-    found = [_log_error(logs_dir)]
-    row = overview.last_queue_error(conn)
-    if row:
-        found.append({"source": "queue", "message": row["last_error"], "at_epoch": row["updated_at_epoch"],
-                      "session_id": row["session_id"]})
-    for outage in overview.model_outages(conn, limit=1):
-        found.append({"source": "observer", "message": outage["observer_error"], "at_epoch": outage["observer_error_at_epoch"] or 0,
-                      "session_id": outage["claude_session_id"]})
-    errors = [e for e in found if e]
-    return max(errors, key=lambda e: e["at_epoch"]) if errors else None
-
-
-def health(conn: sqlite3.Connection, *, workers_dir: str, logs_dir: str) -> dict[str, Any]:
-    from claude_mem.worker.processes import list_workers
+def health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
+    """The status report (claude_mem/status.py) as the page shows it: read in one snapshot, no
+    index drift (opening Chroma would stall the poll), the service asked for at most 0.5 s."""
+    from claude_mem.status import report
 
     with snapshot(conn):
-        counts = overview.counts(conn)
-        queue = queue_mod.counts_by_status(conn)
-        error = last_error(conn, logs_dir)
-        outages = overview.model_outages(conn, limit=3)
-        skipped = overview.skipped_events(conn)
-    workers = [w.as_dict() for w in list_workers(workers_dir) if w.alive]
-    return {"counts": counts, "queue": queue, "workers": workers, "last_error": error, "outages": outages, "skipped": skipped}
+        info = report(config, conn, revive=False, index=False, outages=3, service_timeout_s=0.5)
+    return {"counts": info["counts"], "queue": info["queue"], "workers": info["workers"], "last_error": info["latest_error"],
+            "outages": info["model_outages"], "skipped": info["skipped"], "service": info["service"]}

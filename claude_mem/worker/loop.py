@@ -25,44 +25,27 @@ import os
 import signal
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.hooks import drain_spool
 from claude_mem.logs import log_line
 from claude_mem.service import client as service
 from claude_mem.settings import Config
-from claude_mem.store import outages, queue, records
-from claude_mem.store.costs import USAGE_FIELDS
-from claude_mem.store.db import connect, now_ms, transaction
-from claude_mem.store.memories import Observation, Summary, insert_observation, list_observations, upsert_summary
-from claude_mem.store.reads import cut
-from claude_mem.worker import faults, heuristic, spawn
-from claude_mem.worker.parse import ParseResult, parse_reply
-from claude_mem.worker.render import Event, files_touched, fill, render_batch, render_event
+from claude_mem.store import outages, queue, records, runs
+from claude_mem.store.db import connect, data_version, now_ms, transaction
+from claude_mem.store.memories import insert_observation, upsert_summary
+from claude_mem.store.spool import drain_spool
+from claude_mem.worker import faults, spawn
+from claude_mem.worker.conversation import Conversation
+from claude_mem.worker.render import Event, render_event
+from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2
-# A fresh conversation (with a recap) after this many turns keeps each request's history, and
-# so its cost, bounded.
-MAX_TURNS_PER_CONVERSATION = 40
-NOTHING_MARK = "<nothing/>"  # compared with whitespace removed
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
 
 
 class Stopping(Exception):
     """Raised inside the loop when a stop was requested between batches."""
-
-
-@dataclass
-class Outcome:
-    observations: list[Observation] = field(default_factory=list)
-    summary: Summary | None = None
-    summary_source: str = "model"
-    raw: str | None = None  # a reply kept because it yielded nothing usable
-    raw_error: str = ""
-    error: str | None = None  # a model failure category
-    detail: str = ""
 
 
 class Worker:
@@ -73,15 +56,15 @@ class Worker:
         self.idle_s = config.worker_idle_s if idle_s is None else idle_s
         self.drain = drain  # exit as soon as the queue is empty (tests, reprocess, demo)
         self.mode = synthesizer or config.synthesizer
-        self.use_model = self.mode != "heuristic"
         self.conn: sqlite3.Connection | None = None
-        self.observer: Any = None
-        self.turns = 0
-        self.last_request_number = -1
+        # Made once the database is open (run): the observer conversation, and what uses it.
+        self.conversation: Conversation | None = None
+        self.synthesis: Synthesis | None = None
         self.worker_id = ""
         self.run_id: int | None = None
         self.stats = {"events": 0, "observations": 0}
         self.stop_requested = False
+        self._outage_due: tuple[int, str] = (0, "")  # when the rows of the current outage are due, and why
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -103,7 +86,10 @@ class Worker:
         reason = "stopped"
         try:
             self.conn = connect(config.db_path)
+            self.conversation = Conversation(config, self.conn, self.session_id, self.log)
+            self.synthesis = Synthesis(config, self.conn, self.session_id, self.mode, self.conversation, self.log)
             self._register()
+            self.conversation.run_id = self.run_id
             released = queue.release_processing(self.conn, self.session_id)
             if released:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
@@ -124,7 +110,8 @@ class Worker:
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
         finally:
-            await self._close_observer()
+            if self.conversation is not None:
+                await self.conversation.close()
             if self.conn is not None:
                 self._unregister(reason)
                 self.conn.close()
@@ -145,7 +132,7 @@ class Worker:
         try:
             conn = connect(self.config.db_path)
             try:
-                waiting = queue.waiting_sessions(conn)
+                waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -163,7 +150,7 @@ class Worker:
         if spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
             return False
         return any(sid != self.session_id and not spawn.worker_alive(config.workers_dir, sid)
-                   for sid in queue.waiting_sessions(self.conn))
+                   for sid in (w["session_id"] for w in queue.waiting_sessions(self.conn, due_by=now_ms())))
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -177,11 +164,8 @@ class Worker:
         create_time = psutil.Process(pid).create_time()
         self.worker_id = f"{pid}:{create_time:.3f}"
         with transaction(self.conn):
-            self.run_id = self.conn.execute(
-                "INSERT INTO worker_runs (session_id, pid, create_time, worker_id, synthesizer, started_at_epoch)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (self.session_id, pid, create_time, self.worker_id, self.mode, now_ms()),
-            ).lastrowid
+            self.run_id = runs.start_run(self.conn, self.session_id, pid=pid, create_time=create_time,
+                                         worker_id=self.worker_id, synthesizer=self.mode)
         info = {"session_id": self.session_id, "pid": pid, "create_time": create_time, "worker_id": self.worker_id,
                 "started_at_epoch": now_ms(), "synthesizer": self.mode}
         path = spawn.info_path(self.config.workers_dir, self.session_id)
@@ -192,11 +176,8 @@ class Worker:
     def _unregister(self, reason: str) -> None:
         try:
             with transaction(self.conn):
-                self.conn.execute(
-                    "UPDATE worker_runs SET ended_at_epoch = ?, exit_reason = ?, events_done = ?, observations_stored = ?"
-                    " WHERE id = ?",
-                    (now_ms(), reason, self.stats["events"], self.stats["observations"], self.run_id),
-                )
+                runs.finish_run(self.conn, self.run_id, reason, events=self.stats["events"],
+                                observations=self.stats["observations"])
         except sqlite3.Error:
             pass
 
@@ -223,7 +204,7 @@ class Worker:
                     if self._others_waiting():
                         return "idle, yielding its slot to a waiting session"
                 # Sleep until another connection commits (data_version moves) or a poll passes.
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                version = data_version(conn)
                 if version == last_version:
                     await asyncio.sleep(POLL_S)
                 last_version = version
@@ -253,8 +234,7 @@ class Worker:
 
     def _session_ended(self) -> bool:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
-        row = self.conn.execute("SELECT status FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
-        return row is not None and row[0] == "ended"
+        return records.session_ended(self.conn, self.session_id)
 
     def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """A finalize alone, an event that failed on its own before alone, or consecutive ready
@@ -281,13 +261,14 @@ class Worker:
         "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
         own: split, and its events settled one way or another)."""
         events = [Event.from_row(r) for r in batch]
-        session = records.get_session(self.conn, self.session_id) or {}
+        synthesis = self.synthesis
+        assert synthesis is not None
         if events[0].kind == "finalize":
-            outcome = await self._summarize(events[0], session)
+            outcome = await synthesis.summarize(events[0])
         else:
-            outcome = await self._observe(events, session)
+            outcome = await synthesis.observe(events)
         if not outcome.error:
-            self._store(events, outcome, "model" if self.use_model else "heuristic")
+            self._store(events, outcome, "model" if synthesis.use_model else "heuristic")
             return "done"
         with transaction(self.conn):
             self._keep_raw_reply([e.id for e in events], outcome)
@@ -326,21 +307,17 @@ class Worker:
                 summary_model = model if outcome.summary_source == "model" else None
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
                                                   source=outcome.summary_source, model=summary_model))
-                self.conn.execute(
-                    "UPDATE sdk_sessions SET status = CASE status WHEN 'ended' THEN 'ended' ELSE 'completed' END,"
-                    " completed_at_epoch = ? WHERE claude_session_id = ?",
-                    (now_ms(), self.session_id))
+                records.complete_session(self.conn, self.session_id)
             self._keep_raw_reply(ids, outcome)
-            if synth == "model" and self._turn is not None:
-                self.conn.execute("UPDATE sdk_sessions SET sdk_session_id = ?, sdk_resume_at = ? WHERE claude_session_id = ?",
-                                  (*self._turn, self.session_id))
-                self._fresh = False
+            conversation = self.conversation
+            if synth == "model" and conversation is not None and conversation.turn is not None:
+                records.set_resume_point(self.conn, self.session_id, *conversation.turn)
+                conversation.fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
-        self._turn = None
+        if self.conversation is not None:
+            self.conversation.turn = None
         # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
-        replied = [] if events[0].kind != "finalize" else [r[0] for r in self.conn.execute(
-            "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
-            (self.session_id, prompt_number))]
+        replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
         if self.config.semantic_index and (new_ids or summary_ids or replied):
             self._notify_index(new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
@@ -362,10 +339,7 @@ class Worker:
         """Keep a reply that yielded nothing usable (call inside a transaction)."""
         if outcome.raw is None:
             return
-        self.conn.execute(
-            "INSERT INTO raw_replies (session_id, queue_ids, reply, error, created_at, created_at_epoch)"
-            " VALUES (?, ?, ?, ?, datetime('now'), ?)",
-            (self.session_id, json.dumps(ids), outcome.raw, outcome.raw_error or "no usable block", now_ms()))
+        runs.keep_raw_reply(self.conn, self.session_id, ids, outcome.raw, outcome.raw_error or "no usable block")
         outcome.raw = None  # kept once, whichever way the batch is settled
 
     def _defer_for_outage(self, ids: list[int], outcome: Outcome | None) -> None:
@@ -401,215 +375,14 @@ class Worker:
             self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")
         elif self.mode == "auto":
             note = f"the model failed on it {attempts} times; heuristic observations instead (last: {reason})"
-            self._store([event], self._heuristic(event), "heuristic", note)
+            assert self.synthesis is not None
+            self._store([event], self.synthesis.heuristic(event), "heuristic", note)
             self.log(f"event {event.id}: {note}; `claude-mem reprocess --session {self.session_id}` redoes it with the model")
         else:
             with transaction(self.conn):
                 queue.mark_failed(self.conn, [event.id], reason, max_attempts=limit, backoff_s=0)
             self.log(f"event {event.id} skipped after {attempts} failed attempts ({reason});"
                      f" `claude-mem retry --session {self.session_id}` re-queues it")
-
-    def _heuristic(self, event: Event) -> Outcome:
-        if event.kind != "finalize":
-            return Outcome(observations=heuristic.observe([event]))
-        request, turn_events, last_message = self._turn_context(event)
-        return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
-
-    # --- model and heuristic synthesis -----------------------------------------------------------
-
-    async def _observe(self, events: list[Event], session: dict[str, Any]) -> Outcome:
-        if not self.use_model:
-            return Outcome(observations=heuristic.observe(events))
-        body = render_batch(events)
-        prompt_number = events[0].prompt_number
-        header = ""
-        if prompt_number != self.last_request_number:
-            request = self._prompt_text(prompt_number)
-            header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, events=body)
-        reply = await self._send(message)
-        if reply.error:
-            return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
-        self.last_request_number = prompt_number
-        result = parse_reply(reply.text)
-        if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
-            return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
-        # Nothing usable: ask once, firmly, before counting it against these events.
-        retry = await self._send(fill("observation_retry"))
-        if retry.error:
-            failed = await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
-            failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
-            return failed
-        second = parse_reply(retry.text)
-        both = reply.text + "\n---\n" + retry.text
-        if second.usable() or NOTHING_MARK in "".join(retry.text.split()):
-            return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
-        problems = "; ".join(second.problems)[:300] or "no usable block"
-        self._turn = None
-        await self._close_observer()  # the next try resumes the conversation before this batch
-        return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
-                       raw_error=problems)
-
-    def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
-        """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
-        request = self._prompt_text(finalize.prompt_number)
-        last_message = ""
-        if isinstance(finalize.tool_response, dict):
-            last_message = str(finalize.tool_response.get("last_assistant_message") or "")
-        return request, self._turn_events(finalize.prompt_number), last_message
-
-    async def _summarize(self, finalize: Event, session: dict[str, Any]) -> Outcome:
-        prompt_number = finalize.prompt_number
-        request, turn_events, last_message = self._turn_context(finalize)
-        read, edited = files_touched(turn_events)
-        if not self.use_model:
-            return self._heuristic(finalize)
-        message = fill("summary", prompt_number=prompt_number, request=request or "(unknown)",
-                       last_message=cut(last_message, 1500) or "(none)")
-        reply = await self._send(message)
-        if reply.error:
-            return await self._model_failed(reply, lambda: self._heuristic(finalize))
-        result = parse_reply(reply.text)
-        observations = list(result.observations)
-        extra: dict[str, Any] = {}
-        if result.summary is None:
-            # Models sometimes answer a summary request with observations: ask once, firmly.
-            # (If that fails, the summary is derived: the conversation resumes after the first reply.)
-            retry = await self._send(fill("summary_retry"))
-            if not retry.error:
-                second = parse_reply(retry.text)
-                observations += second.observations
-                result = second if second.summary is not None else result
-                if second.summary is None:
-                    extra = self._keep_raw(reply.text + "\n---\n" + retry.text, second)
-        summary, source = result.summary, "model"
-        if summary is None:
-            summary, source = self._derive_summary(prompt_number, request, observations), "derived"
-        summary.files_read, summary.files_edited = read, edited
-        return Outcome(observations=observations, summary=summary, summary_source=source, **extra)
-
-    def _derive_summary(self, prompt_number: int, request: str, fresh: list[Observation]) -> Summary:
-        """A summary built from the turn's observations when the model would not write one."""
-        stored = list_observations(self.conn, session_id=self.session_id)
-        titles = [o["title"] for o in stored if o["prompt_number"] == prompt_number] + [o.title for o in fresh]
-        learned = [o["title"] for o in stored if o["prompt_number"] == prompt_number and o["type"] == "discovery"]
-        return Summary(request=request, completed="; ".join(dict.fromkeys(titles))[:2000], learned="; ".join(learned)[:2000],
-                       notes="Derived from this turn's observations: the model did not return a <summary>.")
-
-    def _keep_raw(self, text: str, result: ParseResult) -> dict[str, Any]:
-        """Replies are kept raw when they yield nothing usable (unless the model said there was
-        nothing to keep), or when some of their blocks had to be dropped."""
-        if result.usable():
-            dropped = [p for p in result.problems if "drop" in p.lower()]
-            return {"raw": text, "raw_error": "; ".join(dropped)[:500]} if dropped else {}
-        if NOTHING_MARK in "".join(text.split()):
-            return {}
-        return {"raw": text, "raw_error": "; ".join(result.problems)[:500] or "no usable block"}
-
-    async def _model_failed(self, reply: Any, fallback) -> Outcome:
-        # No login, or a CLI that cannot even start: with synthesizer=auto carry on without a
-        # model so capture never stops (reported once). Otherwise it is an outage like any
-        # transient failure: the events wait for the model (faults.py).
-        cannot_start = reply.error == "crashed" and "could not start" in (reply.detail or "")
-        if (reply.error == "auth" or cannot_start) and self.mode == "auto":
-            message = f"{reply.error}: {reply.detail}"
-            known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error")
-            with transaction(self.conn):
-                outages.record_failure(self.conn, self.session_id, message)
-            if known != message:  # reported once per session, not per worker
-                log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message})",
-                         stderr=True)
-            self.use_model = False
-            self.log("no usable model; switching this session to the heuristic synthesizer")
-            return fallback()
-        return Outcome(error=reply.error, detail=reply.detail)
-
-    def _prompt_text(self, prompt_number: int) -> str:
-        row = self.conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
-                                (self.session_id, prompt_number)).fetchone()
-        return cut(row[0], 1500) if row else ""
-
-    def _turn_events(self, prompt_number: int) -> list[Event]:
-        rows = queue.list_rows(self.conn, session_id=self.session_id)
-        return [Event.from_row(r) for r in rows if r["kind"] == "tool" and r["prompt_number"] == prompt_number]
-
-    # --- the observer conversation ----------------------------------------------------------------
-
-    async def _send(self, text: str) -> Any:
-        """One turn of the observer conversation. A failed turn ends the CLI: the next one
-        resumes the conversation cut at the last stored batch (sdk_resume_at), so the failed
-        message is never merged into a later request (PLATFORM-NOTES)."""
-        if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
-            await self._open_observer(fresh=self._fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
-            text = self._recap_prefix + text
-            self._recap_prefix = ""
-        reply = await self.observer.send(text)
-        self.turns += 1
-        self._record_usage(reply)
-        if reply.error:
-            self._turn = None
-            await self._close_observer()
-            return reply
-        self._turn = (reply.session_id, reply.uuid)
-        with transaction(self.conn):
-            since = outages.clear(self.conn, self.session_id)
-        if since is not None:
-            self.log(f"the model answers again (unreachable for {(now_ms() - since) / 1000:.0f} s)")
-        return reply
-
-    _recap_prefix = ""
-    _fresh = False  # a new conversation was started and nothing of it is stored yet
-    _turn: tuple[str | None, str | None] | None = None  # (conversation, last good message) of the batch under way
-    _outage_due: tuple[int, str] = (0, "")
-
-    def _record_usage(self, reply: Any) -> None:
-        """Add the tokens the SDK says this reply cost to the run's row, at once: a worker killed
-        later has still reported what it spent (`claude-mem stats`)."""
-        usage = getattr(reply, "usage", None) or {}
-        if self.conn is None or self.run_id is None:
-            return
-        try:
-            with transaction(self.conn):
-                self.conn.execute(
-                    "UPDATE worker_runs SET model_replies = model_replies + 1, input_tokens = input_tokens + ?,"
-                    " output_tokens = output_tokens + ?, cache_read_input_tokens = cache_read_input_tokens + ?,"
-                    " cache_creation_input_tokens = cache_creation_input_tokens + ? WHERE id = ?",
-                    (*(int(usage.get(k) or 0) for k in USAGE_FIELDS), self.run_id))
-        except sqlite3.Error as exc:
-            self.log(f"could not record the observer's token usage: {exc}")
-
-    async def _open_observer(self, fresh: bool) -> None:
-        from claude_mem.worker.observer import Observer
-
-        await self._close_observer()
-        session = records.get_session(self.conn, self.session_id) or {}
-        resume = None if fresh else session.get("sdk_session_id")
-        observer_dir = os.path.join(self.config.data_dir, "observer")
-        os.makedirs(observer_dir, mode=0o700, exist_ok=True)
-        system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
-        self.observer = Observer(model=self.config.model, system_prompt=system, cwd=observer_dir,
-                                 cli_path=self.config.cli_path or None, resume=resume, resume_at=session.get("sdk_resume_at"),
-                                 turn_timeout_s=self.config.observer_timeout_s)
-        await self.observer.start()
-        self.turns = 0
-        self.last_request_number = -1
-        if self.observer.resume_failed:
-            self.log(f"could not resume the observer conversation ({self.observer.resume_failed}); starting a new one")
-        self._fresh = resume is None or bool(self.observer.resume_failed)
-        self._recap_prefix = ""
-        if self._fresh:
-            titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
-            if titles:
-                self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"
-
-    async def _close_observer(self) -> None:
-        if self.observer is not None:
-            observer, self.observer = self.observer, None
-            try:
-                await observer.close()
-            except Exception as exc:  # closing must never keep the worker from exiting
-                self.log(f"observer close failed: {exc}")
-
 
 
 def run_worker(config: Config, session_id: str, **kwargs: Any) -> str:

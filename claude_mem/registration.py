@@ -27,25 +27,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER  # noqa: F401  (PRE_TOOL_MATCHER: for callers)
+from claude_mem.settings import SettingsError
+from claude_mem.settings import read_json_object as _read_json_object
+
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10
 
-# The tools whose PreToolUse the `pre` hook answers (a regex, as Claude Code reads matchers).
-PRE_TOOL_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit|Bash"
-
-# (event, hook command, matcher). No matcher means every source/trigger of the event.
-HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
-    ("SessionStart", "context", None),
-    ("UserPromptSubmit", "new", None),
-    ("PreToolUse", "pre", PRE_TOOL_MATCHER),
-    ("PostToolUse", "save", "*"),
-    ("PostToolUseFailure", "save", "*"),
-    ("Stop", "summary", None),
-    ("SessionEnd", "summary", None),  # lets the session's worker exit as soon as it is drained
-)
-
 # Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.
-_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(context|new|pre|save|summary)\s*$")
+_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(" + "|".join(HOOK_COMMANDS) + r")\s*$")
 
 # The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
 # "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
@@ -230,25 +220,19 @@ def plan_hooks_install(settings: dict[str, Any], base: list[str], path: str = "s
             raise InstallError(f"{path}: \"hooks.{event}\" is not a JSON list; fix it by hand, then run again")
         kept = False
         emptied: list[Any] = []
-        for group in groups:
-            entries = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(entries, list):
+        for group, entries, entry in _our_entries(groups, sub):
+            if kept:
+                entries.remove(entry)  # a second copy of ours would run the hook twice
+                changes.append(Change("remove", "hook", event, entry["command"]))
+                if not entries:
+                    emptied.append(group)
                 continue
-            for entry in list(entries):
-                if not isinstance(entry, dict) or hook_subcommand(entry.get("command")) != sub:
-                    continue
-                if kept:
-                    entries.remove(entry)  # a second copy of ours would run the hook twice
-                    changes.append(Change("remove", "hook", event, entry["command"]))
-                    if not entries:
-                        emptied.append(group)
-                    continue
-                kept = True
-                if entry["command"] != wanted:
-                    # A stale path (moved venv, reinstalled Python): fix it in place, keep the rest.
-                    changes.append(Change("update", "hook", event, wanted, previous=entry["command"]))
-                    entry["command"] = wanted
-                    entry.setdefault("type", "command")
+            kept = True
+            if entry["command"] != wanted:
+                # A stale path (moved venv, reinstalled Python): fix it in place, keep the rest.
+                changes.append(Change("update", "hook", event, wanted, previous=entry["command"]))
+                entry["command"] = wanted
+                entry.setdefault("type", "command")
         _drop_groups(groups, emptied)
         if not kept:
             group = {"hooks": [{"type": "command", "command": wanted, "timeout": HOOK_TIMEOUT_S}]}
@@ -272,16 +256,11 @@ def plan_hooks_uninstall(settings: dict[str, Any], path: str = "settings.json") 
         if not isinstance(groups, list):
             continue
         emptied: list[Any] = []
-        for group in groups:
-            entries = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(entries, list):
-                continue
-            for entry in list(entries):
-                if isinstance(entry, dict) and hook_subcommand(entry.get("command")) == sub:
-                    entries.remove(entry)
-                    changes.append(Change("remove", "hook", event, entry["command"]))
-                    if not entries:
-                        emptied.append(group)
+        for group, entries, entry in _our_entries(groups, sub):
+            entries.remove(entry)
+            changes.append(Change("remove", "hook", event, entry["command"]))
+            if not entries:
+                emptied.append(group)
         if emptied:
             _drop_groups(groups, emptied)
             if not groups:
@@ -289,6 +268,18 @@ def plan_hooks_uninstall(settings: dict[str, Any], path: str = "settings.json") 
     if changes and not hooks:
         del new["hooks"]
     return new, changes
+
+
+def _our_entries(groups: list[Any], sub: str) -> list[tuple[Any, list[Any], dict[str, Any]]]:
+    """(matcher group, its hook list, entry) for each entry of an event's groups that runs our
+    hook command `sub`; malformed groups and entries are passed over."""
+    found = []
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(entries, list):
+            continue
+        found += [(group, entries, e) for e in entries if isinstance(e, dict) and hook_subcommand(e.get("command")) == sub]
+    return found
 
 
 def _drop_groups(groups: list[Any], emptied: list[Any]) -> None:
@@ -339,21 +330,9 @@ def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
     """(content, existed). Refuses anything but a JSON object: rewriting a file we could not
     parse would lose what is in it."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return {}, False
-    except OSError as exc:
-        raise InstallError(f"cannot read {path}: {exc.strerror}") from None
-    if not text.strip():
-        return {}, True
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); nothing was changed, fix the file and run again") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} does not hold a JSON object; nothing was changed")
-    return data, True
+        return _read_json_object(path)
+    except SettingsError as exc:
+        raise InstallError(f"{exc}; nothing was changed, fix the file and run again") from None
 
 
 def backup_path(path: str) -> str:

@@ -1,0 +1,176 @@
+"""Turning a batch of events into observations, or a turn into its summary: through the
+observer conversation (worker/conversation.py), or by the heuristic synthesizer.
+
+A reply with nothing usable is answered with one firm nudge; a summary request answered with
+observations is retried once, then derived from the turn's observations. A missing login (or a
+CLI that cannot start) with synthesizer=auto switches the session to the heuristic synthesizer,
+reported once. What fails otherwise comes back as an Outcome with an error, for the worker to
+settle (worker/loop.py, worker/faults.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from claude_mem.logs import log_line
+from claude_mem.settings import Config
+from claude_mem.store import outages, queue, records
+from claude_mem.store.db import transaction
+from claude_mem.store.memories import Observation, Summary, list_observations
+from claude_mem.store.reads import cut
+from claude_mem.worker import heuristic
+from claude_mem.worker.conversation import Conversation
+from claude_mem.worker.parse import ParseResult, parse_reply
+from claude_mem.worker.render import Event, files_touched, fill, render_batch
+
+if TYPE_CHECKING:
+    from claude_mem.worker.observer import Reply
+
+NOTHING_MARK = "<nothing/>"  # compared with whitespace removed
+
+
+@dataclass
+class Outcome:
+    observations: list[Observation] = field(default_factory=list)
+    summary: Summary | None = None
+    summary_source: str = "model"
+    raw: str | None = None  # a reply kept because it yielded nothing usable
+    raw_error: str = ""
+    error: str | None = None  # a model failure category
+    detail: str = ""
+
+
+class Synthesis:
+    def __init__(self, config: Config, conn: sqlite3.Connection, session_id: str, mode: str, conversation: Conversation,
+                 log: Callable[[str], None]) -> None:
+        self.config = config
+        self.conn = conn
+        self.session_id = session_id
+        self.mode = mode  # the synthesizer setting: auto, model or heuristic
+        self.use_model = mode != "heuristic"  # auto turns it off when the model cannot be used
+        self.conversation = conversation
+        self.log = log
+
+    def heuristic(self, event: Event) -> Outcome:
+        """Observations, or the turn's summary, without a model."""
+        if event.kind != "finalize":
+            return Outcome(observations=heuristic.observe([event]))
+        request, turn_events, last_message = self._turn_context(event)
+        return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
+
+    async def observe(self, events: list[Event]) -> Outcome:
+        if not self.use_model:
+            return Outcome(observations=heuristic.observe(events))
+        body = render_batch(events)
+        prompt_number = events[0].prompt_number
+        header = ""
+        if prompt_number != self.conversation.last_request_number:
+            request = self._prompt_text(prompt_number)
+            header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
+        message = fill("observation", request_line=header, events=body)
+        reply = await self.conversation.send(message)
+        if reply.error:
+            return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
+        self.conversation.last_request_number = prompt_number
+        result = parse_reply(reply.text)
+        if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
+            return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
+        # Nothing usable: ask once, firmly, before counting it against these events.
+        retry = await self.conversation.send(fill("observation_retry"))
+        if retry.error:
+            failed = await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
+            failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
+            return failed
+        second = parse_reply(retry.text)
+        both = reply.text + "\n---\n" + retry.text
+        if second.usable() or NOTHING_MARK in "".join(retry.text.split()):
+            return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
+        problems = "; ".join(second.problems)[:300] or "no usable block"
+        await self.conversation.drop()  # the next try resumes the conversation before this batch
+        return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
+                       raw_error=problems)
+
+    def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
+        """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
+        request = self._prompt_text(finalize.prompt_number)
+        last_message = ""
+        if isinstance(finalize.tool_response, dict):
+            last_message = str(finalize.tool_response.get("last_assistant_message") or "")
+        return request, self._turn_events(finalize.prompt_number), last_message
+
+    async def summarize(self, finalize: Event) -> Outcome:
+        prompt_number = finalize.prompt_number
+        request, turn_events, last_message = self._turn_context(finalize)
+        read, edited = files_touched(turn_events)
+        if not self.use_model:
+            return self.heuristic(finalize)
+        message = fill("summary", prompt_number=prompt_number, request=request or "(unknown)",
+                       last_message=cut(last_message, 1500) or "(none)")
+        reply = await self.conversation.send(message)
+        if reply.error:
+            return await self._model_failed(reply, lambda: self.heuristic(finalize))
+        result = parse_reply(reply.text)
+        observations = list(result.observations)
+        extra: dict[str, Any] = {}
+        if result.summary is None:
+            # Models sometimes answer a summary request with observations: ask once, firmly.
+            # (If that fails, the summary is derived: the conversation resumes after the first reply.)
+            retry = await self.conversation.send(fill("summary_retry"))
+            if not retry.error:
+                second = parse_reply(retry.text)
+                observations += second.observations
+                result = second if second.summary is not None else result
+                if second.summary is None:
+                    extra = self._keep_raw(reply.text + "\n---\n" + retry.text, second)
+        summary, source = result.summary, "model"
+        if summary is None:
+            summary, source = self._derive_summary(prompt_number, request, observations), "derived"
+        summary.files_read, summary.files_edited = read, edited
+        return Outcome(observations=observations, summary=summary, summary_source=source, **extra)
+
+    def _derive_summary(self, prompt_number: int, request: str, fresh: list[Observation]) -> Summary:
+        """A summary built from the turn's observations when the model would not write one."""
+        stored = list_observations(self.conn, session_id=self.session_id)
+        titles = [o["title"] for o in stored if o["prompt_number"] == prompt_number] + [o.title for o in fresh]
+        learned = [o["title"] for o in stored if o["prompt_number"] == prompt_number and o["type"] == "discovery"]
+        return Summary(request=request, completed="; ".join(dict.fromkeys(titles))[:2000], learned="; ".join(learned)[:2000],
+                       notes="Derived from this turn's observations: the model did not return a <summary>.")
+
+    def _keep_raw(self, text: str, result: ParseResult) -> dict[str, Any]:
+        """Replies are kept raw when they yield nothing usable (unless the model said there was
+        nothing to keep), or when some of their blocks had to be dropped."""
+        if result.usable():
+            dropped = [p for p in result.problems if "drop" in p.lower()]
+            return {"raw": text, "raw_error": "; ".join(dropped)[:500]} if dropped else {}
+        if NOTHING_MARK in "".join(text.split()):
+            return {}
+        return {"raw": text, "raw_error": "; ".join(result.problems)[:500] or "no usable block"}
+
+    async def _model_failed(self, reply: Reply, fallback: Callable[[], Outcome]) -> Outcome:
+        # No login, or a CLI that cannot even start: with synthesizer=auto carry on without a
+        # model so capture never stops (reported once). Otherwise it is an outage like any
+        # transient failure: the events wait for the model (faults.py).
+        cannot_start = reply.error == "crashed" and "could not start" in (reply.detail or "")
+        if (reply.error == "auth" or cannot_start) and self.mode == "auto":
+            message = f"{reply.error}: {reply.detail}"
+            known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error")
+            with transaction(self.conn):
+                outages.record_failure(self.conn, self.session_id, message)
+            if known != message:  # reported once per session, not per worker
+                log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message})",
+                         stderr=True)
+            self.use_model = False
+            self.log("no usable model; switching this session to the heuristic synthesizer")
+            return fallback()
+        return Outcome(error=reply.error, detail=reply.detail)
+
+    def _prompt_text(self, prompt_number: int) -> str:
+        return cut(records.prompt_text(self.conn, self.session_id, prompt_number) or "", 1500)
+
+    def _turn_events(self, prompt_number: int) -> list[Event]:
+        rows = queue.list_rows(self.conn, session_id=self.session_id)
+        return [Event.from_row(r) for r in rows if r["kind"] == "tool" and r["prompt_number"] == prompt_number]
+
