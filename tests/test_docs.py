@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
 from claude_mem.entry import HOOK_COMMANDS
@@ -67,6 +69,7 @@ def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProce
         shutil.rmtree(bin_dir, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_without_chromium_the_browser_tests_skip_locally_and_fail_under_ci() -> None:
     local = _browser_tests_without_chromium(None)
     assert local.returncode == 0, local.stdout[-2000:]

@@ -267,6 +267,7 @@ def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server:
     assert Index(settings.load()).location == str(data_dir / "chroma")
 
 
+@pytest.mark.slow
 def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: sqlite3.Connection, tmp_path: Path) -> None:
     srv = ChromaServer(tmp_path / "srv").start()
     try:
@@ -332,6 +333,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_long_lived_reader_sees_another_process_writes(conn: sqlite3.Connection, tmp_path: Path) -> None:
     # The MCP server keeps its Index open while a worker process writes to the same folder.
     path = str(tmp_path / "chroma")
@@ -356,6 +358,7 @@ CATCH_UP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_workers_catching_up_together_embed_each_row_once(conn: sqlite3.Connection, tmp_path: Path) -> None:
     """Every worker starts with a catch-up; sessions starting together after Chroma was away
     must not each embed the same missing rows."""

@@ -115,6 +115,7 @@ def test_keyword_fallback_is_one_note(stored: Stored, monkeypatch: pytest.Monkey
     assert out["mode"] == "fts" and "keyword results only" in out["note"]
 
 
+@pytest.mark.slow
 def test_without_a_built_index_search_says_so_and_reindex_builds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stored = build(tmp_path / "fresh")
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", stored.config.data_dir)

@@ -137,6 +137,7 @@ def test_many_clients_at_once(shared_service: str) -> None:
     assert len(results) == 12 and all(isinstance(r, int) and r > 0 for r in results), results
 
 
+@pytest.mark.slow
 def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "1")
     pid = client.call(str(data_dir), "ping", timeout_s=30, wait=True)["pid"]
@@ -145,6 +146,7 @@ def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, m
     assert not os.path.exists(protocol.socket_path(str(data_dir))) and not os.path.exists(protocol.info_path(str(data_dir)))
 
 
+@pytest.mark.slow
 def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: recall_store.Stored) -> None:
     config = stored.config
     conn = connect(config.db_path)
@@ -187,6 +189,7 @@ def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": service}
 
@@ -212,6 +215,7 @@ def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     assert not client.running(service)
 
 
+@pytest.mark.slow
 def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: recall_store.Stored) -> None:
     config = settings.load()
     Path(protocol.info_path(config.data_dir)).write_text('{"pid": 1}')
@@ -223,6 +227,7 @@ def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: rec
     assert not os.path.exists(protocol.info_path(config.data_dir))
 
 
+@pytest.mark.slow
 def test_a_service_whose_index_is_away_still_exits_when_idle(stored: recall_store.Stored, data_dir: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma unreachable: every poll hands the indexer a retry, which must not count as being busy

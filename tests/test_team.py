@@ -137,6 +137,7 @@ def test_the_same_repository_on_two_machines_is_one_project(tmp_path: Path) -> N
     assert {project_for(str(clone)), project_for(str(clone / "src")), project_for(str(other)), project_for(str(tree))} == {PROJECT}
 
 
+@pytest.mark.slow
 def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop], server: ChromaServer) -> None:
     a, b = team
     assert a.obs["login"] == b.obs["webhook"]  # the same row ids on both machines: what used to collide
@@ -209,6 +210,7 @@ def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> Non
     assert search(a.conn, "webhook", index=index, mode="fts").hits == []
 
 
+@pytest.mark.slow
 def test_mcp_tools_and_the_viewer_name_and_read_a_teammates_memory(team: tuple[Laptop, Laptop], tmp_path: Path) -> None:
     a, b = team
     a.index().index_missing(a.conn)

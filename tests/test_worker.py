@@ -75,7 +75,8 @@ def db(data_dir: Path) -> sqlite3.Connection:
 
 def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    proc = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"})
+    # Not about the index: no memory service to load a model beside the worker.
+    proc = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
     assert proc.returncode == 0, proc.stderr
     queue = cli_json("queue")
     assert queue and all(r["status"] == "done" for r in queue)
@@ -90,6 +91,7 @@ def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> N
     assert summaries[0]["files_edited"] and summaries[0]["files_edited"][0].endswith("calc.py")
 
 
+@pytest.mark.slow
 def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}])
@@ -127,6 +129,7 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
     assert observer["input_tokens"] > 100  # the four messages, ~1 token per 4 characters in the fake
 
 
+@pytest.mark.slow
 def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     garbage = "I think the user fixed a bug but I will not use XML today."
@@ -142,6 +145,7 @@ def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir:
     assert len([o for o in observations if o["prompt_number"] == 1]) == 4, "the nudge was answered for the same four events"
 
 
+@pytest.mark.slow
 def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     garbage = "Still no XML from me."
@@ -157,6 +161,7 @@ def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Pa
     assert len(raw) == 1 and raw[0]["reply"].count(garbage) == 2
 
 
+@pytest.mark.slow
 def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     wrong = "<observation><type>change</type><title>Wrapped up the fix</title><narrative>done</narrative></observation>"
@@ -172,6 +177,7 @@ def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, 
     assert len(recv) == 1, "exactly one firmer retry"
 
 
+@pytest.mark.slow
 def test_an_outage_counts_no_attempt_and_clears_on_the_first_success(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"error": "overloaded"}, {"error": "rate_limit"}, {"error": "api_error"}], default={"per_event": True},
@@ -190,6 +196,7 @@ def test_an_outage_counts_no_attempt_and_clears_on_the_first_success(tmp_path: P
     assert len(starts) == 4 and not any("--resume-session-at" in " ".join(e["argv"]) for e in starts[:1])
 
 
+@pytest.mark.slow
 def test_events_failing_on_their_own_are_skipped_with_synthesizer_model_until_retry(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [], default={"error": "invalid_request"}, CLAUDE_MEM_MAX_ATTEMPTS="2")
@@ -219,6 +226,7 @@ def test_events_failing_on_their_own_are_skipped_with_synthesizer_model_until_re
     assert len(titles) == len(set(titles)) and any("Edit" in t for t in titles)
 
 
+@pytest.mark.slow
 def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [], default={"error": "auth"}, CLAUDE_MEM_SYNTHESIZER="auto")
@@ -233,6 +241,7 @@ def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_di
     assert log_text.count("the model cannot be used") == 1
 
 
+@pytest.mark.slow
 def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"}).returncode == 0
@@ -246,6 +255,7 @@ def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data
     assert {s["source"] for s in cli_json("summaries")} == {"model"}
 
 
+@pytest.mark.slow
 def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"sleep": 30, "per_event": True}])
@@ -269,6 +279,7 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
         assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
 
 
+@pytest.mark.slow
 def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "a", "sess-a")
     play_demo(tmp_path / "b", "sess-b")
@@ -288,6 +299,7 @@ def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> N
         assert runs[0]["worker_id"] != runs[1]["worker_id"]
 
 
+@pytest.mark.slow
 def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
@@ -320,6 +332,7 @@ def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -
     assert cli_json("workers") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", range(20))
 def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Path, run: int) -> None:
     """kill -9 the worker at a random moment, then let a new one finish: every event done,
@@ -356,6 +369,7 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     assert not our_processes(data_dir), "an observer CLI (or the service) outlived its worker"
 
 
+@pytest.mark.slow
 def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir: Path) -> None:
     steps = play_demo(tmp_path / "proj")
     end = {**steps[-1][1], "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
@@ -368,7 +382,8 @@ def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir:
     # Not --drain, and a long idle time: only the ended session makes it stop.
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "300"],
-                          env={**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic"}, capture_output=True, text=True, timeout=120)
+                          env={**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"},
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 60
     assert "session ended" in proc.stdout
@@ -400,6 +415,7 @@ def _service_caught_up(data_dir: Path) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}],
@@ -432,6 +448,7 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
         conn.close()
 
 
+@pytest.mark.slow
 def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     chroma = data_dir / "chroma"
@@ -476,6 +493,7 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
     assert not any("failed" in line or "unavailable" in line for line in lines), lines
 
 
+@pytest.mark.slow
 def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path, data_dir: Path) -> None:
     """max_workers=1 and three sessions: one worker at a time, the others wait in the queue (status
     says who and since when), each exiting or idle worker hands its slot to the oldest waiting."""

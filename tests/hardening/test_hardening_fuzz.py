@@ -26,6 +26,8 @@ from claude_mem.worker.parse import parse_reply
 from tests.hardening.support import record, wait_until
 from tests.recall_store import build_indexed
 
+pytestmark = pytest.mark.slow
+
 SLOW_S = 1.0
 QUIET = json.loads(hooks.QUIET)
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop",
