@@ -32,6 +32,12 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert command in fenced_commands(), "README's test command and .ci/run's last line must be the same"
 
 
+def test_readme_has_the_inner_loop_and_the_marker_is_registered() -> None:
+    assert '.venv/bin/pytest -q -m "not slow"' in fenced_commands()
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M), "pytest knows the slow marker"
+
+
 def test_readme_has_the_run_it_command() -> None:
     assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/claude-mem demo" in fenced_commands()
 

@@ -22,7 +22,7 @@ from claude_mem.mcp_server import MAX_RECORDS_CHARS, MAX_SEARCH_CHARS, MAX_TIMEL
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
-from tests.recall_store import NOW_MS, Stored, build_indexed, config_for
+from tests.stores import NOW_MS, Stored, build_indexed, config_for
 
 TOOLS = {
     "search": ({"query"}, {"query", "project", "type", "session_id", "since", "until", "file", "limit"}),
@@ -222,7 +222,7 @@ def test_without_chroma_search_answers_from_keywords_and_says_so(stored: Stored,
 @pytest.mark.slow
 def test_first_search_needs_no_service_and_the_service_builds_the_index(tmp_path: Path, alpha_dir: Path) -> None:
     from claude_mem.service import client as service_client
-    from tests.recall_store import build
+    from tests.stores import build
 
     stored = build(tmp_path / "data")  # never indexed, no service running
     server = build_server(stored.config, cwd=str(alpha_dir))

@@ -25,7 +25,7 @@ from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
 from tests.conftest import cli_json, run_hook
 from tests.git_layout import git_checkout, git_worktree
-from tests.recall_store import config_for
+from tests.stores import config_for
 
 KEYWORDS_ONLY = {"CLAUDE_MEM_SEMANTIC_INDEX": "0"}
 

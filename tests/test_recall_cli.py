@@ -10,14 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import settings
-from claude_mem.cli import cli
 from claude_mem.recall.index import Index
 from claude_mem.store.db import connect
-from tests.recall_store import NOW_MS, Stored, build, build_indexed
+from tests.cli_helpers import invoke
+from tests.stores import NOW_MS, Stored, build, build_indexed
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +28,6 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Stored:
 def stored(indexed: Stored, monkeypatch: pytest.MonkeyPatch) -> Stored:
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", indexed.config.data_dir)
     return indexed
-
-
-def invoke(*args: str, code: int = 0) -> Result:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == code, (result.exit_code, result.output)
-    return result
 
 
 def hits(*args: str) -> list[tuple[str, int]]:

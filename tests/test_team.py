@@ -32,10 +32,12 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.viewer.app import create_app
-from tests.cli_helpers import _age, invoke, invoke_json
+from tests.cli_helpers import invoke, invoke_json
 from tests.git_layout import git_checkout, git_worktree
-from tests.recall_store import OLD_MS, config_for
+from tests.stores import OLD_MS, age_session, config_for
 from tests.test_index import ChromaServer
+
+pytestmark = pytest.mark.slow  # see README, "Test it": the inner loop leaves these out
 
 REMOTE = "git@github.com:Acme/Shop.git"
 PROJECT = "github.com/acme/shop"
@@ -175,7 +177,7 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
 
     # A prunes its old memories, then forgets everything: B's documents stay, and B finds its own.
     with transaction(a.conn):
-        _age(a.conn, "sess-laptop-a", OLD_MS)
+        age_session(a.conn, "sess-laptop-a", OLD_MS)
     pruned = invoke_json("prune", "--days", "30", "--yes", env=a.env)
     assert pruned["counts"]["observations"] == 2 and owned(server, a_id) == [] and owned(server, b_id) == b_docs
     with transaction(a.conn):
