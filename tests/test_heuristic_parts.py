@@ -5,27 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from claude_mem.demo import PYTEST_FAILED
 from claude_mem.worker.heuristic import commands, edits, outputs
 
 CWD = "/home/dev/calc"
-PYTEST_FAILED = """============================= test session starts ==============================
-collected 4 items
-
-tests/test_calc.py .F..                                                  [100%]
-
-=================================== FAILURES ===================================
-___________________________________ test_add ___________________________________
-
-    def test_add():
->       assert add(2, 3) == 5
-E       assert -1 == 5
-E        +  where -1 = add(2, 3)
-
-tests/test_calc.py:5: AssertionError
-=========================== short test summary info ============================
-FAILED tests/test_calc.py::test_add - assert -1 == 5
-========================= 1 failed, 3 passed in 0.05s ==========================
-"""
 
 
 @pytest.mark.parametrize(("command", "shown", "kind"), [
@@ -73,7 +56,7 @@ def test_clip_cuts_at_a_word_with_an_ellipsis() -> None:
 
 def test_a_failing_pytest_run_names_its_test_assertion_and_place() -> None:
     out = outputs.read(PYTEST_FAILED, failed=True, cwd=CWD)
-    assert (out.tests, out.failures, out.failed_tests) == ("1 failed, 3 passed", 1, ["test_add"])
+    assert (out.tests, out.failures, out.failed_tests) == ("1 failed", 1, ["test_add"])
     assert out.assertion == "assert add(2, 3) == 5, got -1"
     assert out.explanation == "add(2, 3) returned -1, not 5" and out.where == "test_calc.py:5"
     assert out.why() == "test_add failed because add(2, 3) returned -1, not 5"
@@ -89,8 +72,8 @@ def test_a_traceback_gives_the_exception_and_where_it_was_raised() -> None:
 
 
 def test_a_passing_run_is_only_its_tally() -> None:
-    out = outputs.read("....\n3 passed in 0.01s\n", failed=False)
-    assert (out.failed, out.tests, out.failures, out.failed_tests, out.error) == (False, "3 passed", 0, [], "")
+    out = outputs.read("....s\n3 passed, 1 skipped in 0.01s\n", failed=False)
+    assert (out.failed, out.tests, out.failures, out.failed_tests, out.error) == (False, "3 passed, 1 skipped", 0, [], "")
 
 
 def test_tool_errors_commits_pushes_and_servers() -> None:

@@ -255,6 +255,7 @@ def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Con
     assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
 
 
+@pytest.mark.slow
 def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server: ChromaServer,
                                                monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
     monkeypatch.setenv("CLAUDE_MEM_CHROMA_URL", server.url)
