@@ -37,8 +37,6 @@ from tests.git_layout import git_checkout, git_worktree
 from tests.stores import OLD_MS, age_session, config_for
 from tests.test_index import ChromaServer
 
-pytestmark = pytest.mark.slow  # see README, "Test it": the inner loop leaves these out
-
 REMOTE = "git@github.com:Acme/Shop.git"
 PROJECT = "github.com/acme/shop"
 
@@ -191,6 +189,7 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
     assert (mine[0].origin, mine[0].id) == (None, b.obs["webhook"])
 
 
+@pytest.mark.slow
 def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> None:
     a, b = team
     a.index().index_missing(a.conn)
@@ -251,6 +250,7 @@ def test_mcp_tools_and_the_viewer_name_and_read_a_teammates_memory(team: tuple[L
     assert bad.status_code == 400 and unknown.status_code == 404
 
 
+@pytest.mark.slow
 def test_local_projects_are_never_sent(team: tuple[Laptop, Laptop], server: ChromaServer, tmp_path: Path) -> None:
     a, _ = team
     secret = git_checkout(tmp_path / "a" / "secret", "git@github.com:acme/secret.git")
@@ -326,6 +326,7 @@ def test_an_embedded_index_moves_to_installation_ids_without_embedding_again(tmp
     conn.close()
 
 
+@pytest.mark.slow
 def test_server_documents_from_before_installation_ids_are_replaced(team: tuple[Laptop, Laptop], server: ChromaServer) -> None:
     a, b = team
     index = a.index()
