@@ -9,8 +9,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from claude_mem import settings
+from tests.stores import Stored, populate
+
+if TYPE_CHECKING:
+    from claude_mem.recall.index import Index
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -56,6 +63,33 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     from claude_mem.service.control import stop_service
 
     stop_service(str(directory))
+
+
+@pytest.fixture
+def stored(data_dir: Path) -> Stored:
+    """The CLI tests' store (tests/stores.py `populate`) in this test's data dir. Recall tests that
+    want the other store (`build`) name their own fixture."""
+    return populate()
+
+
+@pytest.fixture
+def index(stored: Stored) -> Iterator[Index]:
+    """The embedded Chroma index of `stored`, caught up."""
+    from claude_mem.recall.index import Index
+
+    ix = Index(settings.load())
+    ix.index_missing(stored.conn)
+    yield ix
+    ix.close()
+
+
+@pytest.fixture
+def live_worker(stored: Stored) -> Iterator[str]:
+    """This test process registered as sess-alpha's live worker."""
+    from tests.cli_helpers import registered_worker
+
+    with registered_worker("sess-alpha") as session_id:
+        yield session_id
 
 
 def run_hook(command: str, payload: dict | str | bytes, *, env: dict[str, str] | None = None,

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import hooks
 from claude_mem.cli import cli
+from tests.cli_helpers import invoke_json
 from tests.conftest import cli_json
 
 
@@ -37,12 +38,6 @@ def captured(tmp_path: Path, data_dir: Path) -> Path:
                       "tool_input": {"file_path": "/nope"}, "error": "File does not exist."})
         hook("summary", {**common, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "done"})
     return data_dir
-
-
-def invoke(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def check_queue(rows: Any) -> None:
@@ -67,13 +62,13 @@ def check_sessions(rows: Any) -> None:
 
 
 def test_queue_and_sessions_json_in_process(captured: Path) -> None:
-    check_queue(invoke("queue", "--json"))
-    check_sessions(invoke("sessions", "--json"))
-    only_b = invoke("queue", "--json", "--session", "sess-b")
+    check_queue(invoke_json("queue"))
+    check_sessions(invoke_json("sessions"))
+    only_b = invoke_json("queue", "--session", "sess-b")
     assert {r["session_id"] for r in only_b} == {"sess-b"} and len(only_b) == 3
-    assert invoke("queue", "--json", "--status", "done") == []
-    assert len(invoke("queue", "--json", "--limit", "2")) == 2
-    assert invoke("sessions", "--json", "--project", "elsewhere") == []
+    assert invoke_json("queue", "--status", "done") == []
+    assert len(invoke_json("queue", "--limit", "2")) == 2
+    assert invoke_json("sessions", "--project", "elsewhere") == []
 
 
 def test_queue_and_sessions_json_in_a_subprocess(captured: Path) -> None:

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,10 @@ from claude_mem.cli.format import Column, plural, table_lines
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.records import record_reply
 from claude_mem.worker import spawn
-from tests.cli_helpers import Stored, dead_chroma, invoke, invoke_json, one_error_line, populate, registered_worker
+from tests.cli_helpers import dead_chroma, invoke, invoke_json, one_error_line
+from tests.stores import Stored
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@pytest.fixture
-def stored(data_dir: Path) -> Stored:
-    return populate()
 
 
 def columns_start_alike(lines: list[str]) -> None:
@@ -165,12 +160,6 @@ def test_no_database_yet(data_dir: Path, args: tuple[str, ...]) -> None:
 
 
 # --- workers and status ------------------------------------------------------------------------------
-
-@pytest.fixture
-def live_worker(stored: Stored) -> Iterator[str]:
-    with registered_worker("sess-alpha") as session_id:
-        yield session_id
-
 
 def test_workers_table(live_worker: str) -> None:
     lines = invoke("workers").output.splitlines()

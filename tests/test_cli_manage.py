@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,29 +13,11 @@ import pytest
 from claude_mem import settings
 from claude_mem.recall.index import Index
 from claude_mem.store.db import connect
-from tests.cli_helpers import Stored, dead_chroma, fts_ids, invoke, invoke_json, one_error_line, populate, registered_worker, table_rows
+from tests.cli_helpers import dead_chroma, fts_ids, invoke, invoke_json, one_error_line, table_rows
+from tests.stores import Stored, populate
 
 TABLES = {"sdk_sessions": "claude_session_id", "user_prompts": "session_id,prompt_number",
           "observations": "session_id,content_hash", "session_summaries": "session_id,prompt_number"}
-
-
-@pytest.fixture
-def stored(data_dir: Path) -> Stored:
-    return populate()
-
-
-@pytest.fixture
-def index(stored: Stored) -> Iterator[Index]:
-    ix = Index(settings.load())
-    ix.index_missing(stored.conn)
-    yield ix
-    ix.close()
-
-
-@pytest.fixture
-def live_worker(stored: Stored) -> Iterator[str]:
-    with registered_worker("sess-alpha") as session_id:
-        yield session_id
 
 
 def count(stored: Stored, table: str) -> int:

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_demo_shows_the_whole_loop_without_an_account(tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
 from claude_mem.entry import HOOK_COMMANDS
@@ -28,6 +30,12 @@ def test_ci_runs_the_readmes_test_command() -> None:
     command = ci[-1].strip()
     assert command.startswith("python3 -m venv .venv && ") and "pytest" in command
     assert command in fenced_commands(), "README's test command and .ci/run's last line must be the same"
+
+
+def test_readme_has_the_inner_loop_and_the_marker_is_registered() -> None:
+    assert '.venv/bin/pytest -q -m "not slow"' in fenced_commands()
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M), "pytest knows the slow marker"
 
 
 def test_readme_has_the_run_it_command() -> None:
@@ -67,6 +75,7 @@ def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProce
         shutil.rmtree(bin_dir, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_without_chromium_the_browser_tests_skip_locally_and_fail_under_ci() -> None:
     local = _browser_tests_without_chromium(None)
     assert local.returncode == 0, local.stdout[-2000:]

@@ -20,6 +20,8 @@ from tests.conftest import ROOT, TRANSCRIPTS, cli_json
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
 from tests.hardening.support import is_service, our_processes
 
+pytestmark = pytest.mark.slow
+
 FIXTURE = ROOT / "tests" / "fixtures" / "transcripts"
 
 

@@ -126,6 +126,7 @@ def _run(code: str, path: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_works_offline_and_collection_reopens_without_the_function(tmp_path: Path) -> None:
     created = _run(CREATE, tmp_path / "chroma")
     assert created == {"attempts": [], "count": 2}
@@ -133,6 +134,7 @@ def test_works_offline_and_collection_reopens_without_the_function(tmp_path: Pat
     assert reopened == {"attempts": [], "top": "a", "function": "MiniLMInt8EmbeddingFunction"}
 
 
+@pytest.mark.slow
 def test_the_saved_optimised_graph_gives_the_same_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The memory service loads a graph optimised once and saved in its data folder (-45 MiB);
     the vectors in the index were made by the default session, so they must not move."""

@@ -126,6 +126,7 @@ def status_json(env: dict[str, str]) -> dict[str, Any]:
 
 # --- the observer CLI killed again and again ------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_killed_five_times_on_one_batch_is_processed_once_by_the_model(tmp_path: Path, data_dir: Path,
                                                                             cli_env: Callable[..., dict[str, str]]) -> None:
     fill_queue(data_dir, session_payloads(tmp_path, "killed", short=True))
@@ -156,6 +157,7 @@ def test_cli_killed_five_times_on_one_batch_is_processed_once_by_the_model(tmp_p
 
 # --- an outage longer than the whole retry budget ---------------------------------------------------
 
+@pytest.mark.slow
 def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, data_dir: Path, long_run: bool,
                                                                 cli_env: Callable[..., dict[str, str]]) -> None:
     """The issue's "Done when" scenario, shortened (a 6 s outage, first backoff 0.2 s, capped at
@@ -220,6 +222,7 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
 
 # --- a poison event ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_event_the_api_rejects_costs_only_itself(tmp_path: Path, data_dir: Path, cli_env: Callable[..., dict[str, str]]) -> None:
     """Two sessions, each with one event the API answers 400: synthesizer auto gives it heuristic
     observations, synthesizer model skips it with its reason; the others are the model's."""
@@ -279,6 +282,7 @@ def stranded(tmp_path: Path, data_dir: Path) -> Iterator[dict[str, str]]:
     leftover_processes(data_dir, timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runs_next", ["a hook of another session", "status", "the viewer"])
 def test_waiting_events_of_a_finished_session_get_a_worker(runs_next: str, tmp_path: Path, data_dir: Path,
                                                            stranded: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:

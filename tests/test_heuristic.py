@@ -151,6 +151,7 @@ def test_the_bench_check_catches_the_old_generic_titles() -> None:
     assert not is_generic("Edited calc.py: add()")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transcript", [FIXTURE, *LARGEST], ids=lambda p: p.stem[:8])
 def test_a_replayed_session_has_titles_that_name_things(transcript: Path, tmp_path: Path) -> None:
     """Issue 18's bar: at most 10% generic titles and none naming nothing, whether the worker
@@ -175,6 +176,7 @@ _INPUTS = st.fixed_dictionaries({}, optional={
     "questions": _JSON, "plan": _JSON, "description": _JSON, "run_in_background": _JSON}) | _JSON
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_TOOLS, _INPUTS, _JSON | st.text(max_size=200), st.booleans(), st.sampled_from(["tool", "finalize"])),
                 max_size=6))

@@ -554,7 +554,9 @@ def test_a_live_worker_is_not_started_twice(data_dir: Path, project: Path) -> No
 
 
 def test_new_starts_a_worker(data_dir: Path, project: Path) -> None:
-    env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "0.5"}
+    # The worker, not the index: no memory service loading a model that teardown must then stop.
+    env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "0.5",
+           "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
     proc = run_hook("new", prompt(project, "go"), env=env)
     assert proc.returncode == 0 and proc.stderr == ""
     workers = str(data_dir / "workers")

@@ -90,7 +90,8 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     db.close()
 
 
-@pytest.fixture(params=["embedded", "server"])
+# The server side starts a `chroma run` process: left out of the inner loop (README, "Test it").
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     # A fresh collection per test, also on the shared server.
     name = f"t-{uuid.uuid4().hex[:12]}"
@@ -257,6 +258,7 @@ def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Con
     assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
 
 
+@pytest.mark.slow
 def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server: ChromaServer,
                                                monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
     monkeypatch.setenv("CLAUDE_MEM_CHROMA_URL", server.url)
@@ -270,6 +272,7 @@ def test_index_from_config_uses_the_server_url(conn: sqlite3.Connection, server:
     assert Index(settings.load()).location == str(data_dir / "chroma")
 
 
+@pytest.mark.slow
 def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: sqlite3.Connection, tmp_path: Path) -> None:
     srv = ChromaServer(tmp_path / "srv").start()
     try:
@@ -366,6 +369,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_long_lived_reader_sees_another_process_writes(conn: sqlite3.Connection, tmp_path: Path) -> None:
     # The MCP server keeps its Index open while a worker process writes to the same folder.
     path = str(tmp_path / "chroma")
@@ -390,6 +394,7 @@ CATCH_UP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_workers_catching_up_together_embed_each_row_once(conn: sqlite3.Connection, tmp_path: Path) -> None:
     """Every worker starts with a catch-up; sessions starting together after Chroma was away
     must not each embed the same missing rows."""

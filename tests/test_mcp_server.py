@@ -22,7 +22,7 @@ from claude_mem.mcp_server import MAX_RECORDS_CHARS, MAX_SEARCH_CHARS, MAX_TIMEL
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
-from tests.recall_store import NOW_MS, Stored, build_indexed, config_for
+from tests.stores import NOW_MS, Stored, build_indexed, config_for
 
 TOOLS = {
     "search": ({"query"}, {"query", "project", "type", "session_id", "since", "until", "file", "limit"}),
@@ -90,6 +90,7 @@ def test_tool_contract(stored: Stored, alpha_dir: Path) -> None:
         assert tool.output_schema is None
 
 
+@pytest.mark.slow
 def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     async def scenario(client: Client) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -135,6 +136,7 @@ def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     assert out["all"].splitlines()[2].startswith(f"obs:{stored.obs['ci']} | ")  # found by meaning and words
 
 
+@pytest.mark.slow
 def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: Stored, alpha_dir: Path) -> None:
     """Claude Code starts the server with CLAUDE_CODE_SESSION_ID: that session's newest prompt is
     the question the agent is answering, already in its context, and would be its own best match."""
@@ -164,6 +166,7 @@ def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: St
     assert dark in refs(other["search"]) and live not in refs(other["search"])
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_tool_errors_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     bad = [
         ("search", {}, "query: Field required"),
@@ -202,6 +205,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_without_chroma_search_answers_from_keywords_and_says_so(stored: Stored, alpha_dir: Path) -> None:
     async def scenario(client: Client) -> list[tuple[bool, str]]:
         return [await call(client, "search", query="login crash", limit=3),
@@ -215,9 +219,10 @@ def test_without_chroma_search_answers_from_keywords_and_says_so(stored: Stored,
     assert "> " in timeline_text and "keyword results only" in timeline_text
 
 
+@pytest.mark.slow
 def test_first_search_needs_no_service_and_the_service_builds_the_index(tmp_path: Path, alpha_dir: Path) -> None:
     from claude_mem.service import client as service_client
-    from tests.recall_store import build
+    from tests.stores import build
 
     stored = build(tmp_path / "data")  # never indexed, no service running
     server = build_server(stored.config, cwd=str(alpha_dir))

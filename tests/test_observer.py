@@ -492,6 +492,7 @@ def messages_api():
     api.close()
 
 
+@pytest.mark.slow
 @needs_real_cli
 def test_real_cli_against_a_fake_messages_api(tmp_path: Path, short_tmp: str, observer_dir: str, messages_api: _MessagesAPI) -> None:
     env = {**_isolated_env(tmp_path, short_tmp, messages_api.url), "ANTHROPIC_API_KEY": "sk-ant-fake"}

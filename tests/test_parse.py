@@ -434,6 +434,7 @@ def test_one_megabyte_reply_parses_in_well_under_a_second() -> None:
     assert elapsed < 1.0  # about 0.1 s on an idle core
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [
     "<" * 1_000_000, "&" * 1_000_000, "<title>" * 140_000, "</narrative>" * 80_000, "<![CDATA[" * 100_000,
     "<observation><title" + " " * 1_000_000, "<title" + ' a="x"' * 150_000, "<observation><facts>" + "<fact>" * 150_000,
@@ -520,6 +521,7 @@ def render(o: Observation) -> str:
             f"  {items('files_modified', 'file', o.files_modified)}\n</observation>")
 
 
+@pytest.mark.slow
 @fast
 @given(st.lists(observations, min_size=1, max_size=3), st.sampled_from(["", "Here you go:\n```xml\n"]))
 def test_rendered_observations_round_trip(expected: list[Observation], prefix: str) -> None:
@@ -532,6 +534,7 @@ summaries = st.builds(Summary, request=_line, investigated=_narrative, learned=_
                       next_steps=_narrative, notes=_narrative, files_read=_items, files_edited=_items)
 
 
+@pytest.mark.slow
 @fast
 @given(summaries)
 def test_rendered_summary_round_trips(expected: Summary) -> None:

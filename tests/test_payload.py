@@ -227,6 +227,7 @@ def edge_offsets(plant: str, edge: int, limit: int, dense: bool) -> set[int]:
     return {edge - i for i in inside} | {edge + d for d in near} | {edge - len(plant) - d for d in near}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [500, 16000])
 @pytest.mark.parametrize("shrink", [False, True], ids=["plain", "after-large-private-span"])
 def test_clean_text_never_leaks_at_the_window_edges(limit: int, shrink: bool) -> None:
@@ -390,6 +391,7 @@ UNIT = st.lists(
 ).map("".join).filter(bool)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit=UNIT)
 def test_run_time_stays_bounded_on_200_kb(unit: str) -> None:

@@ -41,6 +41,7 @@ def ours(data_dir: Path) -> sqlite3.Connection:
     return connect(config.db_path)
 
 
+@pytest.mark.slow
 def test_a_peer_database_imports_whole_findable_once_and_untouched(peer: Path, data_dir: Path, tmp_path: Path) -> None:
     """The issue's bar: everything there, searchable, in its project's digest; twice adds nothing;
     the peer's files byte-identical, even with the peer running (a connection holding rows in

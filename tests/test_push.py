@@ -25,7 +25,7 @@ from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
 from tests.conftest import cli_json, run_hook
 from tests.git_layout import git_checkout, git_worktree
-from tests.recall_store import config_for
+from tests.stores import config_for
 
 KEYWORDS_ONLY = {"CLAUDE_MEM_SEMANTIC_INDEX": "0"}
 
@@ -156,6 +156,7 @@ def test_prompt_recall_leaves_out_what_the_digest_gave(data_dir: Path, tmp_path:
     assert ask(shop, "s1", "Why does the login crash after logout?") is None
 
 
+@pytest.mark.slow
 def test_prompt_recall_through_the_memory_service(data_dir: Path, tmp_path: Path) -> None:
     """Meaning, not words: the memory asked for shares one word with the prompt, too few for
     the keyword bar; the hybrid search of a warm service finds it. An off-topic prompt gets nothing."""

@@ -10,14 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
 import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import settings
-from claude_mem.cli import cli
 from claude_mem.recall.index import Index
 from claude_mem.store.db import connect
-from tests.recall_store import NOW_MS, Stored, build, build_indexed
+from tests.cli_helpers import invoke
+from tests.stores import NOW_MS, Stored, build, build_indexed
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +28,6 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Stored:
 def stored(indexed: Stored, monkeypatch: pytest.MonkeyPatch) -> Stored:
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", indexed.config.data_dir)
     return indexed
-
-
-def invoke(*args: str, code: int = 0) -> Result:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == code, (result.exit_code, result.output)
-    return result
 
 
 def hits(*args: str) -> list[tuple[str, int]]:
@@ -115,6 +108,7 @@ def test_keyword_fallback_is_one_note(stored: Stored, monkeypatch: pytest.Monkey
     assert out["mode"] == "fts" and "keyword results only" in out["note"]
 
 
+@pytest.mark.slow
 def test_without_a_built_index_search_says_so_and_reindex_builds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stored = build(tmp_path / "fresh")
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", stored.config.data_dir)

@@ -39,6 +39,8 @@ from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
 from tests.planted import MARKER, leaks_in, plant, raw_leaks, stored_text
 
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 FIXTURE_SESSION = "7d3c1f0e-5b2a-4c8e-9a61-2f4e8b0c9d17"
 FIXTURE = FIXTURES / f"{FIXTURE_SESSION}.jsonl"

@@ -28,6 +28,8 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "search_quality.json"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"

@@ -23,7 +23,7 @@ from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client, control, protocol
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
-from tests import recall_store
+from tests import stores
 from tests.hardening.support import wait_until
 
 
@@ -35,12 +35,13 @@ def _lag(data_dir: Path) -> int | None:
 
 
 @pytest.fixture
-def stored(data_dir: Path) -> recall_store.Stored:
-    return recall_store.build(data_dir)
+def stored(data_dir: Path) -> stores.Stored:
+    """The recall tests' store (not the CLI tests' one conftest.py gives)."""
+    return stores.build(data_dir)
 
 
 @pytest.fixture
-def service(stored: recall_store.Stored, data_dir: Path) -> str:
+def service(stored: stores.Stored, data_dir: Path) -> str:
     """A running service whose index has caught up with the stored rows."""
     assert client.call(str(data_dir), "ping", timeout_s=30, wait=True)["version"] == protocol.VERSION
     assert wait_until(lambda: _lag(data_dir) == 0, 60), "the first catch-up"
@@ -51,7 +52,7 @@ def service(stored: recall_store.Stored, data_dir: Path) -> str:
 def shared_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One service for the tests that only talk to it (each start loads the model: ~3 s)."""
     data_dir = tmp_path_factory.mktemp("shared") / "data"
-    recall_store.build(data_dir)
+    stores.build(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -77,7 +78,7 @@ def raw_request(path: str, payload: bytes, timeout_s: float = 10) -> dict:
 
 
 def test_it_answers_searches_by_meaning(shared_service: str) -> None:
-    config = recall_store.config_for(Path(shared_service))
+    config = stores.config_for(Path(shared_service))
     conn = connect(config.db_path)
     try:
         result = search_memory(config, conn, "authentication failure after signing out", project="alpha")
@@ -137,7 +138,8 @@ def test_many_clients_at_once(shared_service: str) -> None:
     assert len(results) == 12 and all(isinstance(r, int) and r > 0 for r in results), results
 
 
-def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_idle_exit_leaves_nothing(stored: stores.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "1")
     pid = client.call(str(data_dir), "ping", timeout_s=30, wait=True)["pid"]
     assert wait_until(lambda: not client.running(str(data_dir)), 60), "the idle exit"
@@ -145,7 +147,8 @@ def test_idle_exit_leaves_nothing(stored: recall_store.Stored, data_dir: Path, m
     assert not os.path.exists(protocol.socket_path(str(data_dir))) and not os.path.exists(protocol.info_path(str(data_dir)))
 
 
-def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: recall_store.Stored) -> None:
+@pytest.mark.slow
+def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: stores.Stored) -> None:
     config = stored.config
     conn = connect(config.db_path)
     try:
@@ -170,7 +173,7 @@ def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: rec
 
 
 def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_service: str) -> None:
-    config = recall_store.config_for(Path(shared_service))
+    config = stores.config_for(Path(shared_service))
     conn = connect(config.db_path)
     try:
         result = search_memory(config, conn, "login crash", timeout_s=0.0005)
@@ -187,6 +190,7 @@ def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": service}
 
@@ -212,7 +216,8 @@ def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     assert not client.running(service)
 
 
-def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: recall_store.Stored) -> None:
+@pytest.mark.slow
+def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: stores.Stored) -> None:
     config = settings.load()
     Path(protocol.info_path(config.data_dir)).write_text('{"pid": 1}')
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
@@ -223,7 +228,8 @@ def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: rec
     assert not os.path.exists(protocol.info_path(config.data_dir))
 
 
-def test_a_service_whose_index_is_away_still_exits_when_idle(stored: recall_store.Stored, data_dir: Path,
+@pytest.mark.slow
+def test_a_service_whose_index_is_away_still_exits_when_idle(stored: stores.Stored, data_dir: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma unreachable: every poll hands the indexer a retry, which must not count as being busy
     (it did: such a service never went idle, and lived on after its tests)."""

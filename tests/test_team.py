@@ -33,9 +33,9 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.viewer.app import create_app
-from tests.cli_helpers import _age, invoke, invoke_json
+from tests.cli_helpers import invoke, invoke_json
 from tests.git_layout import git_checkout, git_worktree
-from tests.recall_store import OLD_MS, config_for
+from tests.stores import OLD_MS, age_session, config_for
 from tests.test_index import ChromaServer
 
 REMOTE = "git@github.com:Acme/Shop.git"
@@ -138,6 +138,7 @@ def test_the_same_repository_on_two_machines_is_one_project(tmp_path: Path) -> N
     assert {project_for(str(clone)), project_for(str(clone / "src")), project_for(str(other)), project_for(str(tree))} == {PROJECT}
 
 
+@pytest.mark.slow
 def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop], server: ChromaServer) -> None:
     a, b = team
     assert a.obs["login"] == b.obs["webhook"]  # the same row ids on both machines: what used to collide
@@ -175,7 +176,7 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
 
     # A prunes its old memories, then forgets everything: B's documents stay, and B finds its own.
     with transaction(a.conn):
-        _age(a.conn, "sess-laptop-a", OLD_MS)
+        age_session(a.conn, "sess-laptop-a", OLD_MS)
     pruned = invoke_json("prune", "--days", "30", "--yes", env=a.env)
     assert pruned["counts"]["observations"] == 2 and owned(server, a_id) == [] and owned(server, b_id) == b_docs
     with transaction(a.conn):
@@ -189,6 +190,7 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
     assert (mine[0].origin, mine[0].id) == (None, b.obs["webhook"])
 
 
+@pytest.mark.slow
 def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> None:
     a, b = team
     a.index().index_missing(a.conn)
@@ -210,6 +212,7 @@ def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> Non
     assert search(a.conn, "webhook", index=index, mode="fts").hits == []
 
 
+@pytest.mark.slow
 def test_mcp_tools_and_the_viewer_name_and_read_a_teammates_memory(team: tuple[Laptop, Laptop], tmp_path: Path) -> None:
     a, b = team
     a.index().index_missing(a.conn)
@@ -248,6 +251,7 @@ def test_mcp_tools_and_the_viewer_name_and_read_a_teammates_memory(team: tuple[L
     assert bad.status_code == 400 and unknown.status_code == 404
 
 
+@pytest.mark.slow
 def test_local_projects_are_never_sent(team: tuple[Laptop, Laptop], server: ChromaServer, tmp_path: Path) -> None:
     a, _ = team
     secret = git_checkout(tmp_path / "a" / "secret", "git@github.com:acme/secret.git")
@@ -323,6 +327,7 @@ def test_an_embedded_index_moves_to_installation_ids_without_embedding_again(tmp
     conn.close()
 
 
+@pytest.mark.slow
 def test_server_documents_from_before_installation_ids_are_replaced(team: tuple[Laptop, Laptop], server: ChromaServer) -> None:
     a, b = team
     index = a.index()

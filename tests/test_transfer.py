@@ -16,7 +16,8 @@ from claude_mem.store import forget as forget_mod
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import record_prompt
 from claude_mem.store.transfer import SPECS, TABLES, BadImportLine, import_lines, write_export
-from tests.cli_helpers import DAY_MS, OLD_MS, Stored, fts_ids, populate, table_rows
+from tests.cli_helpers import fts_ids, table_rows
+from tests.stores import ANCIENT_MS, DAY_MS, Stored
 
 KEYS = {"sdk_sessions": "claude_session_id", "user_prompts": "session_id,prompt_number",
         "observations": "session_id,content_hash", "session_summaries": "session_id,prompt_number"}
@@ -34,11 +35,6 @@ def export_text(conn: sqlite3.Connection, **filters: str) -> str:
 
 def forget_everything(conn: sqlite3.Connection, index: Index | None = None) -> forget_mod.Outcome:
     return forget_mod.forget(conn, forget_mod.plan(conn, before_ms=None, project=None), index)
-
-
-@pytest.fixture
-def stored(data_dir: Path) -> Stored:
-    return populate()
 
 
 @pytest.fixture
@@ -186,7 +182,7 @@ def test_plan_scopes(stored: Stored) -> None:
     assert sorted(alpha.observations) == sorted(stored.obs[k] for k in ("login", "tests", "dark", "billing"))
     assert len(alpha.queue) == 2 and len(alpha.raw_replies) == 1
 
-    cutoff = OLD_MS + DAY_MS
+    cutoff = ANCIENT_MS + DAY_MS
     old = forget_mod.plan(conn, before_ms=cutoff)
     assert old.sessions == ["sess-old"] and old.observations == [stored.obs["billing"]]
     assert len(old.queue) == 1 and len(old.raw_replies) == 1
@@ -194,9 +190,9 @@ def test_plan_scopes(stored: Stored) -> None:
     assert forget_mod.plan(conn, before_ms=cutoff, project="beta").is_empty()
 
     # In a session still going on, only its older rows go, and a row a worker holds stays.
-    conn.execute("UPDATE observations SET created_at_epoch = ? WHERE id = ?", (OLD_MS, stored.obs["login"]))
+    conn.execute("UPDATE observations SET created_at_epoch = ? WHERE id = ?", (ANCIENT_MS, stored.obs["login"]))
     conn.execute("UPDATE observation_queue SET created_at_epoch = ?, status = 'processing' WHERE session_id = 'sess-alpha'",
-                 (OLD_MS,))
+                 (ANCIENT_MS,))
     partial = forget_mod.plan(conn, before_ms=cutoff, session_id="sess-alpha")
     assert partial.sessions == [] and partial.observations == [stored.obs["login"]] and partial.queue == []
 
@@ -216,14 +212,6 @@ def test_forget_a_session_removes_its_rows_and_their_fts_entries(stored: Stored)
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
     assert forget_mod.compact(conn) is None
     assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-
-
-@pytest.fixture
-def index(stored: Stored) -> Index:
-    ix = Index(settings.load())
-    ix.index_missing(stored.conn)
-    yield ix
-    ix.close()
 
 
 def hits(index: Index, text: str) -> list[tuple[str, int]]:

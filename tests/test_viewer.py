@@ -371,6 +371,7 @@ def test_search_rejects_bad_input(client: TestClient, params: dict[str, str], wo
     assert_error(client.get("/api/search", params=params), 400, words)
 
 
+@pytest.mark.slow
 def test_search_falls_back_to_keywords_when_the_index_is_down(store: tuple[sqlite3.Connection, dict[str, Any]],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as probe:
@@ -392,6 +393,7 @@ def test_search_with_the_index_off_says_so_and_creates_nothing(data_dir: Path, s
     assert not (data_dir / "chroma").exists() and not service_client.running(str(data_dir))
 
 
+@pytest.mark.slow
 def test_first_search_needs_no_index_and_the_service_builds_it(data_dir: Path, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
     with client_for(settings.load(), use_index=True) as c:
         first = c.get("/api/search", params={"q": "idempotency"}).json()
@@ -583,7 +585,8 @@ def stop_viewer(proc: subprocess.Popen[str], grace_s: float = 5.0) -> float:
     return time.monotonic() - started
 
 
-def test_remote_viewer_generates_a_token_and_stops_cleanly(store: Any) -> None:
+def test_remote_viewer_generates_a_token_and_stops_cleanly(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")  # the token and the stop, not search: no service to start
     proc, url = start_viewer("--host", "0.0.0.0", "--allow-remote")
     try:
         address = httpx.URL(url)

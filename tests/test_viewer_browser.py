@@ -22,6 +22,8 @@ from claude_mem.store import records
 from claude_mem.store.db import connect, transaction
 from tests.test_viewer import BILLING, HOSTILE, WEBSHOP, insert, seed_store, start_viewer, stop_viewer
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
 LIVE_TIMEOUT_MS = 5000

@@ -23,7 +23,11 @@ from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service
 from claude_mem.store.db import connect
-from tests.conftest import cli_json, run_hook
+
+# The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost
+# seconds of CPU that the workers under test wait for; tests/test_cli_capture.py runs it as a subprocess.
+from tests.cli_helpers import invoke_json
+from tests.conftest import run_hook
 from tests.hardening.support import kill_mid_work, model_env, our_processes, wait_until
 
 GOOD_XML = """Here is what I noticed.
@@ -76,33 +80,35 @@ def db(data_dir: Path) -> sqlite3.Connection:
 
 def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    proc = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"})
+    # Not about the index: no memory service to load a model beside the worker.
+    proc = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
     assert proc.returncode == 0, proc.stderr
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert queue and all(r["status"] == "done" for r in queue)
-    observations = cli_json("observations")
+    observations = invoke_json("observations")
     assert observations and all(o["source"] == "heuristic" for o in observations)
     titles = " ".join(o["title"] for o in observations)
     assert "calc.py" in titles
     facts = " ".join(f for o in observations for f in o["facts"])
     assert "failed" in facts  # the failing pytest run is remembered
-    summaries = cli_json("summaries")
+    summaries = invoke_json("summaries")
     assert [s["prompt_number"] for s in summaries] == [1, 2]
     assert summaries[0]["files_edited"] and summaries[0]["files_edited"][0].endswith("calc.py")
 
 
+@pytest.mark.slow
 def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}])
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
-    assert all(r["status"] == "done" for r in cli_json("queue"))
-    observations = cli_json("observations")
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+    observations = invoke_json("observations")
     assert [o["title"] for o in observations] == ["add() subtracted instead of adding"]
     obs = observations[0]
     assert obs["type"] == "bugfix" and obs["source"] == "model" and obs["model"] == "claude-haiku-4-5"
     assert "&" in obs["narrative"] and obs["files_modified"] == ["calc.py"]
-    summaries = cli_json("summaries")
+    summaries = invoke_json("summaries")
     assert len(summaries) == 2 and summaries[0]["completed"] == "fixed add()"
     # files of a summary come from the events, not from the model
     assert summaries[0]["files_read"][0].endswith("calc.py") and summaries[1]["files_edited"][0].endswith("calc.py")
@@ -123,11 +129,12 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
         assert conn.execute("SELECT sdk_session_id FROM sdk_sessions").fetchone()[0]
     # What the observer spent, as the SDK reported it per reply, is what `stats` shows.
     replies = [GOOD_XML, SUMMARY_XML, "<nothing/>", SUMMARY_XML]
-    [observer] = [s["observer"] for s in cli_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
+    [observer] = [s["observer"] for s in invoke_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
     assert observer["replies"] == 4 and observer["output_tokens"] == sum(max(1, len(r) // 4) for r in replies)
     assert observer["input_tokens"] > 100  # the four messages, ~1 token per 4 characters in the fake
 
 
+@pytest.mark.slow
 def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     garbage = "I think the user fixed a bug but I will not use XML today."
@@ -137,12 +144,13 @@ def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir:
         raw = conn.execute("SELECT reply, error, queue_ids FROM raw_replies").fetchall()
     assert len(raw) == 1 and raw[0]["reply"].startswith(garbage) and "after a nudge" in raw[0]["error"]
     assert len(json.loads(raw[0]["queue_ids"])) == 4
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue)
-    observations = cli_json("observations")
+    observations = invoke_json("observations")
     assert len([o for o in observations if o["prompt_number"] == 1]) == 4, "the nudge was answered for the same four events"
 
 
+@pytest.mark.slow
 def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     garbage = "Still no XML from me."
@@ -150,7 +158,7 @@ def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Pa
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     assert "splitting it" in proc.stdout
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert all(r["status"] == "done" and r["processed_by"] == "model" for r in queue)
     assert all(r["attempts"] == 0 for r in queue), "the halves answered: no event was charged for the batch's failure"
     with db(data_dir) as conn:
@@ -158,12 +166,13 @@ def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Pa
     assert len(raw) == 1 and raw[0]["reply"].count(garbage) == 2
 
 
+@pytest.mark.slow
 def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     wrong = "<observation><type>change</type><title>Wrapped up the fix</title><narrative>done</narrative></observation>"
     env = fake_env(tmp_path, [{"per_event": True}, {"reply": wrong}, {"reply": wrong}, {"per_event": True}, {"reply": SUMMARY_XML}])
     assert run_worker("sess-demo", env).returncode == 0
-    summaries = cli_json("summaries")
+    summaries = invoke_json("summaries")
     assert len(summaries) == 2
     first = summaries[0]
     assert first["source"] == "derived" and "Wrapped up the fix" in first["completed"]
@@ -173,30 +182,32 @@ def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, 
     assert len(recv) == 1, "exactly one firmer retry"
 
 
+@pytest.mark.slow
 def test_an_outage_counts_no_attempt_and_clears_on_the_first_success(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"error": "overloaded"}, {"error": "rate_limit"}, {"error": "api_error"}], default={"per_event": True},
                    CLAUDE_MEM_MAX_ATTEMPTS="1")
     proc = run_worker("sess-demo", env, "--idle", "0")
     assert proc.returncode == 0, proc.stderr
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue)
     assert proc.stdout.count("no attempt counted") == 3
     assert "the model answers again" in proc.stdout
     log_text = (data_dir / "logs" / "claude-mem.log").read_text()
     assert log_text.count("model unreachable (") == 1, "one outage, reported once"
-    assert cli_json("status")["model_outages"] == [], "cleared by the first good reply"
+    assert invoke_json("status")["model_outages"] == [], "cleared by the first good reply"
     # Each failed turn ended its CLI; the next one resumed the conversation cut at the last stored batch.
     starts = [e for e in fake_log(tmp_path) if e["event"] == "start"]
     assert len(starts) == 4 and not any("--resume-session-at" in " ".join(e["argv"]) for e in starts[:1])
 
 
+@pytest.mark.slow
 def test_events_failing_on_their_own_are_skipped_with_synthesizer_model_until_retry(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [], default={"error": "invalid_request"}, CLAUDE_MEM_MAX_ATTEMPTS="2")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert all(r["status"] == "skipped" and r["attempts"] == 2 and "invalid_request" in r["last_error"] for r in queue)
     assert "splitting it" in proc.stdout
     status = subprocess.run([sys.executable, "-m", "claude_mem", "status"], capture_output=True, text=True,
@@ -215,25 +226,27 @@ def test_events_failing_on_their_own_are_skipped_with_synthesizer_model_until_re
                            env={**os.environ, **env}, timeout=30)
     assert again.returncode == 1 and "nothing to retry" in again.stderr
     assert run_worker("sess-demo", env).returncode == 0
-    assert all(r["status"] == "done" for r in cli_json("queue"))
-    titles = [o["title"] for o in cli_json("observations")]
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+    titles = [o["title"] for o in invoke_json("observations")]
     assert len(titles) == len(set(titles)) and any("Edit" in t for t in titles)
 
 
+@pytest.mark.slow
 def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [], default={"error": "auth"}, CLAUDE_MEM_SYNTHESIZER="auto")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
-    assert all(r["status"] == "done" for r in cli_json("queue"))
-    observations = cli_json("observations")
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+    observations = invoke_json("observations")
     assert observations and all(o["source"] == "heuristic" for o in observations)
-    status = cli_json("status")
+    status = invoke_json("status")
     assert len(status["model_outages"]) == 1 and "auth" in status["model_outages"][0]["observer_error"]
     log_text = (data_dir / "logs" / "claude-mem.log").read_text()
     assert log_text.count("the model cannot be used") == 1
 
 
+@pytest.mark.slow
 def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"}).returncode == 0
@@ -242,18 +255,19 @@ def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data
                           capture_output=True, text=True, env={**os.environ, **env}, timeout=90)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"requeued": 7, "session": "sess-demo", "worker": "drained"}
-    observations = cli_json("observations")
+    observations = invoke_json("observations")
     assert observations and all(o["source"] == "model" for o in observations)
-    assert {s["source"] for s in cli_json("summaries")} == {"model"}
+    assert {s["source"] for s in invoke_json("summaries")} == {"model"}
 
 
+@pytest.mark.slow
 def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"sleep": 30, "per_event": True}])
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert wait_until(lambda: any(r["status"] == "processing" for r in cli_json("queue")), 30), "a batch was claimed"
+        assert wait_until(lambda: any(r["status"] == "processing" for r in invoke_json("queue")), 30), "a batch was claimed"
         # The CLI starts after the claim: wait for it, and do not count the worker itself.
         assert wait_until(lambda: [p for p in our_processes(data_dir) if p.pid != worker.pid], 30), "the fake CLI is running"
         started = time.time()
@@ -263,13 +277,14 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
     finally:
         if worker.poll() is None:
             worker.kill()
-    assert {r["status"] for r in cli_json("queue")} == {"pending"}
+    assert {r["status"] for r in invoke_json("queue")} == {"pending"}
     time.sleep(0.5)
     assert not our_processes(data_dir)
     with db(data_dir) as conn:
         assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
 
 
+@pytest.mark.slow
 def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "a", "sess-a")
     play_demo(tmp_path / "b", "sess-b")
@@ -278,9 +293,9 @@ def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> N
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for sid in ("sess-a", "sess-b")]
     for p in procs:
         assert p.wait(timeout=120) == 0
-    observations = cli_json("observations")
+    observations = invoke_json("observations")
     assert {o["session_id"] for o in observations} == {"sess-a", "sess-b"}
-    assert all(r["status"] == "done" for r in cli_json("queue"))
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
     by_session = {sid: [o for o in observations if o["session_id"] == sid] for sid in ("sess-a", "sess-b")}
     assert len(by_session["sess-a"]) == len(by_session["sess-b"]) > 0
     with db(data_dir) as conn:
@@ -289,6 +304,7 @@ def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> N
         assert runs[0]["worker_id"] != runs[1]["worker_id"]
 
 
+@pytest.mark.slow
 def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
@@ -306,21 +322,22 @@ def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -
         assert p.wait(timeout=30) == 0
     deadline = time.time() + 60
     while time.time() < deadline:
-        if all(r["status"] == "done" for r in cli_json("queue")):
+        if all(r["status"] == "done" for r in invoke_json("queue")):
             break
         time.sleep(0.3)
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert len([r for r in queue if r["kind"] == "tool"]) == 12 and all(r["status"] == "done" for r in queue)
     with db(data_dir) as conn:
         runs = conn.execute("SELECT COUNT(*) FROM worker_runs WHERE session_id = 'sess-race'").fetchone()[0]
     assert runs == 1
     # and it goes away by itself after the idle time
     deadline = time.time() + 30
-    while time.time() < deadline and cli_json("workers"):
+    while time.time() < deadline and invoke_json("workers"):
         time.sleep(0.5)
-    assert cli_json("workers") == []
+    assert invoke_json("workers") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", range(20))
 def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Path, run: int) -> None:
     """kill -9 the worker at a random moment, then let a new one finish: every event done,
@@ -337,13 +354,13 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert kill_mid_work(worker, data_dir / "claude-mem.db", "sess-demo", rng, turn_s), "the kill landed while work was left"
     assert run_worker("sess-demo", env).returncode == 0
-    queue = cli_json("queue")
+    queue = invoke_json("queue")
     assert all(r["status"] == "done" for r in queue), [r["status"] for r in queue]
-    observations = cli_json("observations")
+    observations = invoke_json("observations")
     titles = [o["title"] for o in observations]
     tools = [r for r in queue if r["kind"] == "tool"]
     assert len(titles) == len(set(titles)) == len(tools)
-    assert len(cli_json("summaries")) == 2
+    assert len(invoke_json("summaries")) == 2
     if env["CLAUDE_MEM_SEMANTIC_INDEX"] == "1":
         conn = connect(str(data_dir / "claude-mem.db"))
         try:
@@ -357,30 +374,32 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     assert not our_processes(data_dir), "an observer CLI (or the service) outlived its worker"
 
 
+@pytest.mark.slow
 def test_session_end_lets_the_worker_exit_once_drained(tmp_path: Path, data_dir: Path) -> None:
     steps = play_demo(tmp_path / "proj")
     end = {**steps[-1][1], "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
     end.pop("stop_hook_active", None)
     proc = run_hook("summary", end)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
-    assert [s["status"] for s in cli_json("sessions")] == ["ended"]
-    queue_before = cli_json("queue")
+    assert [s["status"] for s in invoke_json("sessions")] == ["ended"]
+    queue_before = invoke_json("queue")
     assert len(queue_before) == len([s for s in steps if s[0] in ("save", "summary")]), "SessionEnd queues nothing"
     # Not --drain, and a long idle time: only the ended session makes it stop.
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "300"],
-                          env={**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic"}, capture_output=True, text=True, timeout=120)
+                          env={**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"},
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 60
     assert "session ended" in proc.stdout
-    assert all(r["status"] == "done" for r in cli_json("queue"))
-    assert [s["status"] for s in cli_json("sessions")] == ["ended"], "the last summary does not reopen it"
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+    assert [s["status"] for s in invoke_json("sessions")] == ["ended"], "the last summary does not reopen it"
 
 
 def test_session_end_of_an_unknown_session_creates_nothing(data_dir: Path) -> None:
     proc = run_hook("summary", {"session_id": "never-seen", "cwd": "/tmp", "hook_event_name": "SessionEnd", "reason": "other"})
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
-    assert cli_json("sessions") == []
+    assert invoke_json("sessions") == []
 
 
 # --- the semantic index, kept in step by the worker ------------------------------------------------
@@ -401,13 +420,14 @@ def _service_caught_up(data_dir: Path) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}],
                    CLAUDE_MEM_SEMANTIC_INDEX="1")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
-    [obs] = cli_json("observations")
+    [obs] = invoke_json("observations")
     assert service_client.running(str(data_dir)), "the worker started the memory service"
     assert wait_until(lambda: _service_caught_up(data_dir), 120), "the service indexed what the worker committed"
     state = _index_state(data_dir)
@@ -433,6 +453,7 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
         conn.close()
 
 
+@pytest.mark.slow
 def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     chroma = data_dir / "chroma"
@@ -441,9 +462,9 @@ def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: P
     env = fake_env(tmp_path, [], default={"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="1")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
-    assert all(r["status"] == "done" for r in cli_json("queue"))
-    observations = cli_json("observations")
-    assert len(observations) == len([r for r in cli_json("queue") if r["kind"] == "tool"])
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+    observations = invoke_json("observations")
+    assert len(observations) == len([r for r in invoke_json("queue") if r["kind"] == "tool"])
     log = data_dir / "logs" / "claude-mem.log"
     assert wait_until(lambda: "semantic index unavailable" in log.read_text(), 60)
     assert _index_state(data_dir) == {"observation": set(), "summary": set(), "prompt": set()}
@@ -477,6 +498,7 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
     assert not any("failed" in line or "unavailable" in line for line in lines), lines
 
 
+@pytest.mark.slow
 def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path, data_dir: Path) -> None:
     """max_workers=1 and three sessions: one worker at a time, the others wait in the queue (status
     says who and since when), each exiting or idle worker hands its slot to the oldest waiting."""
@@ -491,13 +513,13 @@ def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path,
         most_alive = 0
         deadline = time.time() + 240
         while time.time() < deadline:
-            status = cli_json("status")
+            status = invoke_json("status")
             seen_waiting.update(w["session_id"] for w in status["waiting_sessions"])
             most_alive = max(most_alive, len(status["workers"]))
             if status["queue"]["pending"] == 0 and status["queue"]["processing"] == 0:
                 break
             time.sleep(0.3)
-        assert all(r["status"] == "done" for r in cli_json("queue")), "every session was served"
+        assert all(r["status"] == "done" for r in invoke_json("queue")), "every session was served"
         assert most_alive == 1, "never more workers than max_workers"
         assert seen_waiting >= {"sess-b", "sess-c"} - {"sess-a"} and seen_waiting, seen_waiting
         with db(data_dir) as conn:

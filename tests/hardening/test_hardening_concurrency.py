@@ -11,6 +11,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from claude_mem.replay import play_subprocess
 from tests.hardening.support import (
     expected_tool_ids,
@@ -22,6 +24,8 @@ from tests.hardening.support import (
     transcripts,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 SESSIONS = 4
 IDLE_S = 2

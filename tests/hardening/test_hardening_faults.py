@@ -36,6 +36,8 @@ from tests.hardening.support import (
     transcripts,
 )
 
+pytestmark = pytest.mark.slow
+
 FIXTURE = sorted(FIXTURES.glob("*.jsonl"))[0]
 
 

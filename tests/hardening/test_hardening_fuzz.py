@@ -24,7 +24,9 @@ from claude_mem.cli import commands as _commands  # noqa: F401  (registers every
 from claude_mem.mcp_server import build_server
 from claude_mem.worker.parse import parse_reply
 from tests.hardening.support import record, wait_until
-from tests.recall_store import build_indexed
+from tests.stores import build_indexed
+
+pytestmark = pytest.mark.slow
 
 SLOW_S = 1.0
 QUIET = json.loads(hooks.QUIET)

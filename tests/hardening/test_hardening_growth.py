@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from claude_mem import hooks, settings
 from tests.hardening.support import record
+
+pytestmark = pytest.mark.slow
 
 EVENTS = 1000
 HUGE = 400_000  # characters of stdout per tool call

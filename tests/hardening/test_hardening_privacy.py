@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from mcp import Client
 from starlette.testclient import TestClient
 
@@ -29,6 +30,8 @@ from claude_mem.replay import play_subprocess
 from claude_mem.viewer.app import create_app
 from tests.hardening.support import FIXTURES, leftover_processes, model_env, record, rows, session_events, transcripts
 from tests.planted import MARKER, leaks_in, plant, raw_leaks, stored_text
+
+pytestmark = pytest.mark.slow
 
 INJECTIONS = ["'; DROP TABLE observations; --", '" OR 1=1 --', "NEAR(a b", "title:*", "-x AND (y OR", "obs:1 UNION SELECT *",
               "\\x00", "%", "_", "' OR ''='", "🙂 東京 ñ"]

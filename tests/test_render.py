@@ -1,0 +1,98 @@
+"""Tool events as the observer model reads them (claude_mem/worker/render.py): each tool keeps the
+fields that say what happened, responses are cut to their budget, boring events fold into a line."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from claude_mem.worker.render import RESPONSE_BUDGET, Event, files_touched, fill, is_boring, render_batch, render_event
+
+CWD = "/home/dev/calc"
+EPOCH_MS = 1_700_000_000_000
+STAMP = time.strftime("%H:%M:%S", time.localtime(EPOCH_MS / 1000))
+
+
+def tool(name: str, tool_input: Any, response: Any = None, *, error: bool = False, kind: str = "tool") -> Event:
+    return Event(id=1, kind=kind, tool_name=name, tool_input=tool_input, tool_response=response, is_error=error,
+                 prompt_number=1, created_at_epoch=EPOCH_MS, cwd=CWD)
+
+
+def test_a_queue_row_becomes_an_event_with_defaults() -> None:
+    event = Event.from_row({"id": 7, "kind": "tool", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": None,
+                            "is_error": 1, "prompt_number": None, "created_at_epoch": EPOCH_MS})
+    assert (event.id, event.is_error, event.prompt_number, event.cwd) == (7, True, 0, None)
+
+
+def test_bash_shows_the_command_its_purpose_and_both_streams() -> None:
+    text = render_event(tool("Bash", {"command": "make test", "description": "run the tests"},
+                             {"stdout": "3 passed\n", "stderr": "warning: slow\n", "interrupted": True}))
+    assert text.splitlines() == [f"[{STAMP}] Bash `make test`  # run the tests", "  => 3 passed", "     stderr: warning: slow",
+                                 "     (interrupted)"]
+
+
+def test_read_is_named_relative_to_the_project_with_its_offset_and_content() -> None:
+    text = render_event(tool("Read", {"file_path": f"{CWD}/src/calc.py", "offset": 10},
+                             {"type": "text", "file": {"content": "def add(a, b):\n    return a - b"}}))
+    assert text.splitlines() == [f"[{STAMP}] Read src/calc.py (from line 10)", "  => def add(a, b):", "         return a - b"]
+    elsewhere = render_event(tool("Read", {"file_path": "/etc/hosts"}, {"file": {"content": "x"}}))
+    assert elsewhere.splitlines()[0] == f"[{STAMP}] Read /etc/hosts"
+
+
+def test_writes_and_edits_show_their_text_and_no_response() -> None:
+    write = render_event(tool("Write", {"file_path": f"{CWD}/notes.md", "content": "hello"}, {"type": "create"}))
+    assert write.splitlines() == [f"[{STAMP}] Write notes.md (5 chars)", "  content: hello"]
+    edits = [{"old_string": f"old{n}", "new_string": f"new{n}"} for n in range(6)]
+    multi = render_event(tool("MultiEdit", {"file_path": f"{CWD}/calc.py", "edits": edits}, {"structuredPatch": []}))
+    lines = multi.splitlines()
+    assert lines[0] == f"[{STAMP}] MultiEdit calc.py"
+    assert lines[1:9] == [line for n in range(4) for line in (f"  - old{n}", f"  + new{n}")]
+    assert lines[9:] == ["  (+2 more edits)"]
+
+
+def test_a_failure_is_marked_and_its_error_shown_even_for_an_edit() -> None:
+    text = render_event(tool("Edit", {"file_path": f"{CWD}/calc.py", "old_string": "a", "new_string": "b"},
+                             {"error": "String to replace not found"}, error=True))
+    assert text.splitlines()[0] == f"[{STAMP}] Edit calc.py FAILED"
+    assert text.splitlines()[-1] == "  => String to replace not found"
+
+
+def test_a_long_response_keeps_its_head_and_tail_within_the_budget() -> None:
+    out = "HEAD " + "x" * 20_000 + " TAIL"
+    text = render_event(tool("Bash", {"command": "pytest"}, {"stdout": out, "stderr": ""}))
+    response = text.split("  => ", 1)[1]
+    assert response.startswith("HEAD ") and response.endswith(" TAIL")
+    assert "chars dropped" in response and len(response) < RESPONSE_BUDGET["Bash"] + 100
+
+
+def test_other_response_shapes() -> None:
+    mcp = render_event(tool("mcp__docs__search", {"q": "lxml"}, [{"type": "text", "text": "found it"}, {"type": "image"}]))
+    assert mcp.splitlines() == [f'[{STAMP}] mcp__docs__search {{"q":"lxml"}}', "  => found it"]
+    task = render_event(tool("Task", {"subagent_type": "explorer", "description": "map the code"}, {"result": "three modules"}))
+    assert task.splitlines() == [f"[{STAMP}] Task (explorer): map the code", "  => three modules"]
+    patch = render_event(tool("WebFetch", {"url": "https://example.org"}, {"code": 200, "originalFile": "big", "structuredPatch": [1]}))
+    assert patch.splitlines() == [f"[{STAMP}] WebFetch https://example.org", '  => {"code":200}']
+
+
+def test_empty_searches_and_listings_fold_into_one_closing_line() -> None:
+    empty_glob = tool("Glob", {"pattern": "*.md", "path": f"{CWD}/docs"}, {"filenames": [], "numFiles": 0})
+    listing = tool("LS", {"path": CWD}, "a.py\nb.py")
+    found = tool("Grep", {"pattern": "def add"}, {"filenames": ["calc.py"], "numFiles": 1})
+    failed = tool("Glob", {"pattern": "*.x"}, {"error": "bad pattern"}, error=True)
+    assert [is_boring(e) for e in (empty_glob, listing, found, failed)] == [True, True, False, False]
+    batch = render_batch([empty_glob, found, listing])
+    parts = batch.split("\n\n")
+    assert parts[0].splitlines() == [f"[{STAMP}] Grep 'def add'", "  => 1 files: calc.py"]
+    assert parts[1] == f"(also, nothing found/notable: Glob '*.md' in docs; LS {{\"path\":\"{CWD}\"}})"
+
+
+def test_files_touched_come_from_the_events_in_order_once_each() -> None:
+    events = [tool("Read", {"file_path": "a.py"}), tool("Edit", {"file_path": "a.py"}), tool("Read", {"file_path": "a.py"}),
+              tool("NotebookEdit", {"notebook_path": "n.ipynb"}), tool("Write", {"file_path": "b.py"}, error=True),
+              tool("Read", {"file_path": "c.py"}, kind="finalize"), tool("Bash", {"command": "cat d.py"}), tool("Read", "not a dict")]
+    assert files_touched(events) == (["a.py"], ["a.py", "n.ipynb"])
+
+
+def test_templates_fill_what_they_are_given_and_keep_the_rest() -> None:
+    assert fill("observation", request_line="The user asked: fix add\n", events="EVENTS") == "The user asked: fix add\nEVENTS\n"
+    assert fill("observation", events="EVENTS", unused=1) == "$request_lineEVENTS\n"
