@@ -216,6 +216,25 @@ def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     assert not client.running(service)
 
 
+def test_a_service_stopped_while_it_loads_is_gone_at_once(data_dir: Path) -> None:
+    """Before it listens, it has no info file and cannot take a `stop` request: `stop_service`
+    finds it by the pid in its lock file and signals it, and it exits without loading on."""
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: client.running(str(data_dir)), 30), "the lock taken"
+        assert wait_until(lambda: Path(protocol.lock_path(str(data_dir))).read_text() == str(proc.pid), 10)
+        assert not os.path.exists(protocol.info_path(str(data_dir))), "still loading: the test needs it not listening yet"
+        assert control.stop_service(str(data_dir)) == proc.pid
+        assert proc.wait(timeout=10) == 0
+        assert not client.running(str(data_dir)) and not os.path.exists(protocol.socket_path(str(data_dir)))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.slow
 def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: stores.Stored) -> None:
     config = settings.load()

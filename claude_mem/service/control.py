@@ -41,6 +41,16 @@ def _info(data_dir: str) -> dict[str, Any]:
         return {}
 
 
+def _pid(data_dir: str) -> Any:
+    """The service's pid: from its info file, or, while it is still loading (the info file is
+    written once it listens), from the lock file it writes its pid into."""
+    pid = _info(data_dir).get("pid")
+    if pid is None:
+        with contextlib.suppress(OSError, ValueError), open(protocol.lock_path(data_dir), encoding="ascii") as fh:
+            pid = int(fh.read().strip())
+    return pid
+
+
 def _process(pid: Any) -> psutil.Process | None:
     """The service's process, if `pid` is one (a reused pid running something else is not)."""
     try:
@@ -55,8 +65,7 @@ def state(data_dir: str, *, timeout_s: float = 3.0) -> ServiceState:
     if not client.running(data_dir):
         leftovers = tuple(p for p in (protocol.socket_path(data_dir), protocol.info_path(data_dir)) if os.path.exists(p))
         return ServiceState(running=False, stale_files=leftovers)
-    info = _info(data_dir)
-    found = ServiceState(running=True, pid=info.get("pid"))
+    found = ServiceState(running=True, pid=_pid(data_dir))
     proc = _process(found.pid)
     if proc is not None:
         with contextlib.suppress(psutil.Error):
@@ -79,11 +88,14 @@ def stop_service(data_dir: str, timeout_s: float = 10.0) -> int | None:
     if not client.running(data_dir):
         remove_stale_files(data_dir)
         return None
-    pid = _info(data_dir).get("pid")
+    pid = _pid(data_dir)
     proc = _process(pid)
+    asked = False
     with contextlib.suppress(client.ServiceUnavailable, client.ServiceError):
         client.call(data_dir, "stop", timeout_s=2.0, start=False)
-    if not _wait_gone(data_dir, proc, timeout_s / 2):
+        asked = True
+    # One that did not take the request is still loading (or hung): a signal at once.
+    if not (asked and _wait_gone(data_dir, proc, timeout_s / 2)):
         for signal_name in ("terminate", "kill"):
             if proc is not None:
                 with contextlib.suppress(psutil.Error):

@@ -51,6 +51,7 @@ class Service:
         # The index settings (chroma_url, semantic_index) in use, or being switched to (_adopt).
         self._adopted = (config.chroma_url or "", bool(config.semantic_index))
         self.stopping: asyncio.Event | None = None
+        self.loaded = False
         self.socket_path = protocol.socket_path(config.data_dir)
 
     def log(self, message: str) -> None:
@@ -64,6 +65,9 @@ class Service:
         lock_fd = spawn.take_lock(protocol.lock_path(config.data_dir))
         if lock_fd is None:
             return "another service is running for this data folder"
+        # Who holds it, for `stop` before the info file is written (that waits for the model).
+        os.ftruncate(lock_fd, 0)
+        os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
         try:
             return asyncio.run(self._serve())
         finally:
@@ -77,10 +81,11 @@ class Service:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, self.stopping.set)
+                loop.add_signal_handler(sig, self._on_signal)
         # Everything heavy is imported once, here, before any thread runs: two threads importing
         # chromadb at once trip Python's module-lock deadlock detection.
         await asyncio.to_thread(self._import)
+        self.loaded = True
         server = await self._listen()
         self._write_info()
         self._start_index()
@@ -93,6 +98,14 @@ class Service:
             await asyncio.to_thread(self._close)
         self.log(f"exiting ({reason}) after {self.requests} request(s)")
         return reason
+
+    def _on_signal(self) -> None:
+        assert self.stopping is not None
+        if not self.loaded:
+            # Still importing: no socket, info file or index write to close yet, and the import
+            # cannot be cut short, so `stop` (doctor, uninstall) would wait seconds for it.
+            os._exit(0)
+        self.stopping.set()
 
     async def _listen(self) -> asyncio.AbstractServer:
         path = self.socket_path
