@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.store.reads import SUMMARY_FIELDS, cut, json_items, parse_ref, ref, row_files
+from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, cut, json_items, ref, row_files
 
 TITLE_CHARS = 200
 
@@ -141,9 +141,11 @@ def split_doc_id(doc_id: str) -> tuple[str, str | None]:
 def parse_doc_id(doc_id: str) -> tuple[str, int] | None:
     """("observation", 12) from "obs:12:fact:3" or "obs:12:fact:3@<installation id>"; None for a
     kind this claude-mem does not know (a teammate's newer one may write it): it is skipped."""
-    key = split_doc_id(doc_id)[0]
-    parsed = parse_ref(key, loose=True) if ":" in key else None  # a bare number is no document's key
-    return None if parsed is None else parsed[:2]
+    # Plain string work: search reads a few hundred of these per query.
+    prefix, _, rest = doc_id.partition("@")[0].partition(":")
+    number = rest.partition(":")[0]
+    kind = KIND_OF_PREFIX.get(prefix)
+    return (kind, int(number)) if kind and number.isascii() and number.isdigit() else None
 
 
 def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
