@@ -391,6 +391,11 @@ UNIT = st.lists(
 ).map("".join).filter(bool)
 
 
+# A bound on blow-ups, not a speed target (bench/hooks.py measures speed): 200 KB take ~0.1 s
+# here, a quadratic pattern took 15 s, and a loaded CI machine made 0.3 s into more than 1 s.
+BLOW_UP_S = 5.0
+
+
 @pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit=UNIT)
@@ -399,13 +404,13 @@ def test_run_time_stays_bounded_on_200_kb(unit: str) -> None:
     start = time.perf_counter()
     redact(text)
     clean_text(text, 16000)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < BLOW_UP_S
 
 
 def test_jwt_run_is_not_quadratic() -> None:
     start = time.perf_counter()
     redact("eyJ" * 70_000)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < BLOW_UP_S
 
 
 def test_parse_payload() -> None:

@@ -28,7 +28,9 @@ from tests.stores import build_indexed
 
 pytestmark = pytest.mark.slow
 
-SLOW_S = 1.0
+# A hang or a blow-up, not speed (bench/ measures that): a call takes ~0.1-0.6 s, a loaded CI
+# machine made some take over 1 s.
+SLOW_S = 5.0
 QUIET = json.loads(hooks.QUIET)
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop",
           "SessionEnd", "Nope", ""]
