@@ -216,11 +216,17 @@ def test_status_and_doctor_show_it_and_uninstall_stops_it(service: str) -> None:
     assert not client.running(service)
 
 
-def test_a_service_stopped_while_it_loads_is_gone_at_once(data_dir: Path) -> None:
+@pytest.mark.parametrize("launch", ["python -m", "console script"])
+def test_a_service_stopped_while_it_loads_is_gone_at_once(data_dir: Path, launch: str) -> None:
     """Before it listens, it has no info file and cannot take a `stop` request: `stop_service`
-    finds it by the pid in its lock file and signals it, and it exits without loading on."""
+    finds it by the pid in its lock file and signals it, and it exits without loading on. Started
+    on demand (`python -m claude_mem`) or by hand (`claude-mem service`), it is recognised."""
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
+    script = Path(sys.executable).parent / "claude-mem"
+    if launch == "console script" and not script.exists():
+        pytest.fail(f"no console script beside {sys.executable}: install the project (pip install -e .)")
+    argv = [sys.executable, "-m", "claude_mem", "service"] if launch == "python -m" else [str(script), "service"]
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert wait_until(lambda: client.running(str(data_dir)), 30), "the lock taken"

@@ -4,7 +4,6 @@ viewer, tests). psutil lives here, off the hook path."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -32,23 +31,14 @@ class ServiceState:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-def _info(data_dir: str) -> dict[str, Any]:
+def _pid(data_dir: str) -> int | None:
+    """The service's pid, written into its lock file as soon as it holds the lock (its info file
+    comes only once it listens, after loading its model)."""
     try:
-        with open(protocol.info_path(data_dir), encoding="utf-8") as fh:
-            info = json.load(fh)
-        return info if isinstance(info, dict) else {}
+        with open(protocol.lock_path(data_dir), encoding="ascii") as fh:
+            return int(fh.read().strip())
     except (OSError, ValueError):
-        return {}
-
-
-def _pid(data_dir: str) -> Any:
-    """The service's pid: from its info file, or, while it is still loading (the info file is
-    written once it listens), from the lock file it writes its pid into."""
-    pid = _info(data_dir).get("pid")
-    if pid is None:
-        with contextlib.suppress(OSError, ValueError), open(protocol.lock_path(data_dir), encoding="ascii") as fh:
-            pid = int(fh.read().strip())
-    return pid
+        return None
 
 
 def _process(pid: Any) -> psutil.Process | None:
@@ -58,7 +48,9 @@ def _process(pid: Any) -> psutil.Process | None:
         cmd = proc.cmdline()
     except (psutil.Error, TypeError, ValueError):
         return None
-    return proc if "claude_mem" in " ".join(cmd) and "service" in cmd else None
+    # `python -m claude_mem service` as started on demand, or `claude-mem service` run by hand.
+    ours = any(name in part for part in cmd[:3] for name in ("claude_mem", "claude-mem"))
+    return proc if ours and "service" in cmd else None
 
 
 def state(data_dir: str, *, timeout_s: float = 3.0) -> ServiceState:
