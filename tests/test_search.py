@@ -113,11 +113,15 @@ def test_hit_contract(store) -> None:
 
 
 # How the vector side meets a filter (semantic._nearest): the defaults find enough passing rows
-# among the nearest documents fetched unfiltered (this index is small); the other two shrink
-# the pools so that too few pass, and the filtered rows are scored from their stored vectors
-# ("brute force") or handed to Chroma's `where` (a filtered set too big for that).
+# among the nearest documents fetched unfiltered (this index is small); the others shrink the
+# pools so that too few pass, and the filtered rows are scored from their stored vectors ("brute
+# force"), or looked for among more nearest documents ("escalate": this index has fewer than
+# asked, so that is all of it), or handed to Chroma's `where` (no escalation either). The
+# overlapped and the sequential search must agree in each.
 REGIMES = {"unfiltered-then-sql": {}, "brute-force": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 1000},
-           "chroma-where": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0}}
+           "escalate": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0},
+           "chroma-where": {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0, "ESCALATE": 1},
+           "sequential": {"OVERLAP": False}}
 
 
 # The regimes differ on the vector side only: keyword search is tested once.
@@ -150,6 +154,35 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     design = search(conn, "store", index=index, file="DESIGN.md", limit=3, mode=mode)
     assert keys(design) == [("observation", ids["db"])]
     assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
+
+
+def test_common_words_give_way_to_rare_ones_and_their_counts_follow_new_rows(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyword row budget (S3): with a rare word in the query, rows holding only common words
+    are not ranked. Word counts are kept between searches, and counted again once more than
+    STALE_ROWS rows were added."""
+    from claude_mem.recall import keyword
+
+    monkeypatch.setattr(tuning, "FTS_BUDGET", 10)
+    monkeypatch.setattr(keyword, "STALE_ROWS", 5)
+    conn = connect(str(tmp_path / "budget.db"))
+    ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+
+    def add(title: str, n: int) -> list[int]:
+        return [insert_observation(conn, "s", "p", Observation(type="change", title=f"{title} {i}"), prompt_number=1)
+                for i in range(n)]
+
+    common = add("widget", 20)
+    rare = add("gizmo", 3)
+    first = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts")
+    assert {h.id for h in first.hits} == set(rare)  # "widget" is in 20 rows, over the budget of 10
+
+    both = add("gizmo widget", 2)  # 2 rows added: the counts are reused, "gizmo" still rare
+    assert {h.id for h in search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts").hits} == set(rare + both)
+
+    add("gizmo", 20)  # now both words are common: only rows holding both are ranked
+    again = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts")
+    assert {h.id for h in again.hits} == set(both) and not set(common) & {h.id for h in again.hits}
 
 
 def test_without_an_index_answers_from_fts_and_says_so(store) -> None:

@@ -83,6 +83,9 @@ class _Model:
         # The worker, MCP server and viewer share a small machine with Claude Code itself.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Spinning threads wait for work by burning a core: on a busy machine that core was someone
+        # else's (Claude Code, the keyword side of the same search), and a query took 2x longer.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         # The arena keeps every batch's peak buffers for the life of the process: measured here
         # it grew a worker by ~100 MiB after a few batches and made inference no faster.

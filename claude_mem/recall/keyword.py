@@ -10,6 +10,15 @@ from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Filters, sql_filters
 from claude_mem.store.reads import KIND
 
+# How many rows match each word, kept between searches of a large memory (~0.2 ms a word a kind,
+# a tenth of a search at 100k observations): (database, kind, match) -> (count, the table's
+# largest rowid then). A count is reused while fewer than STALE_ROWS rows were added since, so
+# it is off by at most that many rows against a budget of FTS_BUDGET: it only decides which
+# words are rare enough to rank, never which rows match.
+_COUNTS: dict[tuple[str, str, str], tuple[int, int]] = {}
+STALE_ROWS = 100
+MAX_COUNTS = 50_000
+
 
 def _fts_sql(kind: str) -> str:
     described = KIND[kind]
@@ -25,35 +34,37 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
     if not terms:
         return {}
     found: dict[tuple[str, int], float] = {}
+    database = _database(conn)
     for kind in kinds:
         where = sql_filters(kind, f, "t")
         if where is None:
             continue
         clauses, params = where
         sql = _fts_sql(kind) + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
-        rare, common = _split_by_frequency(conn, kind, terms)
+        largest = conn.execute(f"SELECT max(rowid) FROM {KIND[kind].fts}").fetchone()[0] or 0
+        rare, common = _split_by_frequency(conn, kind, terms, largest, database)
         if rare:
             match = fts_match(rare)
         else:
             # Every word common: the rows holding all of them; when even those are over budget,
             # keywords do not tell them apart and the semantic side ranks them alone (S3).
             match = " AND ".join(fts_match([t]) for t in common)
-            if not alone and _count(conn, kind, match) > tuning.FTS_BUDGET:
+            if not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
                 continue
         for row_id, score in conn.execute(sql, [match, *params, pool]):
             found[(kind, int(row_id))] = float(score)
     return found
 
 
-def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -> tuple[list[str], list[str]]:
+def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str], largest: int,
+                        database: str) -> tuple[list[str], list[str]]:
     """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
-    this kind, and the others. FTS5 ranks every matching row (~1 us each), and a common word
-    weighs little in BM25 anyway (speed step S3 in docs/search-tuning.md)."""
-    table = KIND[kind].fts
-    largest = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    this kind (whose largest rowid is `largest`), and the others. FTS5 ranks every matching row
+    (~1 us each), and a common word weighs little in BM25 anyway (speed step S3 in
+    docs/search-tuning.md)."""
     if largest <= tuning.FTS_BUDGET:
         return list(terms), []
-    counts = {term: _count(conn, kind, fts_match([term])) for term in terms}
+    counts = {term: _count(conn, kind, fts_match([term]), largest, database) for term in terms}
     rare: list[str] = []
     used = 0
     for term in sorted(terms, key=lambda t: counts[t]):
@@ -64,8 +75,23 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str]) -
     return [t for t in terms if t in rare], [t for t in terms if t not in rare]
 
 
-def _count(conn: sqlite3.Connection, kind: str, match: str) -> int:
-    """Rows matching, counted up to FTS_BUDGET + 1 (that much is known in ~0.2 ms)."""
+def _count(conn: sqlite3.Connection, kind: str, match: str, largest: int, database: str) -> int:
+    """Rows matching, counted up to FTS_BUDGET + 1 (that much is known in ~0.2 ms), or as counted
+    by an earlier search when few rows were added since (`_COUNTS`)."""
+    key = (database, kind, match)
+    known = _COUNTS.get(key) if database else None
+    if known is not None and 0 <= largest - known[1] < STALE_ROWS:
+        return known[0]
     table = KIND[kind].fts
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    return int(conn.execute(sql, (match, tuning.FTS_BUDGET + 1)).fetchone()[0])
+    count = int(conn.execute(sql, (match, tuning.FTS_BUDGET + 1)).fetchone()[0])
+    if database:
+        if len(_COUNTS) >= MAX_COUNTS:
+            _COUNTS.clear()
+        _COUNTS[key] = (count, largest)
+    return count
+
+
+def _database(conn: sqlite3.Connection) -> str:
+    """The main database's file ("" in memory: nothing is kept for it)."""
+    return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")

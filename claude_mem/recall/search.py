@@ -29,7 +29,7 @@ from claude_mem.recall.dates import date_windows
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
-from claude_mem.recall.semantic import add_candidates, fetch_nearest
+from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store.reads import KINDS
 
@@ -75,6 +75,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     used = mode
     candidates: dict[tuple[str, int], Candidate] = {}
     want = pool * 2  # nearest documents: several per observation (main text and each fact)
+    # The nearest documents are on their way while the keyword side runs.
+    nearest = start_nearest(index, text, kinds, filters, want) if mode != "fts" and index is not None else None
     if mode in ("hybrid", "fts") or index is None:
         alone = mode == "fts" or index is None
         for key, score in fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
@@ -83,14 +85,13 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         load_rows(conn, candidates)
         add_neighbours(conn, candidates, filters, excluded)
     if mode in ("hybrid", "vector"):
-        if index is None:
+        if nearest is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
             from claude_mem.recall.index import IndexUnavailable
 
             try:
-                raw = fetch_nearest(index, text, kinds, filters, want)
-                add_candidates(conn, index, raw, terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")
+                add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")
             except IndexUnavailable as exc:
                 used, note = "fts", f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.

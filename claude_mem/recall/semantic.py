@@ -4,8 +4,10 @@ SQLite with the keyword side's SQL, and each candidate's cosine measured around 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from claude_mem.push.terms import stem
 from claude_mem.recall import remote, tuning
@@ -15,6 +17,26 @@ from claude_mem.store.reads import KIND, KINDS
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
+
+
+T = TypeVar("T")
+
+# What this side waits on (onnxruntime, Chroma) releases the GIL, so it runs here while the
+# search's thread works in SQLite (speed step S7 in docs/search-tuning.md).
+_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="claude-mem-semantic")
+
+
+def _start(call: Callable[..., T], *args: Any) -> Future[T]:
+    """`call(*args)` in a thread (tuning.OVERLAP), else run now; either way its result or error
+    comes from `.result()`."""
+    if tuning.OVERLAP:
+        return _THREADS.submit(call, *args)
+    done: Future[T] = Future()
+    try:
+        done.set_result(call(*args))
+    except BaseException as exc:  # noqa: BLE001 - raised by .result(), as from a thread
+        done.set_exception(exc)
+    return done
 
 
 # Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
@@ -36,6 +58,11 @@ class NearestDocuments:
     matches: list[VectorMatch]  # nearest first
     asked: int  # how many were asked for: fewer came back only when the index has no more
     aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
+
+
+def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Future[NearestDocuments]:
+    """`fetch_nearest`, started: its result (or IndexUnavailable) comes from `.result()`."""
+    return _start(fetch_nearest, index, text, kinds, f, want)
 
 
 def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
@@ -81,7 +108,9 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
                 owners[best[0]] = (c.kind, c.id)
     # The stored vectors of every candidate document, for the centring in set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
-    known.update(index.vectors([doc_id for doc_id in owners if doc_id not in known]))
+    vectors = _start(index.vectors, [doc_id for doc_id in owners if doc_id not in known])
+    load_rows(conn, candidates)  # the rows of the nearest, while their vectors come
+    known.update(vectors.result())
     set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
                  embedding, candidates)
 
@@ -91,14 +120,10 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     """The `want` documents nearest to the query among those passing the filters: the nearest
     RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
     enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
-    vectors; else Chroma's own `where`, which scans metadata first (~20 ms, S1)."""
+    vectors; else ESCALATE x as many nearest, checked the same way; else Chroma's own `where`,
+    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k: S1)."""
     embedding = raw.embedding
-    kept: list[VectorMatch] = []
-    step = 2 * want  # the nearest pass first when the query is about the filtered project: stop early
-    for start in range(0, len(raw.matches), step):
-        kept.extend(_passing(conn, raw.matches[start:start + step], kinds, f))
-        if len(kept) >= want:
-            break
+    kept = _first_passing(conn, raw.matches, kinds, f, want)
     if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:
         return kept[:want]
     # Teammates' documents have no rows here: those among the nearest that passed are kept.
@@ -109,11 +134,31 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in index.vectors(list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]
+    if tuning.ESCALATE > 1:
+        asked = raw.asked * tuning.ESCALATE
+        more = [raw.aliases.local(m) for m in index.query_documents(embedding, asked)]
+        kept = _first_passing(conn, more, kinds, f, want)
+        if len(kept) >= min(want, tuning.POOL) or len(more) < asked:
+            return kept[:want]
+        theirs = [m for m in kept if m.origin is not None]
     where = _vector_where(conn, kinds, f)
     if where is None:
         return theirs[:want]
     found = [raw.aliases.local(m) for m in index.query_documents(embedding, want, where or None)]
     return [m for m in found if m.origin is None or remote.passes(m.origin.metadata, m.kind, f)]
+
+
+def _first_passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: Filters,
+                   want: int) -> list[VectorMatch]:
+    """The nearest `want` or more of `matches` passing the filters, in order; checked a step at a
+    time, as they are usually found early when the query is about the filtered project."""
+    kept: list[VectorMatch] = []
+    step = 2 * want
+    for start in range(0, len(matches), step):
+        kept.extend(_passing(conn, matches[start:start + step], kinds, f))
+        if len(kept) >= want:
+            break
+    return kept
 
 
 def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: Filters) -> list[VectorMatch]:

@@ -19,4 +19,7 @@ MIN_COSINE = 0.2  # a memory sharing no word with the query must be at least thi
 POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
 RAW_FACTOR = 8  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (semantic)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (semantic)
+ESCALATE = 4  # then this many times more nearest are fetched unfiltered before Chroma's slow `where` (semantic)
 FTS_BUDGET = 2000  # rows the keyword query may match before its most common words are left out (keyword)
+OVERLAP = True  # the semantic side's first step in a thread while the keyword side runs (search.py, S7)
+OVERLAP = True  # the semantic side's waits in a thread while SQLite works (semantic._start, S7)
