@@ -47,6 +47,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -176,13 +177,19 @@ class EmbeddingCache:
         os.makedirs(directory, exist_ok=True)
         self.embed = embed
         self.original = embed.embed_texts
-        self.conn = sqlite3.connect(os.path.join(directory, "embeddings.sqlite"))
+        # Search embeds its query in a thread of its own (recall/semantic.py): one connection, locked.
+        self.conn = sqlite3.connect(os.path.join(directory, "embeddings.sqlite"), check_same_thread=False)
+        self.lock = threading.Lock()
         self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.embed.MODEL_SHA256}\x1f{text}".encode()).hexdigest()
 
     def embed_texts(self, texts: list[str], *, threads: int | None = None) -> Any:
+        with self.lock:
+            return self._embed_texts(texts, threads=threads)
+
+    def _embed_texts(self, texts: list[str], *, threads: int | None = None) -> Any:
         import numpy as np
 
         keys = [self._key(t) for t in texts]
