@@ -81,7 +81,16 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
                    f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool) -> None:
     """The nearest documents passing the filters join `candidates`, and every candidate gets its
     cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
-    embedding = raw.embedding
+    # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the blend
+    # would read "not in the top N" as "unrelated": that of their document holding most query
+    # words (all of them cost a third of a query, S4). Those none of the nearest belong to are
+    # known now: their vectors come while the nearest are filtered (S7).
+    owners: dict[str, tuple[str, int]] = {}
+    if fill_missing:
+        near = {(m.kind, m.sqlite_id) for m in raw.matches}
+        owners = _best_documents(conn, {key: c for key, c in candidates.items() if key not in near}, terms)
+    fetching = set(owners)
+    early = _start(index.vectors, list(fetching))
     matches = _nearest(conn, index, raw, kinds, f, want)
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
@@ -93,26 +102,37 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
                 cand.remote = remote.RemoteRow.of(m)
                 cand.row = cand.remote.row
             cand.remote.texts[m.doc_id] = m.origin.text
-    owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
-    if fill_missing:
-        # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the
-        # blend would read "not in the top N" as "unrelated": that of their document holding
-        # most query words (all of them cost a third of a query, S4).
-        missing = {key: c for key, c in candidates.items() if key not in reached}
-        load_rows(conn, missing)
-        stems = [stem(t) for t in terms]
-        for c in missing.values():
-            docs = document_texts(c.kind, c.row) if c.row else []
-            if docs:
-                best = max(docs, key=lambda d: sum(stem in d[1].lower() for stem in stems))  # first (main) on ties
-                owners[best[0]] = (c.kind, c.id)
+    if fill_missing:  # keyword hits among the nearest fetched that the filtering did not keep
+        done = set(owners.values())
+        owners.update(_best_documents(conn, {key: c for key, c in candidates.items()
+                                             if key not in reached and key not in done}, terms))
+    owners.update((m.doc_id, (m.kind, m.sqlite_id)) for m in matches)
     # The stored vectors of every candidate document, for the centring in set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
-    vectors = _start(index.vectors, [doc_id for doc_id in owners if doc_id not in known])
+    late = _start(index.vectors, [doc_id for doc_id in owners if doc_id not in known and doc_id not in fetching])
     load_rows(conn, candidates)  # the rows of the nearest, while their vectors come
-    known.update(vectors.result())
+    # A keyword hit the filtering reached by another way (more nearest, scored directly) is
+    # measured by its nearest documents alone, like every other reached row.
+    matched = {m.doc_id for m in matches}
+    known.update((doc_id, vector) for doc_id, vector in early.result().items()
+                 if doc_id in matched or owners[doc_id] not in reached)
+    known.update(late.result())
     set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
-                 embedding, candidates)
+                 raw.embedding, candidates)
+
+
+def _best_documents(conn: sqlite3.Connection, missing: dict[tuple[str, int], Candidate],
+                    terms: list[str]) -> dict[str, tuple[str, int]]:
+    """Each candidate's document holding most query words (the first, its main text, on ties)."""
+    load_rows(conn, missing)
+    stems = [stem(t) for t in terms]
+    owners: dict[str, tuple[str, int]] = {}
+    for c in missing.values():
+        docs = document_texts(c.kind, c.row) if c.row else []
+        if docs:
+            best = max(docs, key=lambda d: sum(s in d[1].lower() for s in stems))
+            owners[best[0]] = (c.kind, c.id)
+    return owners
 
 
 def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kinds: tuple[str, ...], f: Filters,
