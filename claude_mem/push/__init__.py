@@ -10,6 +10,8 @@ never imports recall/ (chromadb, click), and recall/ builds on digest.py and ter
   commands.py  PreToolUse on Bash: the command's latest failure in an earlier session, and
                what fixed it
   lines.py     the shared pieces: one line per memory, the hook's answer
+  shell.py     one reading of a shell command line (its commands without cd, assignments,
+               wrappers and runners); the worker's heuristic titles read commands with it too
   terms.py     the words of a query, as FTS5 matches them (the keyword search uses them too)
 
 Standard library only (they run inside hook processes). Each push is recorded in the

@@ -9,10 +9,8 @@ calls are found through the partial index of migration 0006.
 from __future__ import annotations
 
 import json
-import os
-import shlex
 
-from claude_mem.push import project_of
+from claude_mem.push import project_of, shell
 from claude_mem.push.digest import local_day
 from claude_mem.push.lines import hook_answer
 from claude_mem.store import injections
@@ -26,82 +24,36 @@ if TYPE_CHECKING:
 BUDGET = 300
 CANDIDATES = 50
 SUBCOMMAND_CHARS = 80
-# Programs whose failures teach nothing (a grep that found nothing exits 1) and shell set-up
-# that precedes the command of interest.
+# Programs whose failures teach nothing (a grep that found nothing exits 1); set-up (`cd`,
+# `export`) and wrappers (`sudo`, `npx`) are shell.py's to drop.
 _QUIET_TEXT = """
-cd pushd popd export source . set unset alias exit return echo printf true false sleep clear ls cat head tail less more wc
+exit return echo printf true false sleep clear ls cat head tail less more wc
 grep egrep fgrep rg ag find fd which type command test [ [[ pwd whoami date env stat file du df tree diff cmp
 """
 QUIET_PROGRAMS = frozenset(_QUIET_TEXT.split())
-WRAPPERS = frozenset(("sudo", "time", "nice", "nohup", "exec", "command", "stdbuf"))
-RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "rye": "run", "pnpm": "exec",
-           "bundle": "exec"}
-LAUNCHERS = frozenset(("npx", "bunx", "pnpx"))
-OPERATORS = frozenset(("&&", "||", ";", "|", "|&", "&", "(", ")", ";;"))
 SCRIPT_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun"))  # `npm run build`: the script is the subcommand
-OPTIONS_WITH_VALUE = {"git": frozenset(("-C", "-c", "--git-dir", "--work-tree")), "timeout": frozenset()}
 
 
 def command_key(command: str) -> str | None:
     """`program subcommand` for the first command of interest in a shell line, or None."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:  # an unclosed quote
-        tokens = command.split()
-    segment: list[str] = []
-    for token in [*tokens, ";"]:
-        if token not in OPERATORS:
-            segment.append(token)
-            continue
-        key = _segment_key(segment)
+    for part in shell.commands(command):
+        key = None if part.setup else _key(part)
         if key:
             return key
-        segment = []
     return None
 
 
-def _segment_key(words: list[str]) -> str | None:
-    words = list(words)
-    while words and ("=" in words[0] and not words[0].startswith(("=", "-")) and words[0].split("=", 1)[0].isidentifier()):
-        words.pop(0)  # FOO=1 pytest
-    while words:
-        program = os.path.basename(words[0])
-        if program in WRAPPERS:
-            words.pop(0)
-        elif program == "env":
-            words.pop(0)
-            while words and ("=" in words[0] or words[0].startswith("-")):
-                words.pop(0)
-        elif program == "timeout":
-            words.pop(0)
-            while words and (words[0].startswith("-") or words[0][:1].isdigit()):
-                words.pop(0)
-        elif program in RUNNERS and len(words) > 1 and words[1] == RUNNERS[program]:
-            words = words[2:]
-        elif program in LAUNCHERS:
-            words.pop(0)
-        elif program.startswith("python") and len(words) > 2 and words[1] == "-m":
-            words = words[2:]  # python -m pytest -> pytest
-        else:
-            break
-    if not words:
+def _key(part: shell.Command) -> str | None:
+    program = part.program
+    if not program or program in QUIET_PROGRAMS:
         return None
-    program = os.path.basename(words[0])
-    if not program or program in QUIET_PROGRAMS or program.startswith("#"):
-        return None
-    takes_value = OPTIONS_WITH_VALUE.get(program, frozenset())
-    rest = words[1:]
+    rest = part.args
     sub = None
-    while rest:
-        word = rest.pop(0)
-        if word in takes_value:
-            rest = rest[1:]
-        elif not word.startswith("-"):
+    for k, word in enumerate(rest):
+        if not word.startswith("-"):
             sub = word.split("::", 1)[0]  # pytest tests/x.py::test_one -> tests/x.py
-            if program in SCRIPT_RUNNERS and sub == "run" and rest and not rest[0].startswith("-"):
-                sub += " " + rest[0]
+            if program in SCRIPT_RUNNERS and sub == "run" and k + 1 < len(rest) and not rest[k + 1].startswith("-"):
+                sub += " " + rest[k + 1]
             break
     if sub and (len(sub) > SUBCOMMAND_CHARS or "\n" in sub):
         sub = None
@@ -127,7 +79,7 @@ def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, command: str
 
 def _like(key: str) -> str:
     """A LIKE pattern every stored command with this key matches: its words in order. Words that
-    JSON would escape are left to `_key_of` (parsing each candidate with shlex is the slow part)."""
+    JSON would escape are left to `_key_of` (reading each candidate is the slow part)."""
     words = [w for w in key.split(" ") if w.isascii() and w.isprintable() and '"' not in w and "\\" not in w]
     return "%" + "%".join(like_escape(w) for w in words) + "%"
 

@@ -2,27 +2,23 @@
 
 `cd repo && source .venv/bin/activate && python -m pytest -q tests/x.py 2>&1 | tail -20` is
 "pytest -q tests/x.py"; a heredoc commit is "git commit". The kind says what kind of outcome to
-look for (a test summary, a commit, a package added, a server started).
+look for (a test summary, a commit, a package added, a server started). How a line splits into
+commands and what is scaffolding is push/shell.py's reading, the one the pre hook's lookup key
+uses too; what is here is the titles' own: what to show, and what kind of command it is.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import shlex
 
-# Set-up that says nothing about what ran: a directory change, an activated venv, variables.
-_SCAFFOLD = re.compile(
-    r"^\s*(?:cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)"
-    r"|(?:source|\.)\s+\S+\s*(?:&&|;)"
-    r"|(?:export\s+)?[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|\S*)\s"
-    r"|env\s+(?=[A-Za-z_]\w*=)"
-    r"|(?:time|nice|timeout\s+\S+)\s)\s*")
-# Launchers in front of the tool that matters.
-_LAUNCHER = re.compile(r"^(?:python3?(?:\.\d+)?\s+-m\s+|uv\s+run\s+(?:--\S+\s+)*|poetry\s+run\s+|pipenv\s+run\s+|"
-                       r"hatch\s+run\s+|pdm\s+run\s+|npx\s+|bunx\s+|bundle\s+exec\s+)")
-_NOISE = re.compile(r"\s+2>&1|\s+[12]?>\s*/dev/null|\s*\|\s*(?:tail|head)(?:\s+-n)?(?:\s+-?\d+)?\s*$")
-_HEREDOC = re.compile(r"\"?\$\(cat\s+<<-?\s*\\?['\"]?(\w+)['\"]?\s*\n(.*?)\n\s*\1\b", re.DOTALL)
+from claude_mem.push import shell
+
+# `$(cat <<'EOF' ... EOF)`, tried where `$(cat` stands (a few places at most): searched for
+# anywhere, the lazy body made a 200 KB command of openers take 40 s.
+_HEREDOC = re.compile(r"\$\(cat\s+<<-?\s*\\?['\"]?(\w+)['\"]?[ \t]*\n(.*?)\n[ \t]*\1\b", re.DOTALL)
+_HEREDOC_TRIES = 3
 DISPLAY_CHARS = 72
 
 _TEST = re.compile(
@@ -40,7 +36,7 @@ _INSTALL = re.compile(
     r"^(?P<tool>(?:uv\s+)?pip3?\s+install|uv\s+add|poetry\s+add|pdm\s+add|pipx\s+install|conda\s+install|"
     r"(?:npm|pnpm)\s+(?:install|i|add)|yarn\s+add|bun\s+add|cargo\s+add|cargo\s+install|go\s+get|go\s+install|"
     r"gem\s+install|bundle\s+add|composer\s+require|dotnet\s+add\s+package|"
-    r"(?:sudo\s+)?(?:apt-get|apt|dnf|yum|apk|brew)\s+(?:install|add))\b(?P<rest>.*)$")
+    r"(?:apt-get|apt|dnf|yum|apk|brew)\s+(?:install|add))\b")
 _SERVER = re.compile(
     r"^(?:uvicorn|gunicorn|hypercorn|daphne|waitress-serve|http-server|live-server|serve|vite|webpack-dev-server)\b"
     r"|^(?:flask\s+run|fastapi\s+(?:dev|run)|http\.server|streamlit\s+run|jupyter\s+(?:lab|notebook))\b"
@@ -55,51 +51,105 @@ def display(command: str, cwd: str | None = None) -> str:
 
 
 def clean(command: str, cwd: str | None = None) -> str:
-    text = command.strip()
-    heredoc = _HEREDOC.search(text)
-    if heredoc:  # `git commit -m "$(cat <<'EOF' ... EOF)"`: the message is not the command
-        text = text[: heredoc.start()].rstrip(" -m").rstrip()
-    if text.startswith("(") and text.endswith(")"):  # a subshell around the whole command
-        text = text[1:-1].strip()
-    text = text.split("\n", 1)[0].strip()
-    while True:
-        stripped = _SCAFFOLD.sub("", text, count=1)
-        if stripped == text or not stripped:
-            break
-        text = stripped
-    text = _NOISE.sub("", _NOISE.sub("", text)).strip()
-    text = _LAUNCHER.sub("", text)
+    """The commands as written, without the set-up in front (`cd`, `source`, `export`), the
+    wrappers and runners (push/shell.py reads them), the noise (`2>&1`, `>/dev/null`, a closing
+    `| tail -20`), a commit message's heredoc and an inline script's code (`python -c "…"`)."""
+    parts = [c for c in _parse(command) if c.tokens]
+    ran = next((k for k, c in enumerate(parts) if not c.setup), len(parts) - 1)
+    parts = parts[max(ran, 0):]  # `cd x` alone is shown; in front of a command it is not
+    if len(parts) > 1 and parts[-2].op in ("|", "|&") and _is_pager(parts[-1]):
+        parts.pop()
+    shown = []
+    for k, part in enumerate(parts):
+        if k:
+            shown.append(";" if parts[k - 1].op in (";", "\n", ";;") else " " + parts[k - 1].op)
+            shown.append(" ")
+        shown.append(_shown(part))
+    text = "".join(shown)
     if cwd:
         text = text.replace(cwd.rstrip("/") + "/", "")
-    if "\n" in command.strip() and not heredoc:  # an inline script: its first line says nothing
-        text = text.rstrip() + ("…\"" if text.endswith('"') else "…'" if text.endswith("'") else " …")
     return " ".join(text.split())
+
+
+def _shown(part: shell.Command) -> str:
+    words: list[str] = []
+    for token in part.tokens:
+        if token.kind == shell.REDIRECT:
+            if not (token.target == "/dev/null" or (token.text == ">&" and token.target in ("1", "2"))):
+                words.append(token.raw)
+        elif "\n" not in token.raw:
+            words.append(token.raw)
+        elif "<<" in token.raw:  # `-m "$(cat <<'EOF' ...)"`: the message is not the command
+            if words and words[-1] in ("-m", "--message", "-F", "--file"):
+                words.pop()
+        else:  # an inline script: its first line says nothing
+            closing = token.raw[-1] if token.raw[-1] in "\"'" else ""
+            words.append(token.raw.split("\n", 1)[0].rstrip() + "…" + closing)
+    return " ".join(words)
+
+
+def _is_pager(part: shell.Command) -> bool:
+    """`tail -20`, `head -n 5`: what the command printed was cut, not changed."""
+    return part.program in ("tail", "head") and all(a.startswith("-") or a.isdigit() for a in part.args)
 
 
 def is_script(command: str) -> bool:
     """An inline script (`python -c "<lines>"`): its first line says nothing of what it does."""
-    return "\n" in command.strip() and not _HEREDOC.search(command)
+    return "\n" in command.strip() and not _heredoc(command)
+
+
+def _heredoc(command: str) -> re.Match[str] | None:
+    start = command.find("$(cat")
+    for _ in range(_HEREDOC_TRIES):
+        if start < 0:
+            break
+        match = _HEREDOC.match(command, start)
+        if match:
+            return match
+        start = command.find("$(cat", start + 1)
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _parse(command: str) -> tuple[shell.Command, ...]:
+    """push/shell.py's reading, once per command: a Bash event asks display, kind and check_key."""
+    return tuple(shell.commands(command))
+
+
+@functools.lru_cache(maxsize=4)
+def _runs(command: str) -> tuple[tuple[shell.Command, str], ...]:
+    """The commands that ran something (no set-up, no bare redirection), each with what the
+    kinds' patterns read: `program args`, each argument to its first line."""
+    return tuple((c, " ".join(_words(c))) for c in _parse(command) if not c.setup and c.words)
+
+
+def _words(part: shell.Command) -> list[str]:
+    return [part.program, *(a.split("\n", 1)[0] for a in part.args)]
 
 
 def segments(command: str) -> list[str]:
-    """The commands of a `a && b; c` line, each cleaned like display()."""
-    parts = re.split(r"\s*(?:&&|\|\||;)\s*", clean(command).removesuffix(" …"))
-    return [_LAUNCHER.sub("", p.strip()) for p in parts if p.strip()]
+    """The commands of a `a && b | c` line, each as `program args` without its scaffolding."""
+    return [text for _, text in _runs(command)]
 
 
 def kind(command: str, tool_input: dict | None = None) -> str:
     """commit, push, install, server, test, lint, build, git or other: the most telling part wins."""
-    if isinstance(tool_input, dict) and tool_input.get("run_in_background") and not _TEST.search(clean(command)):
+    runs = _runs(command)
+    if isinstance(tool_input, dict) and tool_input.get("run_in_background") and not any(_TEST.search(t) for _, t in runs):
         return "server"
     found = set()
-    for part in segments(command):
+    seen = set()
+    for each, part in runs:
+        if part in seen:  # `make; make; make`: once is enough
+            continue
+        seen.add(part)
         if part.startswith("git commit"):
             found.add("commit")
         elif part.startswith("git push"):
             found.add("push")
         elif part.startswith("git "):
             found.add("git")
-        elif _INSTALL.search(part) and packages(part) is not None:
+        elif (match := _INSTALL.search(part)) and _packages(each, match) is not None:
             found.add("install")
         elif _SERVER.search(part):
             found.add("server")
@@ -117,25 +167,24 @@ def kind(command: str, tool_input: dict | None = None) -> str:
 
 def packages(command: str) -> list[str] | None:
     """The packages an install command adds (None when it installs nothing new by name)."""
-    for part in segments(command):
-        match = _INSTALL.search(part)
-        if not match:
-            continue
-        try:
-            words = shlex.split(match["rest"])
-        except ValueError:
-            words = match["rest"].split()
-        names: list[str] = []
-        it = iter(words)
-        for word in it:
-            if word in ("-r", "--requirement"):
-                names.append("packages from " + next(it, "a requirements file"))
-            elif word in ("-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-t", "--target"):
-                next(it, None)
-            elif not (word.startswith(("-", "./", "/")) or word in (".", "..")):
-                names.append(word)
-        return names or None
+    for part, text in _runs(command):
+        match = _INSTALL.search(text)
+        if match:
+            return _packages(part, match)
     return None
+
+
+def _packages(part: shell.Command, match: re.Match[str]) -> list[str] | None:
+    names: list[str] = []
+    it = iter(part.words[len(match["tool"].split()):])
+    for word in it:
+        if word in ("-r", "--requirement"):
+            names.append("packages from " + next(it, "a requirements file"))
+        elif word in ("-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-t", "--target"):
+            next(it, None)
+        elif not (word.startswith(("-", "./", "/")) or word in (".", "..")):
+            names.append(word)
+    return names or None
 
 
 def install_tool(command: str) -> str:
@@ -148,7 +197,7 @@ def install_tool(command: str) -> str:
 
 def commit_message(command: str) -> str:
     """The first line of the message a `git commit` command gives, if it gives one."""
-    heredoc = _HEREDOC.search(command)
+    heredoc = _heredoc(command)
     if heredoc:
         lines = [line.strip() for line in heredoc.group(2).splitlines() if line.strip()]
         return lines[0] if lines else ""
@@ -171,9 +220,9 @@ def check_key(command: str) -> str:
     """What two runs must share to count as the same check: a test, lint or build tool with the
     files it was pointed at (`pytest -x` and `pytest` match; `pytest a.py` and `pytest b.py` do
     not), else the whole command."""
-    for part in reversed(segments(command)):
+    for each, part in reversed(_runs(command)):
         if _TEST.search(part) or _LINT.search(part) or _BUILD.search(part):
-            words = part.split()
+            words = _words(each)
             tool = words[0] if len(words) < 2 or words[1].startswith("-") or "/" in words[1] or "." in words[1] \
                 else " ".join(words[:2])
             targets = sorted({os.path.basename(w.split("::")[0].rstrip("/")) for w in words[1:]
