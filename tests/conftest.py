@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,18 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
     return json.loads(proc.stdout)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that share a module-scoped fixture (a memory service, a Chroma server, the
+    replay of the real transcripts, a built wheel, a browser) run in one xdist worker, so it is
+    made once, not once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(chain and chain[-1].scope == "module" for chain in defs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,
                      help="deeper hardening runs (tests/hardening): every event, more kills, more fuzz cases")
@@ -124,11 +137,43 @@ def long_run(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--long"))
 
 
+# The hardening scenarios' rows (tests/hardening/support.py `record`) travel with each test's
+# report, so the table is the same whether the tests ran here or in pytest-xdist workers: a
+# worker's own list never reaches the process that prints the summary.
+RELIABILITY_PROPERTY = "claude_mem_reliability"
+_reliability_rows: list[tuple[int, int, dict]] = []
+
+
+@pytest.fixture(autouse=True)
+def reliability_rows(request: pytest.FixtureRequest) -> Iterator[None]:
+    support = sys.modules.get("tests.hardening.support")
+    start = len(support.REPORT) if support else 0
+    yield
+    support = sys.modules.get("tests.hardening.support")
+    if support is None or len(support.REPORT) == start:
+        return
+    # Collection order (the same in every xdist worker) puts the rows in one order however the
+    # tests were spread.
+    order = request.session.items.index(request.node) if request.node in request.session.items else len(request.session.items)
+    for n, row in enumerate(support.REPORT[start:]):
+        request.node.user_properties.append((RELIABILITY_PROPERTY, {"order": [order, n], "row": asdict(row)}))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":  # the fixture above adds the rows while the test is torn down
+        return
+    for name, value in report.user_properties:
+        if name == RELIABILITY_PROPERTY:
+            _reliability_rows.append((*value["order"], value["row"]))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
     """The hardening suite's numbers, one table (the README's reliability section shows it)."""
-    from tests.hardening.support import REPORT, report_table
+    if not _reliability_rows:
+        return
+    from tests.hardening.support import Row, report_table
 
-    if REPORT:
-        terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
-        for line in report_table(REPORT):
-            terminalreporter.write_line(line)
+    rows = [Row(**row) for *_, row in sorted(_reliability_rows, key=lambda r: (r[0], r[1]))]
+    terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
+    for line in report_table(rows):
+        terminalreporter.write_line(line)
