@@ -115,16 +115,42 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
     return json.loads(proc.stdout)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests that share a module-scoped fixture (a memory service, a Chroma server, the
-    replay of the real transcripts, a built wheel, a browser) run in one xdist worker, so it is
-    made once, not once per worker."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(chain and chain[-1].scope == "module" for chain in defs):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+# --- pytest-xdist ---------------------------------------------------------------------------------
+# The suite runs in parallel (`-n` in pyproject's addopts). The tests of these modules share a
+# module-scoped fixture (the replay of the real transcripts, a memory service, a Chroma server, an
+# indexed store, a built wheel, a browser): each module runs in one worker, so its fixture is made
+# once, not once per worker. Every other test is scheduled on its own. tests/test_suite.py checks
+# the list against the fixtures the tests use. (xdist's own `--dist loadgroup` cannot do this
+# here: it marks groups by rewriting node ids, which pytest 9.2 no longer lets it do, and then
+# silently groups nothing: pytest-xdist issue 1386.)
+SHARED_FIXTURE_MODULES = frozenset(f"tests/{name}.py" for name in (
+    "hardening/test_hardening_fuzz", "test_index", "test_mcp_server", "test_recall_cli", "test_replay", "test_search",
+    "test_search_quality", "test_search_turns", "test_service", "test_team", "test_viewer_browser", "test_wheel"))
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work a test is scheduled in: its module if that shares a fixture, else itself."""
+    module = nodeid.split("::", 1)[0]
+    return module if module in SHARED_FIXTURE_MODULES else nodeid
+
+
+class _SharedFixtureScheduling:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object:
+        if config.getvalue("dist") != "load":  # an explicit --dist is the user's choice
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Scheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return xdist_scope(nodeid)
+
+        return Scheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_SharedFixtureScheduling(), "claude-mem-xdist-scheduling")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

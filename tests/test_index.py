@@ -90,9 +90,8 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
     db.close()
 
 
-# The server side starts a `chroma run` process: left out of the inner loop (README, "Test it"),
-# and run in the xdist worker that holds the module's server (tests/conftest.py).
-@pytest.fixture(params=["embedded", pytest.param("server", marks=[pytest.mark.slow, pytest.mark.xdist_group(__name__)])])
+# The server side starts a `chroma run` process: left out of the inner loop (README, "Test it").
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     # A fresh collection per test, also on the shared server.
     name = f"t-{uuid.uuid4().hex[:12]}"
