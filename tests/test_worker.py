@@ -251,7 +251,7 @@ def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_di
 @pytest.mark.slow
 def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic"}).returncode == 0
+    assert run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"}).returncode == 0
     env = fake_env(tmp_path, [], default={"per_event": True})
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "reprocess", "--session", "sess-demo", "--wait", "--json"],
                           capture_output=True, text=True, env={**os.environ, **env}, timeout=90)
@@ -310,7 +310,8 @@ def test_two_sessions_two_workers_never_mix(tmp_path: Path, data_dir: Path) -> N
 def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "3"}
+    env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "3",
+           "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
     base = {"session_id": "sess-race", "cwd": str(project)}
     assert run_hook("new", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"}, env=env).returncode == 0
     payloads = [{**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": f"echo {i}"},
