@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,44 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
     return json.loads(proc.stdout)
 
 
+# --- pytest-xdist ---------------------------------------------------------------------------------
+# The suite runs in parallel (`-n` in pyproject's addopts). The tests of these modules share a
+# module-scoped fixture (the replay of the real transcripts, a memory service, a Chroma server, an
+# indexed store, a built wheel, a browser): each module runs in one worker, so its fixture is made
+# once, not once per worker. Every other test is scheduled on its own. tests/test_suite.py checks
+# the list against the fixtures the tests use. (xdist's own `--dist loadgroup` cannot do this
+# here: it marks groups by rewriting node ids, which pytest 9.2 no longer lets it do, and then
+# silently groups nothing: pytest-xdist issue 1386.)
+SHARED_FIXTURE_MODULES = frozenset(f"tests/{name}.py" for name in (
+    "hardening/test_hardening_fuzz", "test_index", "test_mcp_server", "test_recall_cli", "test_replay", "test_search",
+    "test_search_quality", "test_search_turns", "test_service", "test_team", "test_viewer_browser", "test_wheel"))
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work a test is scheduled in: its module if that shares a fixture, else itself."""
+    module = nodeid.split("::", 1)[0]
+    return module if module in SHARED_FIXTURE_MODULES else nodeid
+
+
+class _SharedFixtureScheduling:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object) -> object:
+        if config.getvalue("dist") != "load":  # an explicit --dist is the user's choice
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Scheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return xdist_scope(nodeid)
+
+        return Scheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_SharedFixtureScheduling(), "claude-mem-xdist-scheduling")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,
                      help="deeper hardening runs (tests/hardening): every event, more kills, more fuzz cases")
@@ -124,11 +163,43 @@ def long_run(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--long"))
 
 
+# The hardening scenarios' rows (tests/hardening/support.py `record`) travel with each test's
+# report, so the table is the same whether the tests ran here or in pytest-xdist workers: a
+# worker's own list never reaches the process that prints the summary.
+RELIABILITY_PROPERTY = "claude_mem_reliability"
+_reliability_rows: list[tuple[int, int, dict]] = []
+
+
+@pytest.fixture(autouse=True)
+def reliability_rows(request: pytest.FixtureRequest) -> Iterator[None]:
+    support = sys.modules.get("tests.hardening.support")
+    start = len(support.REPORT) if support else 0
+    yield
+    support = sys.modules.get("tests.hardening.support")
+    if support is None or len(support.REPORT) == start:
+        return
+    # Collection order (the same in every xdist worker) puts the rows in one order however the
+    # tests were spread.
+    order = request.session.items.index(request.node) if request.node in request.session.items else len(request.session.items)
+    for n, row in enumerate(support.REPORT[start:]):
+        request.node.user_properties.append((RELIABILITY_PROPERTY, {"order": [order, n], "row": asdict(row)}))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "teardown":  # the fixture above adds the rows while the test is torn down
+        return
+    for name, value in report.user_properties:
+        if name == RELIABILITY_PROPERTY:
+            _reliability_rows.append((*value["order"], value["row"]))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
     """The hardening suite's numbers, one table (the README's reliability section shows it)."""
-    from tests.hardening.support import REPORT, report_table
+    if not _reliability_rows:
+        return
+    from tests.hardening.support import Row, report_table
 
-    if REPORT:
-        terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
-        for line in report_table(REPORT):
-            terminalreporter.write_line(line)
+    rows = [Row(**row) for *_, row in sorted(_reliability_rows, key=lambda r: (r[0], r[1]))]
+    terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
+    for line in report_table(rows):
+        terminalreporter.write_line(line)

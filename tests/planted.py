@@ -30,6 +30,10 @@ LEAKS = {
 }
 LEAK_TEXT = re.compile("|".join(f"(?P<{re.sub(r'[^a-z]', '_', k)}>{v})" for k, v in LEAKS.items()))
 LEAK_BYTES = re.compile(LEAK_TEXT.pattern.encode())
+# The longest literal piece of each pattern above (each is literal text around one \d{6}), which any match
+# contains: `bytes.find` rules a file out at memory speed, where the regex took ~20 s over the
+# memory service's 90 MB model copy in a data dir.
+LEAK_PIECES = [max(re.split(r"\\d\{6\}", v), key=len).replace("\\.", ".").encode() for v in LEAKS.values()]
 MARKER = re.compile(r"planted-ctx-(\d{6})")  # plain text beside the secrets: it must survive
 
 
@@ -145,6 +149,7 @@ def raw_leaks(data_dir: Path, needles: list[str] | None = None) -> list[str]:
         if not path.is_file():
             continue
         data = path.read_bytes()
-        found += [f"{path.name}: {m.group()}" for m in LEAK_BYTES.finditer(data)]
+        if any(piece in data for piece in LEAK_PIECES):
+            found += [f"{path.name}: {m.group()}" for m in LEAK_BYTES.finditer(data)]
         found += [f"{path.name}: {n}" for n in needles or [] if n.encode() in data]
     return found

@@ -69,7 +69,7 @@ def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProce
     if ci is not None:
         env["CI"] = ci
     try:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rs",
                                "tests/test_viewer_browser.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     finally:
         shutil.rmtree(bin_dir, ignore_errors=True)

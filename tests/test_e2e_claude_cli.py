@@ -56,8 +56,12 @@ def sandbox(data_dir: Path):
         "CLAUDE_MEM_DATA_DIR": str(data_dir),
         "CLAUDE_MEM_WORKER_AUTOSTART": "0",
         "CLAUDE_MEM_SERVICE_IDLE_S": "15",
-        # On a busy machine our MCP server (a Python start) can miss the CLI's default wait for
-        # MCP servers, and its tools are then not offered at all.
+        # The CLI connects MCP servers in the background and does not wait for them: on a busy
+        # machine our server (a Python start) came up after the first request, whose tools then
+        # lacked it. Blocking, with a long connect timeout, it waits (tried: a server that takes
+        # 6 s to start is offered in the first request only with both set).
+        "MCP_CONNECTION_NONBLOCKING": "0",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
         "MCP_TIMEOUT": "60000",
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -69,7 +69,7 @@ def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path:
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
                "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), "CLAUDE_MEM_SYNTHESIZER": "model",
-               "CLAUDE_MEM_RETRY_BACKOFF_S": "0.2"}
+               "CLAUDE_MEM_RETRY_BACKOFF_S": "0.2", "CLAUDE_MEM_SEMANTIC_INDEX": "0"}  # not about search: no memory service
         env.pop("CLAUDE_MEM_CLI_PATH", None)
         started = time.time()
         proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain"],
@@ -94,7 +94,7 @@ def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path:
     assert all("memory observer" in r.system_text() for r in requests)
     # Batching: far fewer model turns than events.
     assert len(requests) < len(tool_rows)
-    # No observer CLI left behind (the memory service the worker started stays until its idle time).
+    # No observer CLI left behind (a memory service, if a hook started one, stays until its idle time).
     assert [p for p in our_processes(data_dir) if not is_service(p)] == []
     print(f"\n{transcript.name}: {len(tool_rows)} events, {len(finalize_rows)} turns, {len(requests)} model requests, "
           f"{len(observations)} observations, worker {elapsed:.1f}s")

@@ -179,13 +179,15 @@ def dropped_count(out: str) -> int:
     return int(match.group(1))
 
 
+# The time bounds below are CPU time of the calling thread (time.thread_time): the cost of the
+# code under test, not how long other work on the machine kept it waiting for a core.
 @pytest.mark.parametrize("limit", [200, 1000, 16000])
 def test_clean_text_on_10_mb_is_bounded_and_fast(limit: int) -> None:
     text = "".join(f"line {i}: all is well\n" for i in range(500_000))[:10_000_000]
     assert len(text) == 10_000_000
-    start = time.perf_counter()
+    start = time.thread_time()
     out = clean_text(text, limit)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert len(out) <= limit + 60
     assert out.startswith(text[: limit // 2])
     assert out.endswith(text[-(limit // 4):])
@@ -298,9 +300,9 @@ def test_to_json_capped_is_fast_on_many_small_items(shape: str) -> None:
         "wide": {f"key{i}": f"value {i}" for i in range(100_000)},
         "deep-wide": {f"k{i}": {f"j{j}": ["a"] * 20 for j in range(200)} for i in range(200)},
     }[shape]
-    start = time.perf_counter()
+    start = time.thread_time()
     text = to_json_capped(value, 16000)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert len(text) <= 20000
     json.loads(text)
     assert "abcdefgh12345678" not in text
@@ -401,16 +403,16 @@ BLOW_UP_S = 5.0
 @given(unit=UNIT)
 def test_run_time_stays_bounded_on_200_kb(unit: str) -> None:
     text = (unit * (200_000 // len(unit) + 1))[:200_000]
-    start = time.perf_counter()
+    start = time.thread_time()
     redact(text)
     clean_text(text, 16000)
-    assert time.perf_counter() - start < BLOW_UP_S
+    assert time.thread_time() - start < BLOW_UP_S
 
 
 def test_jwt_run_is_not_quadratic() -> None:
-    start = time.perf_counter()
+    start = time.thread_time()
     redact("eyJ" * 70_000)
-    assert time.perf_counter() - start < BLOW_UP_S
+    assert time.thread_time() - start < BLOW_UP_S
 
 
 def test_parse_payload() -> None:

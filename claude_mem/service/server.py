@@ -66,6 +66,10 @@ class Service:
         if lock_fd is None:
             return "another service is running for this data folder"
         # Who holds it, for `stop` before the info file is written (that waits for the model).
+        # A stop signalled before the event loop takes the signals over ends it as one during the
+        # import does (_on_signal), not by the default action (exit status -15).
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _exit_while_loading)
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
         try:
@@ -397,6 +401,10 @@ def _rss() -> int | None:
         return int(psutil.Process().memory_info().rss)
     except Exception:
         return None
+
+
+def _exit_while_loading(signum: int, frame: object) -> None:
+    os._exit(0)
 
 
 def main(config: Config, *, idle_s: float | None = None) -> int:

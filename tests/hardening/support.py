@@ -39,7 +39,7 @@ class Row:
     note: str = ""
 
 
-REPORT: list[Row] = []
+REPORT: list[Row] = []  # this process's rows; tests/conftest.py hands each test's on with its report
 
 
 def record(scenario: str, **numbers: Any) -> Row:

@@ -97,7 +97,8 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     session = "chaos"
     events = session_events(path, session, tmp_path / "proj", None if long_run else 30)
     turn_s = 0.5  # wide enough for a kill to land mid-turn on a loaded machine
-    env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s})
+    # Not about search: no memory service (a model load for each of the two data dirs) beside the workers.
+    env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s}, CLAUDE_MEM_SEMANTIC_INDEX="0")
 
     reference_dir = tmp_path / "reference"
     store(reference_dir, events)
@@ -165,7 +166,8 @@ def test_model_failures_lose_nothing(tmp_path: Path, data_dir: Path) -> None:
                 {"sleep": 5, "reply": "too late"}, {"reply": CUT_MID_XML}, {"error": "rate_limit"}, {"error": "auth"},
                 {"error": "api_error"}, {"error": "invalid_request"}]
     # Two attempts: under the old policy the crash and the timeout in a row used up a batch's.
-    env = model_env(tmp_path, steps=failures, CLAUDE_MEM_OBSERVER_TIMEOUT_S="2", CLAUDE_MEM_MAX_ATTEMPTS="2")
+    env = model_env(tmp_path, steps=failures, CLAUDE_MEM_OBSERVER_TIMEOUT_S="2", CLAUDE_MEM_MAX_ATTEMPTS="2",
+                    CLAUDE_MEM_SEMANTIC_INDEX="0")
     store(data_dir, events)
     first = drain(data_dir, session, env)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -247,7 +249,7 @@ def full_disk(db: Path, tmp_path: Path) -> Iterator[None]:
 def test_storage_faults_mid_session_lose_nothing(fault: str, tmp_path: Path, data_dir: Path) -> None:
     session = f"storage-{fault}"
     events = session_events(FIXTURE, session, tmp_path / "proj")
-    env = {**os.environ}
+    env = {**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"}  # the database's faults, not the index's
     a, b = len(events) // 3, 2 * len(events) // 3
     results = play_subprocess(events[:a], env=env)
     db = data_dir / "claude-mem.db"
