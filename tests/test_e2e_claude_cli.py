@@ -108,6 +108,7 @@ def test_installed_hooks_capture_a_real_claude_session(sandbox):
     proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     allow_tools(sandbox["settings"])
+    sandbox["env"]["CLAUDE_MEM_SEMANTIC_INDEX"] = "0"  # capture, not search: no memory service to load a model
 
     notes = sandbox["project"] / "notes.txt"
     steps = [
