@@ -41,8 +41,11 @@ def stored(data_dir: Path) -> stores.Stored:
 
 
 @pytest.fixture
-def service(stored: stores.Stored, data_dir: Path) -> str:
-    """A running service whose index has caught up with the stored rows."""
+def service(stored: stores.Stored, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A running service whose index has caught up with the stored rows. It stays up for the
+    test (the data dir fixture stops it after): with the suite's 15 s idle, a CLI started on a
+    busy machine could reach it only after it had left (seen once under three xdist workers)."""
+    monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "300")
     assert client.call(str(data_dir), "ping", timeout_s=30, wait=True)["version"] == protocol.VERSION
     assert wait_until(lambda: _lag(data_dir) == 0, 60), "the first catch-up"
     return str(data_dir)
