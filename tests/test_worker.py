@@ -533,7 +533,9 @@ def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path,
             time.sleep(0.3)
         assert all(r["status"] == "done" for r in invoke_json("queue")), "every session was served"
         assert most_alive == 1, "never more workers than max_workers"
-        assert seen_waiting >= {"sess-b", "sess-c"} - {"sess-a"} and seen_waiting, seen_waiting
+        # status showed the waiting (a busy machine may hand sess-a's slot to sess-b before the
+        # first poll: that both waited is what the yields below prove).
+        assert seen_waiting and seen_waiting <= {"sess-b", "sess-c"}, seen_waiting
         with db(data_dir) as conn:
             runs = conn.execute("SELECT session_id, exit_reason FROM worker_runs ORDER BY id").fetchall()
         served = [r["session_id"] for r in runs]
