@@ -120,8 +120,10 @@ def wait_for_environment(plugin: Plugin, argv: list[str]) -> int:
     while time.monotonic() - started < WAIT_S:
         if plugin.state() != "none":
             run_environment(plugin, argv)
-        # The builder takes its lock a moment after it is started.
-        if not plugin.building() and time.monotonic() - started > 10:
+        # The builder takes its lock a moment after it is started; after a failure, only the
+        # session start's check starts another.
+        waited = time.monotonic() - started
+        if not plugin.building() and (waited > 10 or (waited > 2 and os.path.exists(plugin.failed))):
             break
         time.sleep(0.5)
     reason = _read_line(plugin.failed) or "its build is not running"
