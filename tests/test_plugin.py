@@ -19,6 +19,7 @@ import pytest
 from claude_mem import __version__, registration
 from claude_mem.entry import HOOK_REGISTRATIONS
 from claude_mem.hooks import HOOK_EVENTS
+from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import cli_json
 from tests.plugin_helpers import BIN, LAUNCHER, ROOT, adopt_environment, builds, clone, launcher_env, run_launcher, wait_for_builds
 from tests.test_e2e_claude_cli import CLAUDE
@@ -58,12 +59,12 @@ def test_the_marketplace_lists_the_repository_as_its_plugin() -> None:
     marketplace, plugin = manifests()
     [entry] = marketplace["plugins"]
     assert entry["name"] == plugin["name"] and entry["source"] == "./"
-    assert registration.OUR_PLUGIN == f"{plugin['name']}@{marketplace['name']}"
+    assert f"{plugin['name']}@{marketplace['name']}" == registration.OUR_PLUGIN
     # Third parties' plugins may not be named claude-... (the CLI refuses them); the command stays claude-mem.
     assert not plugin["name"].startswith(("claude", "anthropic"))
     assert plugin["version"] == __version__ and plugin["author"]["name"] and plugin["license"] == "MIT"
     assert plugin["mcpServers"] == {"claude-mem": {"command": "${CLAUDE_PLUGIN_ROOT}/plugin/claude-mem", "args": ["mcp"]}}
-    assert f"mcp__plugin_{plugin['name']}_claude-mem__*" in __import__("claude_mem.settings").settings.DEFAULT_SKIP_TOOLS
+    assert f"mcp__plugin_{plugin['name']}_claude-mem__*" in DEFAULT_SKIP_TOOLS
 
 
 def test_the_plugin_registers_the_hook_table_through_its_launcher() -> None:
