@@ -69,15 +69,15 @@ class Plugin:
         return "current" if built > written else "stale"
 
     def building(self) -> bool:
-        fd = _try_lock(self.lock)
-        if fd is None:
-            return True
-        os.close(fd)
-        return False
+        from claude_mem.worker.spawn import lock_held
+
+        return lock_held(self.lock)
 
 
 def main(argv: list[str]) -> int:
     plugin = Plugin.here()
+    # This copy of claude_mem: its hook path and locks are standard library only.
+    sys.path.insert(0, plugin.root)
     command = argv[0] if argv else ""
     if command == "--build":
         return build(plugin)
@@ -93,7 +93,6 @@ def main(argv: list[str]) -> int:
         return check(plugin, state)
     if state == "stale":
         run_environment(plugin, argv)
-    sys.path.insert(0, plugin.root)
     from claude_mem.entry import HOOK_COMMANDS
 
     if command in HOOK_COMMANDS:
@@ -107,7 +106,7 @@ def run_environment(plugin: Plugin, argv: list[str]) -> None:
 
 
 def run_from_source(command: str) -> int:
-    """The hook, now, from this copy of claude_mem (on sys.path) with this Python."""
+    """The hook, now, from this copy of claude_mem with this Python."""
     # A worker needs the environment; the build starts the waiting ones once it is ready.
     os.environ["CLAUDE_MEM_WORKER_AUTOSTART"] = "0"
     from claude_mem.entry import main as run
@@ -155,7 +154,6 @@ def check(plugin: Plugin, state: str) -> int:
     elif state == "none":
         notes.append("claude-mem is setting up its Python environment (first use, about a minute);"
                      " this session's events are kept and processed once it is ready")
-    sys.path.insert(0, plugin.root)
     from claude_mem import registration
 
     notes += registration.installed_beside_plugin()
@@ -189,7 +187,13 @@ def start_build(plugin: Plugin, *, retry: bool) -> None:
 
 
 def build(plugin: Plugin) -> int:
-    fd = _try_lock(plugin.lock)
+    from claude_mem.worker.spawn import take_lock
+
+    try:
+        fd = take_lock(plugin.lock, wait_s=0.5)  # past a hook's probe of it
+    except OSError as exc:
+        _say(f"error: {exc}")
+        return 1
     if fd is None:
         return 0  # another builder has it
     try:
@@ -270,8 +274,8 @@ def _remove_old(plugin: Plugin, keep: set[str | None]) -> None:
 
 
 def revive() -> int:
-    """Run by the new environment's Python (claude_mem is the installed one): start the workers
-    of the sessions whose events queued up while there was no environment."""
+    """Run by the new environment's Python, so that the workers it starts run from there: start
+    the workers of the sessions whose events queued up while there was no environment."""
     from claude_mem import settings
     from claude_mem.store.db import connect
     from claude_mem.worker import stranded
@@ -289,23 +293,6 @@ def revive() -> int:
 
 
 # --- small helpers --------------------------------------------------------------------------------
-
-def _try_lock(path: str) -> int | None:
-    """An fd holding an exclusive flock on `path`, or None when another process holds it."""
-    import fcntl
-
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
 
 def _read_line(path: str) -> str:
     try:

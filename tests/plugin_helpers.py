@@ -4,7 +4,6 @@ leaves, minus the minute it takes: the e2e test runs the real build)."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -12,6 +11,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from claude_mem.worker.spawn import lock_held
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -72,21 +73,7 @@ def wait_for_builds(data: Path, count: int, timeout: float = 180) -> str:
     while time.monotonic() < deadline:
         log = (data / "build.log").read_text() if (data / "build.log").exists() else ""
         ended = sum(log.count(f"claude-mem plugin: {word}") for word in ("ready after", "failed:", "error:"))
-        if builds(log) >= count and ended >= builds(log) and not _locked(data / "build.lock"):
+        if builds(log) >= count and ended >= builds(log) and not lock_held(str(data / "build.lock")):
             return log
         time.sleep(0.2)
     raise AssertionError(f"not {count} finished build(s) after {timeout} s:\n{log[-3000:]}")
-
-
-def _locked(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
