@@ -116,9 +116,12 @@ def run_from_source(command: str) -> int:
 
 def wait_for_environment(plugin: Plugin, argv: list[str]) -> int:
     started = time.monotonic()
+    parent = os.getppid()
     while time.monotonic() - started < WAIT_S:
         if plugin.state() != "none":
             run_environment(plugin, argv)
+        if os.getppid() != parent or _hung_up(0):
+            return 1  # the session that started this MCP server has gone: no one to serve
         # The builder takes its lock a moment after it is started; after a failure, only the
         # session start's check starts another.
         waited = time.monotonic() - started
@@ -293,6 +296,18 @@ def revive() -> int:
 
 
 # --- small helpers --------------------------------------------------------------------------------
+
+def _hung_up(fd: int) -> bool:
+    """True when the other end of `fd` (stdin: Claude Code's pipe) is closed; reads nothing."""
+    import select
+
+    poller = select.poll()
+    try:
+        poller.register(fd, 0)  # no events asked for: hang-ups and errors are reported anyway
+        return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
 
 def _read_line(path: str) -> str:
     try:
