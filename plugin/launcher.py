@@ -107,8 +107,10 @@ def run_environment(plugin: Plugin, argv: list[str]) -> None:
 
 def run_from_source(command: str) -> int:
     """The hook, now, from this copy of claude_mem with this Python."""
-    # A worker needs the environment; the build starts the waiting ones once it is ready.
+    # Workers and the memory service need the environment (the build starts the waiting workers
+    # once it is ready): none is started from here, and pushes search by keywords meanwhile.
     os.environ["CLAUDE_MEM_WORKER_AUTOSTART"] = "0"
+    os.environ["CLAUDE_MEM_SEMANTIC_INDEX"] = "0"
     from claude_mem.entry import main as run
 
     return run([command])
