@@ -135,9 +135,13 @@ def test_hooks_store_from_the_plugin_source_while_the_environment_cannot_be_buil
     assert builds(wait_for_builds(data, 2)) == 2
     assert len(cli_json("queue")) == 2
 
-    # The MCP server needs the environment: with none coming it says why, in one line.
-    mcp = run_launcher(plugin, "mcp", "", env)
-    assert mcp.returncode == 1 and len(mcp.stderr.splitlines()) == 1 and "not ready (pip install failed" in mcp.stderr
+    # The MCP server needs the environment: with none coming it says why, in one line. (Its
+    # stdin stays open, as Claude Code's does: a server whose session hung up just exits.)
+    with subprocess.Popen([str(plugin / LAUNCHER), "mcp"], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as mcp:
+        stderr = mcp.stderr.read()  # to its exit, stdin held open meanwhile
+        assert mcp.wait(timeout=60) == 1
+    assert len(stderr.splitlines()) == 1 and "not ready (pip install failed" in stderr, stderr
 
 
 @pytest.mark.slow  # a real (failing) build: python -m venv, then pip
