@@ -51,6 +51,7 @@ def launcher_env(tmp_path: Path, data: Path, **extra: str) -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
         "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_MEM_DATA_DIR": os.environ["CLAUDE_MEM_DATA_DIR"],
+        "CLAUDE_MEM_WORKER_AUTOSTART": "0",  # hooks run from an environment would start workers that outlive the test
         "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(empty), **extra}
 
 
