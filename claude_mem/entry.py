@@ -8,7 +8,7 @@ import sys
 
 # The one list of hook events: which Claude Code event goes to which hook command, and the
 # matcher it is registered with (None: every source/trigger of the event). `claude-mem install`
-# registers exactly these, the plugin's hooks/hooks/hooks.json holds them (tests/test_install.py
+# registers exactly these, the plugin's hooks/hooks.json holds them (tests/test_plugin.py
 # keeps the two in step), the hooks accept them and replay routes transcript events by them.
 PRE_TOOL_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit|Bash"  # the tools whose PreToolUse `pre` answers
 HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (

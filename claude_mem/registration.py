@@ -37,6 +37,10 @@ HOOK_TIMEOUT_S = 10
 # Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.
 _OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(" + "|".join(HOOK_COMMANDS) + r")\s*$")
 
+# This repository is also a Claude Code marketplace (.claude-plugin/marketplace.json) whose plugin
+# runs the same hooks and MCP server: with both, every hook runs twice (events are stored once).
+OUR_PLUGIN = "memory@claude-mem"
+
 # The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
 # "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
 PEER_PLUGIN = "claude-mem@thedotmack"
@@ -187,15 +191,22 @@ def _hook_commands(settings: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def peer_warnings(paths: list[str]) -> list[str]:
-    """One line per settings file in which the npm claude-mem is hooked in. A file that cannot be
-    read is skipped: this is a notice, and the install itself reads its own file strictly."""
-    warnings = []
+def _readable_settings(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(path, content) of each settings file that can be read. One that cannot is skipped: the
+    warnings are notices, and the install itself reads its own file strictly."""
+    found = []
     for path in dict.fromkeys(paths):
         try:
-            settings, _ = read_json_object(path)
+            found.append((path, read_json_object(path)[0]))
         except InstallError:
             continue
+    return found
+
+
+def peer_warnings(paths: list[str]) -> list[str]:
+    """One line per settings file in which the npm claude-mem is hooked in."""
+    warnings = []
+    for path, settings in _readable_settings(paths):
         found = peer_hooks(settings)
         if found:
             disable = f"`claude plugin disable {PEER_PLUGIN}`" if any(PEER_PLUGIN in f for f in found) else "removing its hooks"
@@ -203,6 +214,26 @@ def peer_warnings(paths: list[str]) -> list[str]:
                             f" running both doubles the work, two observers and their model calls for every session;"
                             f" {disable} stops it (claude-mem never changes another tool's settings)")
     return warnings
+
+
+def plugin_warnings(paths: list[str]) -> list[str]:
+    """One line per settings file that enables our plugin: `claude-mem install` then doubles it."""
+    return [f"the claude-mem plugin ({OUR_PLUGIN}) is enabled in {path}: it runs the same hooks, so with both every hook"
+            f" runs twice; keep one (`claude plugin uninstall {OUR_PLUGIN}`, or `claude-mem uninstall`)"
+            for path, settings in _readable_settings(paths)
+            if isinstance(settings.get("enabledPlugins"), dict) and settings["enabledPlugins"].get(OUR_PLUGIN)]
+
+
+def installed_beside_plugin(project: str | None = None) -> list[str]:
+    """For the plugin's session-start check: one line per settings file in which `claude-mem
+    install` registered our hooks too (user scope, and the project's: CLAUDE_PROJECT_DIR)."""
+    project = project if project is not None else os.environ.get("CLAUDE_PROJECT_DIR")
+    user = target_paths(None)[0]
+    paths = [user, target_paths(project)[0]] if project else [user]
+    return [f"claude-mem's hooks are also in {path} (`claude-mem install`), so every hook runs twice:"
+            f" `claude-mem uninstall{'' if path == user else f' --project {project}'}` removes them, the plugin does the same"
+            for path, settings in _readable_settings(paths)
+            if any(hook_subcommand(command) for _, command in _hook_commands(settings))]
 
 
 # --- planning changes (pure: dict in, dict out) -------------------------------------------------
@@ -386,7 +417,8 @@ def install(project: str | None = None, *, dry_run: bool = False, base: list[str
         _apply(mcp_path, mcp_existed, new_mcp, mcp_changes, dry_run, private=project is None),
     ]
     # Plugins enabled for the user run in every project too.
-    warnings = peer_warnings([settings_path, target_paths(None)[0]])
+    scopes = [settings_path, target_paths(None)[0]]
+    warnings = peer_warnings(scopes) + plugin_warnings(scopes)
     return Result("install", "project" if project else "user", dry_run, shlex.join(base), files, warnings)
 
 

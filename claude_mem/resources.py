@@ -1,4 +1,4 @@
-"""Files that ship with claude-mem: migrations, prompts and Claude Code hook/plugin files.
+"""Files that ship with claude-mem: migrations and prompts.
 
 In a wheel they live inside the package (`claude_mem/migrations`, ...); in a source checkout or
 an editable install they are the top-level folders of the repository.

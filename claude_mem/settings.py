@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 APP = "claude-mem"
 ENV_PREFIX = "CLAUDE_MEM_"
 DATA_DIR_ENV = "CLAUDE_MEM_DATA_DIR"
+PYTHON_ENV = "CLAUDE_MEM_PYTHON"  # the Python the plugin builds its environment with (plugin/claude-mem)
 
 
 class SettingsError(ValueError):
@@ -93,6 +94,7 @@ DEFAULT_SKIP_TOOLS = [
     "ReadMcpResourceTool",
     "mcp__claude-mem__*",
     "mcp__plugin_claude-mem_*",
+    "mcp__plugin_memory_claude-mem__*",  # the plugin `memory@claude-mem` (.claude-plugin/)
 ]
 
 SETTINGS: dict[str, Setting] = {
@@ -268,7 +270,7 @@ def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:
 
     known_env = {s.env: s for s in SETTINGS.values()}
     for name, raw in env.items():
-        if not name.startswith(ENV_PREFIX) or name == DATA_DIR_ENV:
+        if not name.startswith(ENV_PREFIX) or name in (DATA_DIR_ENV, PYTHON_ENV):
             continue
         setting = known_env.get(name)
         if setting is None:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem.resources import resource_dir
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests.fakes.messages_api import ApiError, FakeMessagesAPI, bash, edit, read, write
+from tests.plugin_helpers import ROOT, adopt_environment
 
 pytestmark = pytest.mark.slow
 
@@ -208,13 +208,14 @@ def test_installed_pushes_reach_the_model_in_the_next_session(sandbox):
 
 
 def test_plugin_folder_captures_a_real_claude_session(sandbox):
-    """The same capture through `claude --plugin-dir`, with claude-mem found on PATH and no
-    hooks in settings.json."""
+    """The same capture through the plugin (`claude --plugin-dir` of this checkout), no hooks in
+    settings.json and no claude-mem on PATH: its hooks run the environment in the plugin's data
+    folder, here one adopted from the test venv (tests/test_e2e_plugin.py builds a real one)."""
     allow_tools(sandbox["settings"])
     assert "hooks" not in json.loads(sandbox["settings"].read_text())
-    sandbox["env"]["PATH"] = f"{BIN}:{sandbox['env']['PATH']}"
+    adopt_environment(Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / "plugins" / "data" / "memory-inline")
     with FakeMessagesAPI([bash("echo via-plugin")], final_text="Plugin run done.") as api:
-        result = run_claude(sandbox, api, "run one command", "--plugin-dir", resource_dir("hooks"))
+        result = run_claude(sandbox, api, "run one command", "--plugin-dir", str(ROOT))
         issued = api.issued_tool_use_ids
     rows = mem(sandbox, "queue")
     assert [(r["kind"], r["tool_use_id"], r["session_id"]) for r in rows] == [

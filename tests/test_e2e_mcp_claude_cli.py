@@ -14,11 +14,11 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.recall.index import Index
-from claude_mem.resources import resource_dir
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 from tests.fakes.messages_api import FakeMessagesAPI, tool_use
+from tests.plugin_helpers import ROOT, adopt_environment
 from tests.test_e2e_claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, run_claude, sandbox  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow
@@ -81,28 +81,29 @@ def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  #
 
 
 def test_the_plugin_folder_serves_the_same_tools(sandbox):  # noqa: F811
-    """`claude --plugin-dir` with no install: the plugin's .mcp.json starts `claude-mem mcp` from
-    PATH, and Claude Code names its tools mcp__plugin_<plugin>_<server>__<tool>."""
+    """`claude --plugin-dir` of this checkout with no install: the plugin's MCP server runs
+    `claude-mem mcp` from the environment in its data folder (adopted here from the test venv), and
+    Claude Code names its tools mcp__plugin_<plugin>_<server>__<tool>."""
     obs_id = remember(sandbox["data"])
-    tool = "mcp__plugin_claude-mem_claude-mem__search"
+    tool = "mcp__plugin_memory_claude-mem__search"
     user_config = Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / ".claude.json"
     assert not user_config.exists() or "mcpServers" not in json.loads(user_config.read_text())  # nothing installed
     sandbox["settings"].write_text(json.dumps({"permissions": {"allow": [tool]}}))
     sandbox["env"]["ENABLE_TOOL_SEARCH"] = "false"
-    sandbox["env"]["PATH"] = f"{CLAUDE_MEM.parent}:{sandbox['env']['PATH']}"
+    adopt_environment(Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / "plugins" / "data" / "memory-inline")
 
     with FakeMessagesAPI([tool_use(tool, {"query": "how do retries back off?"})], final_text="Exponentially.") as api:
-        result = run_claude(sandbox, api, "How do our HTTP retries back off?", "--plugin-dir", resource_dir("hooks"))
+        result = run_claude(sandbox, api, "How do our HTTP retries back off?", "--plugin-dir", str(ROOT))
         [issued] = api.issued_tool_use_ids
         first, last = api.agent_requests()[0], api.agent_requests()[-1]
 
     offered = {t.get("name") for t in first.tools}
-    assert {f"mcp__plugin_claude-mem_claude-mem__{name}" for name in ("search", "timeline", "get_observations",
-                                                                       "recent_sessions")} <= offered
+    assert {f"mcp__plugin_memory_claude-mem__{name}" for name in ("search", "timeline", "get_observations",
+                                                                  "recent_sessions")} <= offered
     [answer] = [block for block in last.tool_results() if block["tool_use_id"] == issued]
     text = json.dumps(answer["content"])
     assert not answer.get("is_error") and f"obs:{obs_id} | " in text, text
     assert result["result"] == "Exponentially."
-    # The plugin's hooks ran, and skipped the plugin's own tool (skip_tools: mcp__plugin_claude-mem_*).
+    # The plugin's hooks ran, and skipped the plugin's own tool (skip_tools: mcp__plugin_memory_claude-mem__*).
     queue = mem(sandbox, "queue")
     assert [r["kind"] for r in queue] == ["finalize"]

@@ -1,4 +1,4 @@
-"""`claude-mem install` / `uninstall` and the plugin folder: every test works in temp HOME and
+"""`claude-mem install` / `uninstall`: every test works in temp HOME and
 CLAUDE_CONFIG_DIR folders, never the real ones."""
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claude_mem import __version__, registration
+from claude_mem import registration
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers install/uninstall)
-from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
+from claude_mem.entry import HOOK_COMMANDS
 from claude_mem.hooks import HOOK_EVENTS
-from claude_mem.resources import resource_dir
-from tests.conftest import ROOT, cli_json
+from tests.conftest import cli_json
 
 VENV_CLAUDE_MEM = os.path.join(os.path.dirname(sys.executable), "claude-mem")
 OURS = [(event, sub) for event, sub, _ in registration.HOOK_REGISTRATIONS]
@@ -360,30 +359,3 @@ def test_install_and_uninstall_through_the_console_script(tmp_path, data_dir):
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "not valid JSON" in proc.stderr
     assert (home / "cfg" / "settings.json").read_text() == "{oops"
     assert "claude-mem" in load(home / "cfg" / ".claude.json")["mcpServers"]
-
-
-# --- the plugin folder ---------------------------------------------------------------------------
-
-def test_plugin_folder_is_a_valid_claude_code_plugin():
-    plugin = Path(resource_dir("hooks"))
-    assert plugin == ROOT / "hooks"
-    assert not (plugin / ".keep").exists()
-    manifest = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
-    assert manifest["name"] == "claude-mem" and manifest["version"] == __version__ and manifest["description"]
-
-    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
-    registered = set()
-    for event, groups in hooks.items():
-        for group in groups:
-            for entry in group["hooks"]:
-                assert entry["type"] == "command" and 0 < entry["timeout"] <= 30
-                program, sub = shlex.split(entry["command"])
-                assert program == "claude-mem"
-                assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # a real hook command for this event
-                registered.add((event, sub, group.get("matcher")))
-    # The one list (entry.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
-    assert registered == set(HOOK_REGISTRATIONS) and len(registered) == sum(len(g) for g in hooks.values())
-
-    mcp = json.loads((plugin / ".mcp.json").read_text())
-    assert mcp == {"mcpServers": {"claude-mem": {"command": "claude-mem", "args": ["mcp"]}}}
-    assert "--plugin-dir" in (plugin / "README.md").read_text()

@@ -28,7 +28,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_ships_migrations_prompts_and_hooks(wheel: Path) -> None:
+def test_wheel_ships_migrations_and_prompts(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     migrations = sorted(p.name for p in (ROOT / "migrations").glob("*.sql"))
     assert migrations
@@ -38,7 +38,8 @@ def test_wheel_ships_migrations_prompts_and_hooks(wheel: Path) -> None:
         if prompt.is_file():
             assert f"claude_mem/prompts/{prompt.name}" in names
     assert any(n.startswith("claude_mem/prompts/") for n in names)
-    assert any(n.startswith("claude_mem/hooks/") for n in names)
+    # The Claude Code plugin is the repository itself (.claude-plugin/), not a part of the package.
+    assert not any(n.startswith("claude_mem/hooks/") for n in names)
     for module in ("entry.py", "hooks.py", "payload.py", "store/db.py", "store/queue.py"):
         assert f"claude_mem/{module}" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
