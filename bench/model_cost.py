@@ -7,9 +7,10 @@ one summary request per turn, the init prompt once) beside what the best-known s
 field cut at 16,000 characters as 60% head + 30% tail; its finalize prompt per turn; its init
 prompt once). Prints both and the ratio (target <= 0.5).
 
-Subagents: for the transcripts whose subagents' tool calls are in the queue (agent_id), the same
-characters again with those calls folded (setting fold_subagents: left out, the Task call's result
-standing for them), per tool event of the session either way; with --titles, what the heuristic
+Subagents: the headline counts what the worker sends with the settings in force (fold_subagents,
+on by default: a subagent's own calls left out, the Task call's result standing for them). For
+the transcripts whose subagents' tool calls are in the queue (agent_id), both ways are printed,
+per tool event of the session; with --titles, what the heuristic
 synthesizer titles each subagent's calls (as the worker would batch them) beside what it titles
 the Task call that folding keeps.
 
@@ -132,19 +133,22 @@ def measure(path: Path, config: settings.Config) -> dict:
     store_in_process(config, conn, payloads)
     rows = queue.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
-    ours, messages, batches = observer_chars(worker, rows)
+    each, each_messages, batches = observer_chars(worker, rows)
+    subagent_rows = [r for r in rows if r["kind"] == "tool" and r.get("agent_id")]
+    folded, folded_messages, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows])
     conn.close()
+    # The headline is what the worker sends with the settings in force.
+    ours, messages = (folded, folded_messages) if config.fold_subagents else (each, each_messages)
     n = len(tool_payloads)
     result = {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
               "baseline_chars": baseline, "baseline_messages": n + stops + 1,
               "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
               "ratio": round(ours / max(baseline, 1), 3)}
-    subagent_rows = [r for r in rows if r["kind"] == "tool" and r.get("agent_id")]
     if subagent_rows:
-        folded, folded_messages, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows])
-        result["subagents"] = {"subagent_events": len(subagent_rows), "folded_chars": folded, "folded_messages": folded_messages,
-                               "folded_per_event": round(folded / max(n, 1)), "saved": round(1 - folded / max(ours, 1), 3),
-                               "titles": subagent_titles(batches, rows)}
+        result["subagents"] = {"subagent_events": len(subagent_rows), "each_chars": each, "each_messages": each_messages,
+                               "each_per_event": round(each / max(n, 1)), "folded_chars": folded,
+                               "folded_messages": folded_messages, "folded_per_event": round(folded / max(n, 1)),
+                               "saved": round(1 - folded / max(each, 1), 3), "titles": subagent_titles(batches, rows)}
     return result
 
 
@@ -184,8 +188,8 @@ def main() -> None:
           f"{'transcript':<44} {'events':>6} {'of them subagent':>16} {'each/ev':>8} {'folded/ev':>9} {'msgs':>9} {'saved':>6}")
     for r in with_subagents:
         sub = r["subagents"]
-        print(f"{r['transcript']:<44} {r['tool_events']:>6} {sub['subagent_events']:>16} {r['ours_per_event']:>8} "
-              f"{sub['folded_per_event']:>9} {r['ours_messages']:>4}/{sub['folded_messages']:<4} {sub['saved']:>6.1%}")
+        print(f"{r['transcript']:<44} {r['tool_events']:>6} {sub['subagent_events']:>16} {sub['each_per_event']:>8} "
+              f"{sub['folded_per_event']:>9} {sub['each_messages']:>4}/{sub['folded_messages']:<4} {sub['saved']:>6.1%}")
         if args.titles:
             for agent in sub["titles"]:
                 print(f"  subagent {agent['agent_id']} ({agent['calls']} calls), heuristic titles observed one by one:")

@@ -117,7 +117,7 @@ SETTINGS: dict[str, Setting] = {
                 " tomorrow.", minimum=0),
         Setting("fold_subagents", "bool", True,
                 "Leave a subagent's own tool calls out of what the observer sees: what the subagent returned (its Task"
-                " call) stands for them."),
+                " call) stands for them. The heuristic synthesizer still sees them."),
         Setting("max_workers", "int", 4, "Most workers (and observer CLIs) running at once per data folder; other sessions wait"
                 " in the queue.", minimum=1),
         Setting("service_idle_s", "float", 1800.0, "Seconds the memory service stays up without a request.", minimum=0),

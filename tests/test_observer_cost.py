@@ -60,7 +60,8 @@ def all_done() -> bool:
 
 
 def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_path: Path, data_dir: Path) -> None:
-    first, second = demo_bursts(tmp_path / "proj")
+    steps = scripted_session(str(tmp_path / "proj"), "sess-demo")
+    first, second = steps[:4], steps[4:]  # the first prompt's Read and failing test run; then its fix, and prompt 2
     play(first)
     env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(tmp_path / "sessions"), CLAUDE_MEM_OBSERVER_IDLE_S="1")
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "120"],
@@ -85,9 +86,11 @@ def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_pat
     argv = " ".join(starts[1]["argv"])
     assert f"--resume={conversation}" in argv and f"--resume-session-at={cut_at}" in argv, argv
     # The same conversation goes on: no recap, nothing it holds sent again.
-    later = user_messages(tmp_path)[sent_before:]
+    earlier, later = user_messages(tmp_path)[:sent_before], user_messages(tmp_path)[sent_before:]
+    assert "User's request #1: test_add fails" in earlier[0]
     assert later and not any("continues an earlier observation" in t for t in later)
-    assert not any("test_add fails" in t for t in later), "the first prompt's request is not sent again"
+    assert not any("User's request #1" in t for t in later), "the request it saw is not sent again"
+    assert "User's request #2" in "".join(later)
     assert {o["source"] for o in invoke_json("observations")} == {"model"}
     assert {s["source"] for s in invoke_json("summaries")} == {"model"}
     assert "observer CLI ended after" in output and "observer_idle_s" in output

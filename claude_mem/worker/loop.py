@@ -271,13 +271,13 @@ class Worker:
         """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
         "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
         own: split, and its events settled one way or another)."""
-        if self.config.fold_subagents:
+        synthesis = self.synthesis
+        assert synthesis is not None
+        if self.config.fold_subagents and synthesis.use_model:
             batch = self._fold_subagents(batch)
             if not batch:
                 return "done"
         events = [Event.from_row(r) for r in batch]
-        synthesis = self.synthesis
-        assert synthesis is not None
         if events[0].kind == "finalize":
             outcome = await synthesis.summarize(events[0])
         else:
@@ -307,7 +307,8 @@ class Worker:
 
     def _fold_subagents(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Settle a subagent's own tool calls without the model (setting fold_subagents): the
-        result of the Task call that ran it tells what it found. Returns the rest of the batch."""
+        result of the Task call that ran it tells what it found (the heuristic synthesizer, which
+        costs no tokens, still sees them). Returns the rest of the batch."""
         folded = [r["id"] for r in batch if r["kind"] == "tool" and r.get("agent_id")]
         if folded:
             with transaction(self.conn):
