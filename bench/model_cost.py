@@ -7,7 +7,14 @@ one summary request per turn, the init prompt once) beside what the best-known s
 field cut at 16,000 characters as 60% head + 30% tail; its finalize prompt per turn; its init
 prompt once). Prints both and the ratio (target <= 0.5).
 
-    python bench/model_cost.py [--json] [TRANSCRIPT ...]
+Subagents: the headline counts what the worker sends with the settings in force (fold_subagents,
+on by default: a subagent's own calls left out, the Task call's result standing for them). For
+the transcripts whose subagents' tool calls are in the queue (agent_id), both ways are printed,
+per tool event of the session; with --titles, what the heuristic
+synthesizer titles each subagent's calls (as the worker would batch them) beside what it titles
+the Task call that folding keeps.
+
+    python bench/model_cost.py [--json] [--titles] [TRANSCRIPT ...]
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from claude_mem import hooks, settings  # noqa: E402
 from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
+from claude_mem.worker import heuristic  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
 from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
 
@@ -70,6 +78,50 @@ def baseline_message(payload: dict) -> str:
             f"Output:\n{baseline_cut(json.dumps(output, indent=2, ensure_ascii=False))}\n" + BASELINE_OBSERVATION_TAIL)
 
 
+def observer_chars(worker: Worker, rows: list[dict]) -> tuple[int, int, list[list[dict]]]:
+    """(characters, messages, batches) the worker would send for these queue rows."""
+    ours = len(fill("init", project="bench", date="2026-01-01"))
+    messages = 0
+    last_prompt = -1
+    batches = []
+    while rows:
+        batch = worker._take_batch(rows)
+        rows = rows[len(batch):]
+        batches.append(batch)
+        events = [Event.from_row(r) for r in batch]
+        if events[0].kind == "finalize":
+            ours += len(fill("summary", prompt_number=events[0].prompt_number, request="x" * 200, last_message="y" * 300))
+        else:
+            header = ""
+            if events[0].prompt_number != last_prompt:
+                header = f"User's request #{events[0].prompt_number}: {'x' * 200}\n\n"
+                last_prompt = events[0].prompt_number
+            ours += len(fill("observation", request_line=header, events=render_batch(events)))
+        messages += 1
+    return ours, messages, batches
+
+
+def subagent_titles(batches: list[list[dict]], rows: list[dict]) -> list[dict]:
+    """Per subagent: the heuristic titles of its own calls, batched as the worker batches them,
+    and of the Task call(s) whose result folding keeps."""
+    agents: dict[str, dict] = {}
+    for batch in batches:
+        mine: dict[str, list[Event]] = {}
+        for r in batch:
+            if r["kind"] == "tool" and r.get("agent_id"):
+                mine.setdefault(r["agent_id"], []).append(Event.from_row(r))
+        for agent, events in mine.items():
+            entry = agents.setdefault(agent, {"agent_id": agent, "calls": 0, "unfolded": [], "folded": []})
+            entry["calls"] += len(events)
+            entry["unfolded"] += [o.title for o in heuristic.observe(events)]
+    for r in rows:
+        response = r.get("tool_response")
+        agent = response.get("agentId") if isinstance(response, dict) else None
+        if r["kind"] == "tool" and r["tool_name"] in ("Task", "Agent") and agent in agents:
+            agents[agent]["folded"] += [o.title for o in heuristic.observe([Event.from_row(r)])]
+    return list(agents.values())
+
+
 def measure(path: Path, config: settings.Config) -> dict:
     payloads = transcript_payloads(path, session_id="bench")
     tool_payloads = [p for p in payloads if p["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
@@ -81,34 +133,30 @@ def measure(path: Path, config: settings.Config) -> dict:
     store_in_process(config, conn, payloads)
     rows = queue.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
-    ours = len(fill("init", project="bench", date="2026-01-01"))
-    messages = 0
-    last_prompt = -1
-    while rows:
-        batch = worker._take_batch(rows)
-        rows = rows[len(batch):]
-        events = [Event.from_row(r) for r in batch]
-        if events[0].kind == "finalize":
-            ours += len(fill("summary", prompt_number=events[0].prompt_number, request="x" * 200, last_message="y" * 300))
-        else:
-            header = ""
-            if events[0].prompt_number != last_prompt:
-                header = f"User's request #{events[0].prompt_number}: {'x' * 200}\n\n"
-                last_prompt = events[0].prompt_number
-            ours += len(fill("observation", request_line=header, events=render_batch(events)))
-        messages += 1
+    each, each_messages, batches = observer_chars(worker, rows)
+    subagent_rows = [r for r in rows if r["kind"] == "tool" and r.get("agent_id")]
+    folded, folded_messages, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows])
     conn.close()
+    # The headline is what the worker sends with the settings in force.
+    ours, messages = (folded, folded_messages) if config.fold_subagents else (each, each_messages)
     n = len(tool_payloads)
-    return {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
-            "baseline_chars": baseline, "baseline_messages": n + stops + 1,
-            "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
-            "ratio": round(ours / max(baseline, 1), 3)}
+    result = {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
+              "baseline_chars": baseline, "baseline_messages": n + stops + 1,
+              "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
+              "ratio": round(ours / max(baseline, 1), 3)}
+    if subagent_rows:
+        result["subagents"] = {"subagent_events": len(subagent_rows), "each_chars": each, "each_messages": each_messages,
+                               "each_per_event": round(each / max(n, 1)), "folded_chars": folded,
+                               "folded_messages": folded_messages, "folded_per_event": round(folded / max(n, 1)),
+                               "saved": round(1 - folded / max(each, 1), 3), "titles": subagent_titles(batches, rows)}
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("transcripts", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--titles", action="store_true", help="print the heuristic titles folding loses and keeps")
     args = parser.parse_args()
     paths = transcripts(args.transcripts)
     results = []
@@ -133,6 +181,21 @@ def main() -> None:
               f"{r['ours_messages']:>4}/{r['baseline_messages']:<4} {r['ratio']:>6}")
     print(f"{'ALL':<44} {events:>6} {summary['ours_per_event']:>8} {summary['baseline_per_event']:>8} {'':>9} {summary['ratio']:>6}"
           "   (target <= 0.5)")
+    with_subagents = [r for r in results if "subagents" in r]
+    if not with_subagents:
+        return
+    print(f"\nsubagents folded (fold_subagents), characters sent per tool event of the session (~4 per token):\n"
+          f"{'transcript':<44} {'events':>6} {'of them subagent':>16} {'each/ev':>8} {'folded/ev':>9} {'msgs':>9} {'saved':>6}")
+    for r in with_subagents:
+        sub = r["subagents"]
+        print(f"{r['transcript']:<44} {r['tool_events']:>6} {sub['subagent_events']:>16} {sub['each_per_event']:>8} "
+              f"{sub['folded_per_event']:>9} {sub['each_messages']:>4}/{sub['folded_messages']:<4} {sub['saved']:>6.1%}")
+        if args.titles:
+            for agent in sub["titles"]:
+                print(f"  subagent {agent['agent_id']} ({agent['calls']} calls), heuristic titles observed one by one:")
+                print("".join(f"    - {t}\n" for t in agent["unfolded"]), end="")
+                print("  folded, only its Task call:")
+                print("".join(f"    - {t}\n" for t in agent["folded"]), end="")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,16 @@ SETTINGS: dict[str, Setting] = {
         Setting("cli_path", "str", "", "Claude Code CLI for the observer (default: the one bundled with claude-agent-sdk)."),
         Setting("worker_autostart", "bool", True, "Start background workers by themselves (hooks, retry, doctor --fix)."),
         Setting("worker_idle_s", "float", 300.0, "Seconds a worker waits for new events before it exits.", minimum=0),
+        Setting("observer_idle_s", "float", 30.0,
+                "Seconds the observer's Claude CLI stays up without work; the next batch resumes the same conversation.",
+                minimum=0),
+        Setting("observer_daily_tokens", "int", 0,
+                "Observer tokens (input + output, as the API reports them) a day may cost, 0 for no limit: past it"
+                " synthesizer auto uses the heuristic synthesizer for the rest of the day, model lets events wait for"
+                " tomorrow.", minimum=0),
+        Setting("fold_subagents", "bool", True,
+                "Leave a subagent's own tool calls out of what the observer sees: what the subagent returned (its Task"
+                " call) stands for them. The heuristic synthesizer still sees them."),
         Setting("max_workers", "int", 4, "Most workers (and observer CLIs) running at once per data folder; other sessions wait"
                 " in the queue.", minimum=1),
         Setting("service_idle_s", "float", 1800.0, "Seconds the memory service stays up without a request.", minimum=0),

@@ -1,9 +1,9 @@
 """How the installation is doing: one report that `status`, `doctor` and the viewer all read.
 
 Counts, the queue, live workers and the sessions waiting for a worker slot, model outages,
-skipped events, the memory service, the semantic index's drift, what is shared with a team,
-where a model login would come from, and the last error. Core, not CLI: no click here; the
-commands and the viewer only format it.
+skipped events, the observer's tokens today against its daily budget, the memory service, the
+semantic index's drift, what is shared with a team, where a model login would come from, and
+the last error. Core, not CLI: no click here; the commands and the viewer only format it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import overview
+from claude_mem.store import budget, overview
 from claude_mem.store import queue as queue_mod
 
 # Where the Claude Code CLI (which the observer runs) finds a login; the values are never read.
@@ -122,7 +122,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": model_credentials(),
                             "database_bytes": overview.database_bytes(config.db_path)}
-    info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None,
+    info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None, observer_budget=None,
                 sharing=sharing(config, None), workers_started=[])
     if conn is not None:
         if revive:
@@ -134,6 +134,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
         info["model_outages"] = overview.model_outages(conn, limit=outages)
         info["skipped"] = overview.skipped_events(conn)
         info["last_queue_error"] = overview.last_queue_error(conn)
+        info["observer_budget"] = budget.state(conn, config.observer_daily_tokens)
         if index:
             info["index"] = index_health(config, conn)
             info["sharing"] = sharing(config, info["index"])

@@ -10,7 +10,7 @@ from claude_mem.cli import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, heading, local_time, paint
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import parse_when
-from claude_mem.store import costs
+from claude_mem.store import budget, costs
 from claude_mem.store.injections import KINDS
 
 KIND_HEADERS = {"digest": "DIGEST", "prompt": "PROMPT", "file": "FILE", "command": "COMMAND", "fetch": "FETCHED"}
@@ -47,9 +47,12 @@ def stats(app: AppContext, project: str | None, session_id: str | None, since: s
     conn = app.db()
     require_session(conn, session_id)
     report = costs.usage(conn, project=project, session_id=session_id, since_ms=parse_when(since, "--since"))
+    today = budget.state(conn, app.config.observer_daily_tokens)
     if as_json:
-        emit_json({**report, "sessions": report["sessions"][:limit]})
+        emit_json({**report, "sessions": report["sessions"][:limit], "observer_today": today})
         return
+    click.echo(("budget reached: " if today["reached"] else "") + budget.describe(today)
+               + (f" (at {local_time(today['reached_at_epoch'])})" if today["reached_at_epoch"] else ""))
     if not report["sessions"]:
         click.echo("nothing injected and no observer runs recorded" + (" for that filter" if project or session_id or since else ""))
         return

@@ -8,6 +8,7 @@ from typing import Any
 from claude_mem.cli import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import echo_fields, human_bytes, local_time, paint, plural, status_colour
 from claude_mem.cli.inspect import json_option
+from claude_mem.store import budget
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import cut
 
@@ -84,6 +85,19 @@ def _model_line(info: dict[str, Any]) -> str:
     return f"{info['model']}, synthesizer {info['synthesizer']}; {reach}"
 
 
+def _budget_line(info: dict[str, Any]) -> str:
+    spent = info["observer_budget"]
+    line = budget.describe(spent)
+    if not spent["reached"]:
+        return line
+    then = {"auto": "the heuristic synthesizer takes the rest of today's events (`claude-mem reprocess --session ID` redoes"
+                    " a session's with the model)",
+            "model": "events wait for tomorrow (`claude-mem reprocess --session ID` sends a session's once the budget is"
+                     " raised)"}.get(info["synthesizer"], "")
+    when = f" at {local_time(spent['reached_at_epoch'])}" if spent["reached_at_epoch"] else ""
+    return paint(f"budget reached{when}: {line}" + (f"; {then}" if then else ""), "yellow")
+
+
 def _print_status(info: dict[str, Any]) -> None:
     fields: list[tuple[str, Any]] = [("data dir", info["data_dir"])]
     if not info["database_exists"]:
@@ -110,6 +124,8 @@ def _print_status(info: dict[str, Any]) -> None:
                                         "yellow")))
     fields.append(("service", _service_line(info["service"])))
     fields.append(("model", _model_line(info)))
+    if info["observer_budget"] is not None:
+        fields.append(("observer", _budget_line(info)))
     for o in info["model_outages"][:3]:
         fields.append(("outage", paint(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}", "yellow")))
     skipped = info["skipped"]

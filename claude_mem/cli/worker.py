@@ -96,8 +96,9 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> None:
-    """Send events the heuristic synthesizer handled through the model again."""
-    from claude_mem.store import memories, queue
+    """Send events the heuristic synthesizer handled through the model again, and the events
+    that wait for tomorrow's observer budget (setting observer_daily_tokens) now."""
+    from claude_mem.store import budget, memories, queue
     from claude_mem.store.db import transaction
 
     conn = app.db()
@@ -105,8 +106,9 @@ def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> No
         n = queue.requeue_heuristic(conn, session_id)
         if n:
             memories.delete_heuristic(conn, session_id)
+        n += budget.requeue_waiting(conn, session_id)
     if not n:
-        raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}")
+        raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}, none waiting for the budget")
     if not as_json:
         click.echo(f"re-queued {n} event(s) of {session_id} for the model")
     if wait:

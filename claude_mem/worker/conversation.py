@@ -1,7 +1,9 @@
 """A session's observer conversation, as the worker holds it: opened on the first turn (resumed
 where the last stored batch left it, or fresh with a recap), renewed every
-MAX_TURNS_PER_CONVERSATION turns, ended by any failed turn, and each reply's token usage
-written to the worker's run at once.
+MAX_TURNS_PER_CONVERSATION turns, ended by any failed turn, put to sleep between bursts of work
+(its CLI ended; the next turn resumes the same conversation), and each reply's token usage
+written to the worker's run and to the day's total at once. Once the day's total reaches the
+budget (setting observer_daily_tokens), no request is sent: every turn answers "budget".
 
 The model is reached only through an `ObserverLike`: worker/observer.py's Observer (the
 claude-agent-sdk client, imported on first use) in production; tests reach the same seam with
@@ -16,8 +18,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from claude_mem.logs import log_line
 from claude_mem.settings import Config
-from claude_mem.store import outages, records, runs
+from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.memories import list_observations
 from claude_mem.worker.render import fill
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 # A fresh conversation (with a recap) after this many turns keeps each request's history, and
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
+# The error of a turn not sent because the day's token budget is spent.
+OVER_BUDGET = "budget"
 
 
 @runtime_checkable
@@ -57,11 +62,19 @@ class Conversation:
         # (conversation, last good message) of the batch under way: where to resume once it is stored
         self.turn: tuple[str | None, str | None] | None = None
         self._recap_prefix = ""
+        self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
 
     async def send(self, text: str) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
         resumes the conversation cut at the last stored batch (sdk_resume_at), so the failed
         message is never merged into a later request (PLATFORM-NOTES)."""
+        over = budget.reached(self.conn, self.config.observer_daily_tokens)
+        if over is not None:
+            from claude_mem.worker.observer import Reply
+
+            await self.sleep()
+            return Reply(text="", session_id=None, error=OVER_BUDGET,
+                         detail=f"{over['total']:,} of {self.config.observer_daily_tokens:,} tokens spent today")
         if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
             await self._open(fresh=self.fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
             text = self._recap_prefix + text
@@ -84,23 +97,44 @@ class Conversation:
         """Forget the batch under way and end the CLI: the next turn resumes the conversation
         before it."""
         self.turn = None
+        self._asleep = False
         await self.close()
 
+    async def sleep(self) -> bool:
+        """End the CLI between batches (call only with no batch under way). The conversation
+        stays as it is: the next turn resumes it where the last stored batch left it, which is
+        where it ended, and sends nothing it already holds. Returns whether a CLI was running."""
+        if self.observer is None:
+            return False
+        await self.close()
+        self._asleep = True
+        return True
+
     def _record_usage(self, reply: Reply) -> None:
-        """Add the tokens the SDK says this reply cost to the run's row, at once: a worker killed
-        later has still reported what it spent (`claude-mem stats`)."""
+        """Add the tokens the SDK says this reply cost to the run's row and to today's total, at
+        once: a worker killed later has still reported what it spent (`claude-mem stats`), and
+        every worker sees the day's budget as spent so far."""
         usage = getattr(reply, "usage", None) or {}
-        if self.run_id is None:
-            return
+        limit = self.config.observer_daily_tokens
         try:
             with transaction(self.conn):
-                runs.add_usage(self.conn, self.run_id, usage)
+                if self.run_id is not None:
+                    runs.add_usage(self.conn, self.run_id, usage)
+                budget.add(self.conn, usage)
+                crossed = budget.mark_reached(self.conn, limit)
         except sqlite3.Error as exc:
             self.log(f"could not record the observer's token usage: {exc}")
+            return
+        if crossed is not None:
+            then = ("the heuristic synthesizer takes the rest of today's events (`claude-mem reprocess --session ID`"
+                    " redoes a session's with the model)") if self.config.synthesizer == "auto" else "events wait for tomorrow"
+            log_line(self.config.logs_dir, "worker", f"observer_daily_tokens reached: {crossed['total']:,} of {limit:,}"
+                     f" tokens today; {then}", stderr=True)
 
     async def _open(self, fresh: bool) -> None:
         from claude_mem.worker.observer import Observer
 
+        waking, self._asleep = self._asleep and not fresh, False
         await self.close()
         session = records.get_session(self.conn, self.session_id) or {}
         resume = None if fresh else session.get("sdk_session_id")
@@ -112,11 +146,14 @@ class Conversation:
                             turn_timeout_s=self.config.observer_timeout_s)
         self.observer = observer
         await observer.start()
-        self.turns = 0
-        self.last_request_number = -1
         if observer.resume_failed:
             self.log(f"could not resume the observer conversation ({observer.resume_failed}); starting a new one")
         self.fresh = resume is None or bool(observer.resume_failed)
+        if not waking or self.fresh:
+            # Woken from sleep, the conversation is the one left: its turns count on towards
+            # renewal, and the request it saw last needs no header again.
+            self.turns = 0
+            self.last_request_number = -1
         self._recap_prefix = ""
         if self.fresh:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]

@@ -15,6 +15,12 @@ attempts, and then gets heuristic observations (synthesizer=auto) or is skipped 
 at the last stored batch, so nothing failed is ever in front of the model twice. A missing login
 with synthesizer=auto hands the session to the heuristic synthesizer so capture never stops.
 A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
+
+Between bursts of work the observer sleeps: after `observer_idle_s` without a batch its CLI is
+ended and the next batch resumes the same conversation. Once the day's observer tokens reach
+`observer_daily_tokens`, no request goes out: synthesizer=auto stores heuristic observations
+(`reprocess` redoes them), model lets the events wait for tomorrow. With `fold_subagents` a
+subagent's own tool calls are settled without the model: its Task call's result stands for them.
 """
 
 from __future__ import annotations
@@ -30,12 +36,12 @@ from typing import Any
 from claude_mem.logs import log_line
 from claude_mem.service import client as service
 from claude_mem.settings import Config
-from claude_mem.store import outages, queue, records, runs
+from claude_mem.store import budget, outages, queue, records, runs
 from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import faults, spawn
-from claude_mem.worker.conversation import Conversation
+from claude_mem.worker import faults, heuristic, spawn
+from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.render import Event, render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
@@ -199,6 +205,9 @@ class Worker:
                     return "session ended"
                 if time.monotonic() - idle_since >= self.idle_s:
                     return "idle"
+                if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
+                    self.log(f"observer CLI ended after {time.monotonic() - idle_since:.0f} s without work"
+                             " (setting observer_idle_s); the next batch resumes its conversation")
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
                     if self._others_waiting():
@@ -216,6 +225,8 @@ class Worker:
                 if not self.drain and time.monotonic() - idle_since >= self.idle_s:
                     self.log(f"{len(rows)} event(s) wait for the model; the next hook or `status` starts a worker for them")
                     return "idle"
+                if self.drain and (rows[0]["last_error"] or "").startswith(budget.WAITING_REASON):
+                    return "drained but for events that wait for tomorrow's observer budget"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
             batch = self._take_batch(rows)
@@ -260,9 +271,13 @@ class Worker:
         """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
         "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
         own: split, and its events settled one way or another)."""
-        events = [Event.from_row(r) for r in batch]
         synthesis = self.synthesis
         assert synthesis is not None
+        if self.config.fold_subagents and synthesis.use_model:
+            batch = self._fold_subagents(batch)
+            if not batch:
+                return "done"
+        events = [Event.from_row(r) for r in batch]
         if events[0].kind == "finalize":
             outcome = await synthesis.summarize(events[0])
         else:
@@ -272,6 +287,8 @@ class Worker:
             return "done"
         with transaction(self.conn):
             self._keep_raw_reply([e.id for e in events], outcome)
+        if outcome.error == OVER_BUDGET:
+            return self._over_budget(events, outcome)
         if faults.is_transient(outcome.error):
             self._defer_for_outage([e.id for e in events], outcome)
             return "outage"
@@ -287,6 +304,31 @@ class Worker:
             return "failed"
         self._failed_alone(batch[0], events[0], outcome)
         return "failed"
+
+    def _fold_subagents(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Settle a subagent's own tool calls without the model (setting fold_subagents): the
+        result of the Task call that ran it tells what it found (the heuristic synthesizer, which
+        costs no tokens, still sees them). Returns the rest of the batch."""
+        folded = [r["id"] for r in batch if r["kind"] == "tool" and r.get("agent_id")]
+        if folded:
+            with transaction(self.conn):
+                queue.mark_done(self.conn, folded, "folded")
+            self.stats["events"] += len(folded)
+        return [r for r in batch if r["id"] not in folded]
+
+    def _over_budget(self, events: list[Event], outcome: Outcome) -> str:
+        """The day's observer tokens are spent: heuristic observations (auto), or the events wait
+        for tomorrow's budget (model), the session's later ones with them."""
+        if self.mode == "auto":
+            assert self.synthesis is not None
+            result = (self.synthesis.heuristic(events[0]) if events[0].kind == "finalize"
+                      else Outcome(observations=heuristic.observe(events)))
+            self._store(events, result, "heuristic")
+            return "done"
+        with transaction(self.conn):
+            budget.wait_for_tomorrow(self.conn, self.session_id, [e.id for e in events], outcome.detail)
+        self.log(f"{len(events)} event(s) wait for tomorrow: {budget.WAITING_REASON} ({outcome.detail})")
+        return "outage"
 
     def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
         """Insert what was synthesised and mark its rows done, in one transaction; a model

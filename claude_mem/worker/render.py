@@ -95,6 +95,10 @@ def _response_text(event: Event) -> str:
             return f"{len(names)} files: " + ", ".join(map(str, names[:15]))
         if "content" in r and isinstance(r["content"], str):
             return r["content"]
+        if isinstance(r.get("content"), list):  # a subagent's report (Task, Agent): its text, not its prompt and usage
+            texts = [b.get("text", "") for b in r["content"] if isinstance(b, dict) and b.get("type") == "text"]
+            if texts:
+                return "\n".join(texts)
         if "result" in r:
             return _text(r["result"])
         # Patches and original file copies repeat what the input already says.

@@ -172,7 +172,7 @@ def test_model_failures_lose_nothing(tmp_path: Path, data_dir: Path) -> None:
     first = drain(data_dir, session, env)
     assert first.returncode == 0, first.stderr[-2000:]
     db = data_dir / "claude-mem.db"
-    queue = rows(db, "SELECT status, attempts, processed_by FROM observation_queue")
+    queue = rows(db, "SELECT status, attempts, processed_by, agent_id FROM observation_queue")
     raw = rows(db, "SELECT reply, error FROM raw_replies")
     outage = rows(db, "SELECT observer_error, outage_since_epoch FROM sdk_sessions WHERE claude_session_id = ?", (session,))
     lost = sum(r["status"] != "done" for r in queue)
@@ -180,7 +180,8 @@ def test_model_failures_lose_nothing(tmp_path: Path, data_dir: Path) -> None:
     record("faults: model errors (9 kinds)", events=len(queue), lost=lost,
            note=f"0 skipped, no retry; {log.count('no attempt counted')} outage tries, {len(raw)} raw kept")
     assert lost == 0, "nothing skipped: no retry needed"
-    assert all(r["processed_by"] == "model" for r in queue), queue
+    # A subagent's own calls are folded into its Task call (setting fold_subagents), the rest is the model's.
+    assert all(r["processed_by"] == ("folded" if r["agent_id"] else "model") for r in queue), queue
     assert sum(r["attempts"] for r in queue) <= 1, "only the rejected request may count against an event"
     assert any(GARBAGE in r["reply"] for r in raw), "a reply with nothing usable is kept raw"
     assert outage and outage[0]["observer_error"] is None and outage[0]["outage_since_epoch"] is None, \
