@@ -1,2 +1,0 @@
--- Reserved: another change owns this number. This file only keeps the numbering whole on this
--- branch and is dropped when that change is merged.
