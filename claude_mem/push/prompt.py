@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from claude_mem.logs import log_line
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
-from claude_mem.push.terms import TOKEN, fts_match, query_terms, stem
+from claude_mem.push.terms import fts_match, query_terms, stem, word_count, words
 from claude_mem.store import injections
 from claude_mem.store.reads import cut, json_list
 
@@ -71,7 +71,7 @@ MACHINE_PREFIXES = ("<task-notification>", "<command-name>", "<command-message>"
 
 def is_trivial(prompt: str) -> bool:
     text = prompt.strip()
-    return text.startswith("/") or text.startswith(MACHINE_PREFIXES) or len(TOKEN.findall(text)) < MIN_WORDS
+    return text.startswith("/") or text.startswith(MACHINE_PREFIXES) or word_count(text) < MIN_WORDS
 
 
 def run(config: Config, conn: sqlite3.Connection, session_id: str, project: str, prompt: str) -> str | None:
@@ -187,5 +187,5 @@ def keyword_hits(conn: sqlite3.Connection, project: str, session_id: str, query:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(w.lower()) for w in TOKEN.findall(text or "")}
+    return {stem(w) for w in words(text or "")}
 
