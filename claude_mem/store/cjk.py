@@ -45,6 +45,8 @@ def script(char: str) -> str | None:
 
 
 def has_cjk(text: str) -> bool:
+    if not text or text.isascii():
+        return False
     return any(script(c) for c in text or "" if ord(c) >= _FIRST)
 
 

@@ -1,0 +1,87 @@
+"""Which sentence embedder the semantic index runs (the `embedder` setting), and where its vectors live.
+
+    minilm        all-MiniLM-L6-v2 int8 (embed.py): English only; Chinese and Japanese texts all
+                  look alike to it. Collection `claude_mem`.
+    multilingual  multilingual-e5-small 4-bit (multilingual.py, the `multilingual` extra): the same
+                  meaning in Chinese, Japanese and English lands close. Collection `claude_mem_e5`.
+
+Each embedder keeps its vectors in a collection of its own, so changing the setting never mixes
+two models' vectors: the memory service fills the new collection from SQLite on its next
+catch-up (index_missing), and the old one stays until `reindex`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+NAMES = ("minilm", "multilingual")
+
+
+class Embedder:
+    """One embedder: its documents' and queries' vectors, its collection, its Chroma function."""
+
+    def __init__(self, name: str, collection: str, passages: Callable[[list[str]], Any],
+                 query: Callable[[str], Any] | None = None, function: Callable[[], Any] | None = None) -> None:
+        self.name = name
+        self.collection = collection
+        self._passages = passages
+        self._query = query
+        self._function = function
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self._passages(texts)
+
+    def query(self, text: str) -> np.ndarray:
+        return self._query(text) if self._query is not None else self._passages([text])[0]
+
+    def function(self) -> Any:
+        """The Chroma embedding function its collection is made with (None: Chroma's default is
+        never run, every vector comes from here)."""
+        return self._function() if self._function is not None else None
+
+
+def _minilm_passages(texts: list[str]) -> Any:
+    from claude_mem.recall import embed
+
+    return embed.embed_texts(texts)  # looked up at call time: bench/locomo.py caches it
+
+
+def _minilm_function() -> Any:
+    from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
+
+    return MiniLMInt8EmbeddingFunction()
+
+
+def _e5_passages(texts: list[str]) -> Any:
+    from claude_mem.recall import multilingual
+
+    return multilingual.embed_passages(texts)
+
+
+def _e5_query(text: str) -> Any:
+    from claude_mem.recall import multilingual
+
+    return multilingual.embed_query(text)
+
+
+def _e5_function() -> Any:
+    from claude_mem.recall.multilingual import MultilingualE5EmbeddingFunction
+
+    return MultilingualE5EmbeddingFunction()
+
+
+def embedder_named(name: str) -> Embedder:
+    if name == "multilingual":
+        return Embedder("multilingual", "claude_mem_e5", _e5_passages, _e5_query, _e5_function)
+    if name == "minilm":
+        return Embedder("minilm", "claude_mem", _minilm_passages, None, _minilm_function)
+    raise ValueError(f"unknown embedder {name!r}: expected one of {', '.join(NAMES)}")
+
+
+def custom(passages: Callable[[list[str]], Any]) -> Embedder:
+    """Any function of texts to unit vectors (benchmarks' stand-ins), in the default collection."""
+    return Embedder("custom", "claude_mem", passages, None, _minilm_function)
