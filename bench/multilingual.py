@@ -151,6 +151,9 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
     rows: list[dict[str, Any]] = []
     n = 0
     try:
+        # Every search first: the hook records each prompt it is given, and a question stored as a
+        # prompt would then be found by the questions after it.
+        found = {q["id"]: searched(q["prompt"], p["project"], env) for p in projects for q in p["questions"]}
         for i, p in enumerate(projects):
             langs = {m["key"]: m["lang"] for m in [*p["memories"], *p.get("prompts", [])]}
             cwd = work / "cwd" / p["project"]  # outside git, a folder's name is its project
@@ -159,7 +162,7 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
                 folder.mkdir(parents=True, exist_ok=True)
             for q in p["questions"]:
                 shown = [refs[key] for key in q["relevant"]]
-                hits = searched(q["prompt"], p["project"], env)
+                hits = found[q["id"]]
                 ranks = [r for r, h in enumerate(hits, 1) if any(h in s for s in shown)]
                 n += 2
                 got = pushed(q["prompt"], cwd, env, n)
