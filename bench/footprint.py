@@ -117,12 +117,12 @@ def one_session(n: int, transcript: Path, tmp: Path, env: dict[str, str], events
     return {"events": len(hook_events), "searches answered": results.get("answered", 0)}
 
 
-def run(sessions: int, tmp: Path, fake_cli: str, script: Path, events: int) -> dict:
+def run(sessions: int, tmp: Path, fake_cli: str, script: Path, events: int, embedder: str = "auto") -> dict:
     data_dir = tmp / f"data-{sessions}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_CLI_PATH=fake_cli, FAKE_CLAUDE_SCRIPT=str(script),
                CLAUDE_MEM_SYNTHESIZER="model", CLAUDE_MEM_WORKER_IDLE_S="5", CLAUDE_MEM_SERVICE_IDLE_S="5",
-               CLAUDE_CONFIG_DIR=str(tmp / "claude-config"))
+               CLAUDE_CONFIG_DIR=str(tmp / "claude-config"), CLAUDE_MEM_EMBEDDER=embedder)
     paths = transcripts()
     sampler = Sampler(str(data_dir))
     sampler.start()
@@ -155,13 +155,15 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--events", type=int, default=120, help="tool events replayed per session (with their prompts and Stops)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--embedder", choices=("auto", "minilm", "multilingual"), default="auto",
+                        help="the semantic index's model (the setting; auto: multilingual when installed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cm-footprint-") as name:
         tmp = Path(name)
         fake_cli = write_wrapper(tmp / "fakebin")
         script = tmp / "script.json"
         script.write_text(json.dumps({"steps": [], "default": {"per_event": True}}))
-        results = [run(n, tmp, fake_cli, script, args.events) for n in args.sessions]
+        results = [run(n, tmp, fake_cli, script, args.events, args.embedder) for n in args.sessions]
     if args.json:
         print(json.dumps(results, indent=2))
         return

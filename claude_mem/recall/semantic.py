@@ -276,7 +276,7 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     removing CENTRING x the pool's mean keeps what sets them apart (experiment 10). Texts of one
     language share one too: a multilingual model puts a Chinese question nearer to any Chinese
     memory than to the English one that answers it. So the memories written in CJK and the
-    others are each centred on their own side's mean, the query on its side's (experiment 11)."""
+    others are each centred on their own side's mean, the query on its side's (docs/multilingual.md)."""
     import numpy as np
 
     with_vectors = [m for m in matches if m.embedding is not None]

@@ -18,7 +18,7 @@ DATE_BOOST = 0.2  # a memory from a day/month the query names
 SESSION_BOOST = 0.7  # times the best score among candidates of the same session
 MIN_COSINE = 0.2  # a memory sharing no word with the query must be at least this close in meaning
 # The same floor for multilingual-e5, whose cosines all lie high (unrelated texts 0.75-0.86,
-# evidence from 0.78: docs/search-tuning.md, experiment 16).
+# evidence from 0.78; LoCoMo facts 0.670 -> 0.672 with it: docs/multilingual.md).
 MIN_COSINE_E5 = 0.8
 POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
 RAW_FACTOR = 4  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (semantic)
