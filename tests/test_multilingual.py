@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem.push.terms import query_terms, word_count
+from claude_mem.recall import multilingual
 from claude_mem.recall.embedders import embedder_named, resolve
 from claude_mem.recall.hits import _snippet
 from claude_mem.recall.index import Index
@@ -96,6 +97,15 @@ def test_auto_means_multilingual_when_it_is_installed() -> None:
     assert resolve("auto") == "multilingual"  # the test extra installs it
     assert resolve("minilm") == "minilm"
     assert embedder_named("auto").collection != embedder_named("minilm").collection
+    # Its collection remembers the model: reopened with it, refused with another file.
+    function = multilingual.MultilingualE5EmbeddingFunction()
+    assert isinstance(multilingual.MultilingualE5EmbeddingFunction.build_from_config(function.get_config()),
+                      multilingual.MultilingualE5EmbeddingFunction)
+    with pytest.raises(ValueError, match="reindex"):
+        multilingual.MultilingualE5EmbeddingFunction.build_from_config({"model_sha256": "0" * 64})
+    vectors = function(["用户登录认证失败", "user login authentication failed", "今天天气很好，适合去公园散步"])
+    assert len(vectors) == 3 and abs(float(vectors[0] @ vectors[0]) - 1) < 1e-3
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
 TOPICS = [  # (language, title, fact)

@@ -17,10 +17,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
+from chromadb.api.types import Documents, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from claude_mem.recall.embed import EmbeddingModelError, verify_model
+from claude_mem.recall.embed import EmbeddingModelError, PinnedEmbeddingFunction, verify_model
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,9 +82,10 @@ def embed_query(text: str) -> np.ndarray:
 
 
 @register_embedding_function
-class MultilingualE5EmbeddingFunction(EmbeddingFunction[Documents]):
-    """multilingual-e5-small 4-bit, offline, as documents (`passage: `). Registered under `name()`
-    so that Chroma rebuilds it from the collection's stored configuration."""
+class MultilingualE5EmbeddingFunction(PinnedEmbeddingFunction):
+    """multilingual-e5-small 4-bit, offline, as documents (`passage: `)."""
+
+    MODEL_SHA256 = MODEL_SHA256
 
     def __init__(self) -> None:
         pass
@@ -95,30 +96,3 @@ class MultilingualE5EmbeddingFunction(EmbeddingFunction[Documents]):
     @staticmethod
     def name() -> str:
         return "claude_mem_multilingual_e5_small_q4"
-
-    def default_space(self) -> Space:
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        return ["cosine", "l2", "ip"]
-
-    def is_legacy(self) -> bool:
-        return False
-
-    def get_config(self) -> dict[str, Any]:
-        return {"model_sha256": MODEL_SHA256}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MultilingualE5EmbeddingFunction:
-        MultilingualE5EmbeddingFunction.validate_config(config)
-        return MultilingualE5EmbeddingFunction()
-
-    @staticmethod
-    def validate_config(config: dict[str, Any]) -> None:
-        stored = config.get("model_sha256")
-        if stored and stored != MODEL_SHA256:
-            raise ValueError(f"the collection was embedded with model {stored}, this claude-mem runs {MODEL_SHA256}: reindex")
-
-    def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
-        if old_config.get("model_sha256") != new_config.get("model_sha256"):
-            raise ValueError("the embedding model of a collection cannot change: reindex instead")

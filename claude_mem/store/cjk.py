@@ -4,7 +4,7 @@ FTS5's unicode61 tokenizer keeps a run of Han or kana characters as one token, s
 sentence is one "word" and no query matches it. Every such run is rewritten as its overlapping
 pairs of characters (the usual unit of Chinese and Japanese retrieval, as in Lucene's CJK
 analyzer), separated by spaces; everything else is left as it is, for the word index. The same
-rewriting serves the index (the `cjk_spaced` SQL function of the FTS triggers, migration 0008)
+rewriting serves the index (the `cjk_spaced` SQL function of the FTS triggers, migration `cjk_keywords`)
 and the query (push/terms.py), so their tokens agree.
 
 A run is first cut where its script changes (Han, hiragana, katakana, Hangul): a kanji compound
