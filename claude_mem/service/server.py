@@ -344,7 +344,8 @@ class Service:
         if "exclude" in filters:  # [kind, id] pairs over JSON
             filters["exclude"] = [(str(kind), int(row_id)) for kind, row_id in filters["exclude"]]
         result = search(self.conn(), query, index=index, **filters)
-        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
+        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note,
+                "embedder": index.embedder if index is not None else None}
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
         """A teammate's row, from its documents on the shared server (see recall/remote.py)."""
