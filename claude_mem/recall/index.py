@@ -84,7 +84,9 @@ class Index(IndexConnection):
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
         if embedder is None:
-            embedder = embedder_named(str(getattr(config, "embedder", "") or embedders.DEFAULT))
+            # Without a config, the setting's environment variable still wins, as it does over a file.
+            embedder = embedder_named(str(getattr(config, "embedder", "") or os.environ.get("CLAUDE_MEM_EMBEDDER")
+                                          or embedders.DEFAULT))
         elif not isinstance(embedder, Embedder):
             embedder = custom(embedder)
         super().__init__(url, path, collection_name or embedder.collection, embedder.function)
