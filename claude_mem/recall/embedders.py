@@ -16,6 +16,7 @@ catch-up (index_missing), and the old one stays until `reindex`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +102,13 @@ def embedder_named(name: str) -> Embedder:
     raise ValueError(f"unknown embedder {name!r}: expected one of {', '.join(NAMES)}")
 
 
-def custom(passages: Callable[[list[str]], Any]) -> Embedder:
-    """Any function of texts to unit vectors (benchmarks' stand-ins), in the default collection."""
-    return Embedder("custom", "claude_mem", passages, None, _minilm_function)
+def embedder_for(config: Any, given: Embedder | Callable[[list[str]], Any] | None = None) -> Embedder:
+    """The embedder of an index: `given`, else the config's setting (without a config, the
+    setting's environment variable still wins, as it does over the settings file), else the
+    default. A plain function of texts (benchmarks' stand-ins) embeds documents and queries
+    alike, into the default collection."""
+    if isinstance(given, Embedder):
+        return given
+    if given is not None:
+        return Embedder("custom", "claude_mem", given, None, _minilm_function)
+    return embedder_named(str(getattr(config, "embedder", "") or os.environ.get("CLAUDE_MEM_EMBEDDER") or DEFAULT))

@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.installation import Installation, installation_for
-from claude_mem.recall import embedders
 from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
 from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
@@ -40,7 +39,7 @@ from claude_mem.recall.documents import (
     parse_doc_id,
     split_doc_id,
 )
-from claude_mem.recall.embedders import Embedder, custom, embedder_named
+from claude_mem.recall.embedders import Embedder, embedder_for
 from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
@@ -73,9 +72,7 @@ class Index(IndexConnection):
         """`installation` says whose documents this index writes and deletes; by default the one
         of the config's data dir, or, for an embedded index given by path, of the folder holding
         it (the data dir's layout). `local_projects` (default: the setting) are never sent to a
-        server. `embedder` turns texts into unit vectors (default: the `embedder` setting's, see
-        embedders.py; a plain function of texts is used for documents and queries alike), and
-        names the collection unless `collection_name` does."""
+        server. `embedder`: `embedders.embedder_for`; it names the collection unless `collection_name` does."""
         if url is None:
             url = str(getattr(config, "chroma_url", "") or "") if config is not None else ""
         url = url.strip()
@@ -83,12 +80,7 @@ class Index(IndexConnection):
             if config is None:
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
-        if embedder is None:
-            # Without a config, the setting's environment variable still wins, as it does over a file.
-            embedder = embedder_named(str(getattr(config, "embedder", "") or os.environ.get("CLAUDE_MEM_EMBEDDER")
-                                          or embedders.DEFAULT))
-        elif not isinstance(embedder, Embedder):
-            embedder = custom(embedder)
+        embedder = embedder_for(config, embedder)
         super().__init__(url, path, collection_name or embedder.collection, embedder.function)
         self._installation = installation
         self._config = config
@@ -215,9 +207,9 @@ class Index(IndexConnection):
         me = self.installation
         return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name})
 
-    def _embed(self, texts: list[str]) -> Any:
+    def _embed(self, texts: list[str], *, query: bool = False) -> Any:
         with self._guard("embed"):
-            return self._embedder.passages(texts)
+            return self._embedder.query(texts[0]) if query else self._embedder.passages(texts)
 
     def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None) -> None:
         """Remove the documents of these rows (pass `conn` to forget them in index_state too)."""
@@ -318,12 +310,10 @@ class Index(IndexConnection):
                          (self._state_key(collection_id), collection_id))
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._guard("embed"):
-            return self._embedder.query(text)
+        return self._embed([text], query=True)
 
     @property
-    def embedder(self) -> str:
-        """Which embedder makes this index's vectors (embedders.py)."""
+    def embedder(self) -> str:  # which one makes this index's vectors (embedders.py)
         return self._embedder.name
 
     def query(self, text: str, n: int = 10, where: dict[str, Any] | None = None) -> list[tuple[str, int, float]]:
