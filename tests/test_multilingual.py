@@ -149,27 +149,39 @@ def test_a_question_finds_its_answer_in_another_language(multilingual_memory: tu
     assert [h.id for h in result.hits][:1] == [ids[expected]], [h.title for h in result.hits]
 
 
-@pytest.mark.slow
-def test_a_chinese_prompt_pushes_what_bears_on_it_and_nothing_off_topic(data_dir: Path, tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "multilingual")  # the service started below runs it
+def shop_served(data_dir: Path, tmp_path: Path) -> tuple[Path, list[int]]:
+    """The TOPICS stored in an earlier session of project "shop", and its memory service up and
+    caught up (with the embedder the environment names)."""
     shop = tmp_path / "shop"
     shop.mkdir()
     mem = Memory(data_dir)
     mem.session("old", "shop", shop)
     ids = [mem.obs("old", "shop", title, facts=[fact]) for _lang, title, fact in TOPICS]
     mem.close()
-    env = {**MULTILINGUAL, "CLAUDE_MEM_SEMANTIC_INDEX": "1", "CLAUDE_MEM_PUSH_TIMEOUT_MS": "5000"}
     assert client.call(str(data_dir), "ping", timeout_s=60, wait=True)["version"]
     deadline = time.monotonic() + 120
     while client.call(str(data_dir), "status", timeout_s=10)["index_lag"] != 0:
         assert time.monotonic() < deadline, "the service did not index the memory"
         time.sleep(0.1)
+    return shop, ids
+
+
+EVERYDAY = ["周末想去海边玩，帮我推荐几个适合带孩子的地方和美食", "今天晚上吃什么比较好，推荐一个简单的家常菜",
+            "週末に子どもと行ける海の近くのおすすめの観光地を教えて"]
+SERVED = {"CLAUDE_MEM_SEMANTIC_INDEX": "1", "CLAUDE_MEM_PUSH_TIMEOUT_MS": "5000"}
+
+
+@pytest.mark.slow
+def test_a_chinese_prompt_pushes_what_bears_on_it_and_nothing_off_topic(data_dir: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "multilingual")  # the service started below runs it
+    shop, ids = shop_served(data_dir, tmp_path)
+    env = {**MULTILINGUAL, **SERVED}
     text = ask(shop, "s1", "高并发抢购的时候库存又被扣成负数了，上次是怎么解决的？", **env)
     assert text is not None and text.splitlines()[1].startswith(f"- obs:{ids[0]} ")
     assert injections(data_dir, "s1")[0]["note"] == "hybrid"
-    assert ask(shop, "s2", "周末想去海边玩，帮我推荐几个适合带孩子的地方和美食", **env) is None
-    assert ask(shop, "s3", "週末に子どもと行ける海の近くのおすすめの観光地を教えて", **env) is None
+    for n, prompt in enumerate(EVERYDAY):
+        assert ask(shop, f"s{n + 2}", prompt, **env) is None, prompt
 
 
 @pytest.mark.slow
@@ -177,21 +189,9 @@ def test_with_the_english_model_a_chinese_prompt_is_pushed_by_its_words_alone(da
     """MiniLM (the default install) finds Chinese texts all alike, so its scores are no bar for a
     Chinese prompt: a memory sharing the prompt's words is still pushed, a prompt about nothing
     stored gets nothing."""
-    shop = tmp_path / "shop"
-    shop.mkdir()
-    mem = Memory(data_dir)
-    mem.session("old", "shop", shop)
-    ids = [mem.obs("old", "shop", title, facts=[fact]) for _lang, title, fact in TOPICS]
-    mem.close()
-    assert client.call(str(data_dir), "ping", timeout_s=60, wait=True)["version"]
-    deadline = time.monotonic() + 120
-    while client.call(str(data_dir), "status", timeout_s=10)["index_lag"] != 0:
-        assert time.monotonic() < deadline, "the service did not index the memory"
-        time.sleep(0.1)
-    env = {"CLAUDE_MEM_SEMANTIC_INDEX": "1", "CLAUDE_MEM_PUSH_TIMEOUT_MS": "5000"}
-    text = ask(shop, "s1", "库存扣减改用 Lua 原子脚本以后，秒杀还会超卖吗？", **env)
+    shop, ids = shop_served(data_dir, tmp_path)
+    text = ask(shop, "s1", "库存扣减改用 Lua 原子脚本以后，秒杀还会超卖吗？", **SERVED)
     assert text is not None and text.splitlines()[1].startswith(f"- obs:{ids[0]} ")
     assert injections(data_dir, "s1")[0]["note"] == "fts"
-    for n, prompt in enumerate(["周末想去海边玩，帮我推荐几个适合带孩子的地方和美食", "今天晚上吃什么比较好，推荐一个简单的家常菜",
-                                "週末に子どもと行ける海の近くのおすすめの観光地を教えて"]):
-        assert ask(shop, f"s{n + 2}", prompt, **env) is None, prompt
+    for n, prompt in enumerate(EVERYDAY):
+        assert ask(shop, f"s{n + 2}", prompt, **SERVED) is None, prompt
