@@ -178,12 +178,13 @@ def stop_workers(data_dir: str) -> None:
                 proc.send_signal(signal.SIGTERM)
 
 
-def run(sessions: int, tmp: Path, observer_env: dict[str, str], events: int, idle_s: float, observer_idle_s: float | None) -> dict:
+def run(sessions: int, tmp: Path, observer_env: dict[str, str], events: int, idle_s: float, observer_idle_s: float | None,
+        embedder: str = "auto") -> dict:
     data_dir = tmp / f"data-{sessions}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_SYNTHESIZER="model",
                CLAUDE_MEM_WORKER_IDLE_S=str(idle_s + 60 if idle_s else 5), CLAUDE_MEM_SERVICE_IDLE_S="5",
-               CLAUDE_CONFIG_DIR=str(tmp / "claude-config"), **observer_env)
+               CLAUDE_CONFIG_DIR=str(tmp / "claude-config"), CLAUDE_MEM_EMBEDDER=embedder, **observer_env)
     if observer_idle_s is not None:
         env["CLAUDE_MEM_OBSERVER_IDLE_S"] = str(observer_idle_s)
     paths = transcripts()
@@ -235,6 +236,8 @@ def main() -> None:
     parser.add_argument("--real-cli", action="store_true", help="the bundled Claude Code CLI against a fake Messages API")
     parser.add_argument("--observer-idle", type=float, help="setting observer_idle_s (default: the setting's default)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--embedder", choices=("auto", "minilm", "multilingual"), default="auto",
+                        help="the semantic index's model (the setting; auto: multilingual when installed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cm-footprint-") as name, contextlib.ExitStack() as stack:
         tmp = Path(name)
@@ -248,7 +251,7 @@ def main() -> None:
             script = tmp / "script.json"
             script.write_text(json.dumps({"steps": [], "default": {"per_event": True}}))
             observer_env = {"CLAUDE_MEM_CLI_PATH": write_wrapper(tmp / "fakebin"), "FAKE_CLAUDE_SCRIPT": str(script)}
-        results = [run(n, tmp, observer_env, args.events, args.idle, args.observer_idle) for n in args.sessions]
+        results = [run(n, tmp, observer_env, args.events, args.idle, args.observer_idle, args.embedder) for n in args.sessions]
     if args.json:
         print(json.dumps(results, indent=2))
         return

@@ -53,6 +53,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
+from claude_mem.recall.embedders import NAMES, embedder_named
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
@@ -171,12 +173,13 @@ class EmbeddingCache:
     """Vectors of texts embedded before, in an SQLite file, keyed by the model file's sha256 and
     the text: the same vectors the model gives, without running it again."""
 
-    def __init__(self, directory: str) -> None:
-        from claude_mem.recall import embed
+    def __init__(self, directory: str, embedder: str = DEFAULT_EMBEDDER) -> None:
+        from claude_mem.recall import embed, multilingual
 
         os.makedirs(directory, exist_ok=True)
-        self.embed = embed
-        self.original = embed.embed_texts
+        # The function each embedder embeds documents with (queries are embedded afresh).
+        self.embed, self.name = (multilingual, "embed_passages") if embedder == "multilingual" else (embed, "embed_texts")
+        self.original = getattr(self.embed, self.name)
         # Search embeds its query in a thread of its own (recall/semantic.py): one connection, locked.
         self.conn = sqlite3.connect(os.path.join(directory, "embeddings.sqlite"), check_same_thread=False)
         self.lock = threading.Lock()
@@ -200,7 +203,7 @@ class EmbeddingCache:
                 f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk))
         todo = [i for i, k in enumerate(keys) if k not in found]
         if todo:
-            fresh = self.original([texts[i] for i in todo], threads=threads)
+            fresh = self.original([texts[i] for i in todo])
             with self.conn:
                 self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                       [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(todo, fresh, strict=True)])
@@ -211,11 +214,11 @@ class EmbeddingCache:
         return out
 
     def __enter__(self) -> EmbeddingCache:
-        self.embed.embed_texts = self.embed_texts
+        setattr(self.embed, self.name, self.embed_texts)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.embed.embed_texts = self.original
+        setattr(self.embed, self.name, self.original)
         self.conn.close()
 
 
@@ -227,7 +230,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank]
 
 
-def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts") -> dict[str, Any]:
+def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts", embedder: str = DEFAULT_EMBEDDER) -> dict[str, Any]:
     if mode not in BENCH_MODES:
         raise ValueError(f"mode must be one of {', '.join(BENCH_MODES)}, got {mode!r}")
     with open(data_path, encoding="utf-8") as fh:
@@ -246,7 +249,7 @@ def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts") -
         store_dir = os.path.join(data_dir, project)
         os.makedirs(store_dir, exist_ok=True)
         conn = connect(os.path.join(store_dir, "claude-mem.db"))
-        index = Index(path=os.path.join(store_dir, "chroma"))
+        index = Index(path=os.path.join(store_dir, "chroma"), embedder=embedder_named(embedder))
         started = time.perf_counter()
         if mode == "facts":
             provenance, count = ingest(conn, index, sample)
@@ -312,7 +315,7 @@ def main_push(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     with tempfile.TemporaryDirectory(prefix="cm-push-", dir=args.data_dir) as tmp:
         # Short: the memory service's socket lives in the data folder (AF_UNIX paths are short).
         report = push_recall.run(args.data, tmp, offtopic=list(offtopic), semantic=not args.no_semantic,
-                                 progress=not args.json)
+                                 progress=not args.json, embedder=args.embedder)
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
@@ -334,12 +337,13 @@ def main(argv: list[str] | None = None) -> int:
                              " (default: ../shared/data/transcripts)")
     parser.add_argument("--no-semantic", action="store_true", help="with --push: keywords only, no memory service")
     parser.add_argument("--embed-cache", help="keep the vectors of embedded texts in this folder and reuse them")
+    parser.add_argument("--embedder", choices=NAMES, default=DEFAULT_EMBEDDER, help="the semantic index's model (the setting)")
     args = parser.parse_args(argv)
     if args.push:
         return main_push(args, parser)
     with contextlib.ExitStack() as stack:
         if args.embed_cache:
-            stack.enter_context(EmbeddingCache(args.embed_cache))
+            stack.enter_context(EmbeddingCache(args.embed_cache, args.embedder))
         if args.data_dir:
             os.makedirs(args.data_dir, exist_ok=True)
             if os.listdir(args.data_dir):
@@ -347,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir = args.data_dir
         else:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="claude-mem-locomo-"))
-        report = run(args.data, data_dir, progress=not args.json, mode=args.mode)
+        report = run(args.data, data_dir, progress=not args.json, mode=args.mode, embedder=args.embedder)
     if args.json:
         print(json.dumps(report, sort_keys=True))
         return 0

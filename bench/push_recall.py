@@ -33,6 +33,8 @@ from typing import Any
 
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
+from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
+from claude_mem.recall.embedders import embedder_named
 from claude_mem.recall.index import Index
 from claude_mem.replay import transcript_events
 from claude_mem.service import client, control
@@ -122,7 +124,8 @@ def start_service(data_dir: str, env: dict[str, str]) -> subprocess.Popen[bytes]
     return proc
 
 
-def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, progress: bool) -> dict[str, Any]:
+def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, progress: bool,
+        embedder: str = DEFAULT_EMBEDDER) -> dict[str, Any]:
     from bench.locomo import clean_evidence, ingest  # the facts mode's own memory
 
     with open(data_path, encoding="utf-8") as fh:
@@ -146,13 +149,13 @@ def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, 
         data_dir.mkdir(parents=True)
         cwd.mkdir(parents=True)
         conn = connect(str(data_dir / "claude-mem.db"))
-        index = Index(path=str(data_dir / "chroma"))
+        index = Index(path=str(data_dir / "chroma"), embedder=embedder_named(embedder))
         provenance, _ = ingest(conn, index, sample)
         index.close()
         facts = {row[0]: normalised(row[1]) for row in conn.execute("SELECT id, title FROM observations")}
         conn.close()
         env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0",
-               "CLAUDE_MEM_SEMANTIC_INDEX": "1" if semantic else "0"}
+               "CLAUDE_MEM_SEMANTIC_INDEX": "1" if semantic else "0", "CLAUDE_MEM_EMBEDDER": embedder}
         service = start_service(str(data_dir), env) if semantic else None
         try:
             send = Asker(project, cwd, env, argv, floor, times)

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from claude_mem.recall.embedders import embedder_named
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
@@ -262,7 +263,7 @@ def prepare(root: Path, size: int, seed: int, log: Any, vectors: str = "minilm")
         meta = {"generator": GENERATOR, "seed": seed, "observations": 0, "sessions": 0, "vectors": vectors}
     meta["complete"] = False
     conn = connect(str(target / "claude-mem.db"))
-    index = Index(path=str(target / "chroma"), embedder=WordVectors() if vectors == "words" else None)
+    index = Index(path=str(target / "chroma"), embedder=WordVectors() if vectors == "words" else embedder_named("minilm"))
     have, number = int(meta["observations"]), int(meta["sessions"])
     added = 0
     store_s = index_s = 0.0
@@ -388,7 +389,8 @@ def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, 
     from claude_mem.service import client, control
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"],
+                            env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_EMBEDDER": "minilm"},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
@@ -465,7 +467,7 @@ def _project_rows(data_dir: Path, project: str) -> int:
 
 def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work: Path) -> dict[str, Any]:
     conn = connect(str(data_dir / "claude-mem.db"))
-    index = Index(path=str(data_dir / "chroma"))
+    index = Index(path=str(data_dir / "chroma"), embedder=embedder_named("minilm"))  # the space the store was built in
     try:
         ingest = worker_ingest(conn, index, args.seed)
         latency = search_latency(conn, index, make_queries(args.seed, args.queries))

@@ -150,6 +150,9 @@ SETTINGS: dict[str, Setting] = {
                 " other characters than letters, digits, . _ - become -)."),
         Setting("local_projects", "list", [],
                 "Projects never sent to a Chroma server (chroma_url); their memories are searched by keyword only."),
+        Setting("embedder", "choice", "auto", "The semantic index's model: minilm (English), multilingual (Chinese,"
+                " Japanese and English alike: the multilingual extra), or auto (multilingual when installed).",
+                choices=("auto", "minilm", "multilingual")),
         Setting("semantic_index", "bool", True, "Keep the Chroma index for search by meaning (off: keyword search only, no model loaded)."),
         Setting("retention_days", "int", 0, "prune removes memories older than this (0 keeps everything).", minimum=0),
         Setting("hook_busy_ms", "int", 3000, "How long a hook waits for a locked database before spooling.", minimum=0),

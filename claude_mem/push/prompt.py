@@ -40,8 +40,9 @@ from __future__ import annotations
 
 from claude_mem.logs import log_line
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
-from claude_mem.push.terms import TOKEN, fts_match, query_terms, stem
+from claude_mem.push.terms import fts_match, query_terms, stem, word_count, words
 from claude_mem.store import injections
+from claude_mem.store.cjk import has_cjk
 from claude_mem.store.reads import cut, json_list
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -71,7 +72,7 @@ MACHINE_PREFIXES = ("<task-notification>", "<command-name>", "<command-message>"
 
 def is_trivial(prompt: str) -> bool:
     text = prompt.strip()
-    return text.startswith("/") or text.startswith(MACHINE_PREFIXES) or len(TOKEN.findall(text)) < MIN_WORDS
+    return text.startswith("/") or text.startswith(MACHINE_PREFIXES) or word_count(text) < MIN_WORDS
 
 
 def run(config: Config, conn: sqlite3.Connection, session_id: str, project: str, prompt: str) -> str | None:
@@ -140,6 +141,11 @@ def _semantic(config: Config, project: str, query: str) -> list[dict[str, Any]] 
         return None
     if not isinstance(answer, dict) or answer.get("mode") != "hybrid" or not isinstance(answer.get("hits"), list):
         return None  # keyword results' scores are relative to the best: not a relevance bar
+    if answer.get("embedder") == "minilm" and has_cjk(query):
+        # MiniLM (English) finds every Chinese or Japanese text alike: its scores are no bar for
+        # such a prompt (multilingual dev file: something pushed for 51% of other projects'
+        # Chinese questions); the keyword bar alone answers, as without the service.
+        return None
     return [h for h in answer["hits"] if isinstance(h, dict)]
 
 
@@ -187,5 +193,5 @@ def keyword_hits(conn: sqlite3.Connection, project: str, session_id: str, query:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(w.lower()) for w in TOKEN.findall(text or "")}
+    return {stem(w) for w in words(text or "")}
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import re
 
+from claude_mem.store.cjk import has_cjk, script, spaced
+
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -27,12 +29,36 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
+def words(text: str) -> list[str]:
+    """The words of `text` as the keyword index holds them, lowercased: runs of Chinese, Japanese
+    or Korean as their overlapping character pairs (store/cjk.py), everything else as words."""
+    return [w.lower() for w in TOKEN.findall(spaced(text or "")) if w.strip("_")]
+
+
+def word_count(text: str) -> int:
+    """About how many words a person wrote: a CJK word is two characters or so."""
+    if not has_cjk(text):
+        return len(TOKEN.findall(text))
+    marks = [bool(script(c)) for c in text]
+    rest = "".join(" " if cjk else c for c, cjk in zip(text, marks, strict=True))
+    return len(TOKEN.findall(rest)) + sum(marks) // 2
+
+
 def query_terms(text: str) -> list[str]:
-    """Words of the user's text, lowercased, deduplicated, stopwords dropped (unless nothing
-    else is left). Only word characters survive, so no FTS5 syntax can get through."""
-    words = [w.lower() for w in TOKEN.findall(text or "") if w.strip("_")]
-    kept = [w for w in words if w not in STOPWORDS] or words
+    """Words of the user's text (`words`), deduplicated, stopwords dropped (unless nothing else
+    is left). Only word characters survive, so no FTS5 syntax can get through."""
+    found = words(text)
+    kept = [w for w in found if w not in STOPWORDS] or found
     return list(dict.fromkeys(kept))[:MAX_TERMS]
+
+
+def first_position(text: str, terms: Iterable[str]) -> int:
+    """Where in `text` the first of `terms` is (a word by its stem, a CJK pair as it is), or 0."""
+    wanted = {stem(t) for t in terms}
+    found = [m.start() for m in TOKEN.finditer(text) if stem(m.group().lower()) in wanted]
+    lowered = text.lower()
+    found += [i for i in (lowered.find(t) for t in wanted if has_cjk(t)) if i >= 0]
+    return min(found, default=0)
 
 
 def fts_match(terms: Iterable[str]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,10 +25,11 @@ class Store:
     """One connection per index location per process: chromadb shares one System per folder
     within a process anyway, so every Index on the same folder must see the same state."""
 
-    def __init__(self, url: str, path: str | None, name: str) -> None:
+    def __init__(self, url: str, path: str | None, name: str, function: Callable[[], Any]) -> None:
         self.url = url
         self.path = path
         self.name = name
+        self.function = function  # makes the collection's Chroma embedding function (embedders.py)
         self.lock = threading.RLock()
         self.lock_path = None if url else f"{path}.lock"
         self.client: Any = None
@@ -38,8 +40,6 @@ class Store:
         import chromadb
         from chromadb.config import Settings
 
-        from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
-
         settings = Settings(anonymized_telemetry=False)
         if self.url:
             self.client = http_client(self.url, settings)
@@ -47,7 +47,7 @@ class Store:
             os.makedirs(str(self.path), mode=0o700, exist_ok=True)
             self.client = chromadb.PersistentClient(path=str(self.path), settings=settings)
         self.collection = self.client.get_or_create_collection(
-            self.name, embedding_function=MiniLMInt8EmbeddingFunction(), configuration={"hnsw": {"space": "cosine"}},
+            self.name, embedding_function=self.function(), configuration={"hnsw": {"space": "cosine"}},
         )
 
     def drop(self) -> None:
@@ -65,11 +65,11 @@ _STORES: dict[tuple[str, str | None, str], Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def store_for(url: str, path: str | None, name: str) -> Store:
+def store_for(url: str, path: str | None, name: str, function: Callable[[], Any]) -> Store:
     with _STORES_LOCK:
         key = (url, path, name)
         if key not in _STORES:
-            _STORES[key] = Store(url, path, name)
+            _STORES[key] = Store(url, path, name, function)
         return _STORES[key]
 
 

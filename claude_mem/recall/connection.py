@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from claude_mem.recall.chroma import IndexUnavailable, store_for
@@ -18,11 +18,11 @@ class IndexConnection:
     server that comes back is used again without a restart), takes the folder's lock and maps
     every failure to IndexUnavailable."""
 
-    def __init__(self, url: str, path: str | None, collection_name: str) -> None:
+    def __init__(self, url: str, path: str | None, collection_name: str, function: Callable[[], Any]) -> None:
         self.url = url
         self.path = None if url else os.path.abspath(str(path))
         self.collection_name = collection_name
-        self._store = store_for(self.url, self.path, collection_name)
+        self._store = store_for(self.url, self.path, collection_name, function)
 
     @property
     def location(self) -> str:

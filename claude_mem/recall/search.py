@@ -108,7 +108,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     windows = date_windows(text)
     scores = fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
-    kept = [c for c in ranked if c.row and relevant(c, windows)]
+    floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
+    kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
     hits = [hit(c, score, terms) for c, score in forward(conn, kept, scores, kinds, filters, limit)]
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"

@@ -13,6 +13,7 @@ from claude_mem.push.terms import stem
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.recall.documents import VectorMatch, document_texts
+from claude_mem.store.cjk import has_cjk
 from claude_mem.store.reads import KIND, KINDS
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ class NearestDocuments:
 
     embedding: Any
     matches: list[VectorMatch]  # nearest first
+    query_cjk: bool
     asked: int  # how many were asked for: fewer came back only when the index has no more
     aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
 
@@ -74,7 +76,7 @@ def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
     n = want * tuning.RAW_FACTOR if filtered else want
     aliases = remote.Aliases()
     matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
-    return NearestDocuments(embedding, matches, n, aliases)
+    return NearestDocuments(embedding, matches, has_cjk(text), n, aliases)
 
 
 def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, terms: list[str], kinds: tuple[str, ...],
@@ -118,7 +120,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
                  if doc_id in matched or owners[doc_id] not in reached)
     known.update(late.result())
     set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
-                 raw.embedding, candidates)
+                 raw.embedding, candidates, raw.query_cjk)
 
 
 def _best_documents(conn: sqlite3.Connection, missing: dict[tuple[str, int], Candidate],
@@ -260,10 +262,21 @@ def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters) 
     return clauses[0] if len(clauses) == 1 else {"$and": clauses} if clauses else {}
 
 
-def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[str, int], Candidate]) -> None:
+def _written_cjk(c: Candidate | None) -> bool:
+    """Whether a candidate's memory is written in Chinese, Japanese or Korean (by its heading)."""
+    if c is None or not c.row:
+        return False
+    return has_cjk(" ".join(str(c.row.get(k) or "") for k in ("title", "subtitle", "request", "prompt_text")))
+
+
+def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[str, int], Candidate],
+                query_cjk: bool = False) -> None:
     """Each candidate's cosine: that of its best document, measured around the pool's centre.
     Memories of one person or project share a common direction that makes raw cosines alike;
-    removing CENTRING x the pool's mean keeps what sets them apart (experiment 10)."""
+    removing CENTRING x the pool's mean keeps what sets them apart (experiment 10). Texts of one
+    language share one too: a multilingual model puts a Chinese question nearer to any Chinese
+    memory than to the English one that answers it. So the memories written in CJK and the
+    others are each centred on their own side's mean, the query on its side's (docs/multilingual.md)."""
     import numpy as np
 
     with_vectors = [m for m in matches if m.embedding is not None]
@@ -272,10 +285,19 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     docs = np.stack([np.asarray(m.embedding, dtype=np.float32) for m in with_vectors])
     query = np.asarray(query, dtype=np.float32)
     raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
-    centre = tuning.CENTRING * docs.mean(axis=0)
-    docs = docs - centre
+    pool = docs.mean(axis=0)
+    q_centre = pool
+    centres = np.repeat(pool[None, :], len(docs), axis=0)
+    written = np.array([_written_cjk(candidates.get((m.kind, m.sqlite_id))) for m in with_vectors])
+    for cjk in (True, False):
+        side = written == cjk
+        if side.sum() >= tuning.LANGUAGE_SIDE and not side.all():
+            centres[side] = docs[side].mean(axis=0)
+            if cjk == query_cjk:
+                q_centre = centres[side][0]
+    docs = docs - tuning.CENTRING * centres
     docs /= np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9, None)
-    q = query - centre
+    q = query - tuning.CENTRING * q_centre
     q /= max(float(np.linalg.norm(q)), 1e-9)
     cosines = docs @ q
     for match, cosine, plain in zip(with_vectors, cosines.tolist(), raw, strict=True):

@@ -13,9 +13,13 @@ NEIGHBOUR_SHARE = 0.6
 NEIGHBOURS_OF = 10  # the best keyword-matched prompts whose neighbours join (dev turns: 0.803 at 5 or 10, 0.798 at 50)
 TURN_SPREAD = 3  # observations a prompt brings forward that did not match themselves (turns.forward)
 CENTRING = 0.9  # share of the candidate pool's mean vector removed before cosines (semantic.set_cosines)
+LANGUAGE_SIDE = 3  # candidates written in CJK (or not) that make their side's own mean the one removed (set_cosines)
 DATE_BOOST = 0.2  # a memory from a day/month the query names
 SESSION_BOOST = 0.7  # times the best score among candidates of the same session
 MIN_COSINE = 0.2  # a memory sharing no word with the query must be at least this close in meaning
+# The same floor for multilingual-e5, whose cosines all lie high (unrelated texts 0.75-0.86,
+# evidence from 0.78; LoCoMo facts 0.670 -> 0.672 with it: docs/multilingual.md).
+MIN_COSINE_E5 = 0.8
 POOL = 50  # candidates each search contributes to the fusion (at least 3 x limit)
 RAW_FACTOR = 4  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (semantic)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (semantic)

@@ -103,7 +103,7 @@ def _read_line(sock: socket.socket, deadline: float) -> bytes:
 
 def index_settings(config: Any) -> dict[str, Any]:
     """What a request tells the service about the index this client is configured for."""
-    return {"chroma_url": config.chroma_url or "", "semantic_index": bool(config.semantic_index)}
+    return {"chroma_url": config.chroma_url or "", "semantic_index": bool(config.semantic_index), "embedder": config.embedder}
 
 
 def running(data_dir: str) -> bool:

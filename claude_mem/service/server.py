@@ -48,8 +48,8 @@ class Service:
         self.local = threading.local()
         self.index: Any = None
         self.indexer: Any = None
-        # The index settings (chroma_url, semantic_index) in use, or being switched to (_adopt).
-        self._adopted = (config.chroma_url or "", bool(config.semantic_index))
+        # The index settings (chroma_url, semantic_index, embedder) in use, or being switched to (_adopt).
+        self._adopted = (config.chroma_url or "", bool(config.semantic_index), str(config.embedder))
         self.stopping: asyncio.Event | None = None
         self.loaded = False
         self.socket_path = protocol.socket_path(config.data_dir)
@@ -175,14 +175,16 @@ class Service:
         the new index is caught up from SQLite like any other."""
         if not isinstance(wanted, dict):
             return
-        choice = (str(wanted.get("chroma_url") or ""), bool(wanted.get("semantic_index", True)))
+        choice = (str(wanted.get("chroma_url") or ""), bool(wanted.get("semantic_index", True)),
+                  str(wanted.get("embedder") or self.config.embedder))
         if choice == self._adopted:
             return
         # Said at once: a request racing this one, with the same settings, does not start it again.
         self._adopted = choice
-        url, enabled = choice
-        self.log(f"index settings changed: chroma_url {url or '(embedded)'}, semantic_index {enabled}")
-        config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled})
+        url, enabled, embedder = choice
+        self.log(f"index settings changed: chroma_url {url or '(embedded)'}, semantic_index {enabled}, embedder {embedder}")
+        config = Config(self.config.data_dir, {**self.config.values, "chroma_url": url, "semantic_index": enabled,
+                                               "embedder": embedder})
         if enabled:
             # Seconds of imports (numpy, onnxruntime, tokenizers) off the event loop, which keeps
             # answering meanwhile, from the index in use until the new one replaces it.
@@ -342,7 +344,8 @@ class Service:
         if "exclude" in filters:  # [kind, id] pairs over JSON
             filters["exclude"] = [(str(kind), int(row_id)) for kind, row_id in filters["exclude"]]
         result = search(self.conn(), query, index=index, **filters)
-        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note}
+        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note,
+                "embedder": index.embedder if index is not None else None}
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
         """A teammate's row, from its documents on the shared server (see recall/remote.py)."""
