@@ -276,6 +276,7 @@ def bench_push(runs: int, payloads: list[dict[str, Any]], work: Path, base_env: 
     finally:
         control.stop_service(str(data_dir))
         service.wait(30)
+        stop_spawned_services(cold_dir)
 
 
 def stop_spawned_services(data_dir: Path) -> int:
@@ -286,7 +287,8 @@ def stop_spawned_services(data_dir: Path) -> int:
     found = []
     for proc in psutil.process_iter():
         try:
-            if "service" in proc.cmdline() and proc.environ().get("CLAUDE_MEM_DATA_DIR") == str(data_dir):
+            ours = proc.cwd() == str(data_dir) or proc.environ().get("CLAUDE_MEM_DATA_DIR") == str(data_dir)
+            if ours and "service" in proc.cmdline():
                 proc.kill()
                 found.append(proc)
         except (psutil.Error, OSError):
