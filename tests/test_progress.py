@@ -1,0 +1,194 @@
+"""Long work shows its progress (issue 30): on a terminal the long commands draw a bar (what, how
+far, the rate, the time left); piped, `--json`, NO_COLOR or TERM=dumb they print their one final
+line as before; Ctrl-C leaves the store and the index consistent, says how to go on, and a rerun
+goes on. Real processes: the CLI under a pseudo-terminal (the pty module), the memory service and
+the embedded Chroma index with the real embedding model."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from claude_mem import settings
+from claude_mem.progress import Progress, describe
+from claude_mem.recall.index import Index
+from claude_mem.service import client
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation, insert_observation
+from claude_mem.store.records import ensure_session
+from tests.hardening.support import wait_until
+
+STORE_ROWS = 2000  # "a few thousand observations": one document each, seconds to embed
+WORDS = ["parser", "cache", "index", "token", "login", "export", "import", "retry", "queue", "worker", "service", "digest",
+         "prompt", "search", "vector", "summary"]
+
+
+def fill(db: Path, rows: int) -> None:
+    conn = connect(str(db))
+    with transaction(conn):
+        for s in range(-(-rows // 100)):
+            ensure_session(conn, f"s{s}", project="proj", cwd="/tmp/proj", transcript_path=None)
+        for i in range(rows):
+            title = f"{WORDS[i % len(WORDS)]} {WORDS[(i * 7) % len(WORDS)]} change number {i}"
+            insert_observation(conn, f"s{i // 100}", "proj", Observation(type="change", title=title), prompt_number=1)
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database of STORE_ROWS observations and no index, made once; tests copy it."""
+    db = tmp_path_factory.mktemp("big") / "claude-mem.db"
+    fill(db, STORE_ROWS)
+    return db
+
+
+@pytest.fixture
+def big_store(big_db: Path, data_dir: Path) -> Path:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(big_db, data_dir / "claude-mem.db")
+    return data_dir
+
+
+def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> tuple[int, str]:
+    """Run `claude-mem ARGS` with stdin, stdout and stderr on a pseudo-terminal; (exit status, output)."""
+    environ = {**os.environ, "TERM": "xterm", **(env or {})}
+    if "NO_COLOR" not in (env or {}):
+        environ.pop("NO_COLOR", None)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", *args], stdin=slave, stdout=slave, stderr=slave, env=environ,
+                            close_fds=True)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the other side closed (Linux says EIO)
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    return proc.wait(timeout=30), out.decode(errors="replace")
+
+
+def piped(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "claude_mem", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+BAR = re.compile(r"rebuilding the index\s+\[[#\- ]*\]\s+(\d+)/(\d+)")
+
+
+# --- reindex ----------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_reindex_on_a_terminal_draws_a_bar_to_the_total_and_piped_prints_one_line(big_store: Path) -> None:
+    status, out = on_terminal("reindex")
+    assert status == 0, out[-2000:]
+    frames = [(int(done), int(total)) for done, total in BAR.findall(out)]
+    counts = [done for done, _ in frames]
+    assert len(set(counts)) >= 3, f"the bar moved several times: {counts}"
+    assert counts == sorted(counts) and counts[-1] == STORE_ROWS and {t for _, t in frames} == {STORE_ROWS}
+    assert re.search(r"rows/s, \d+ (s|min) left", out), "the rate and the time left are shown"
+    assert f"reindexed {STORE_ROWS} observations, 0 summaries and 0 prompts" in out.splitlines()[-1]
+
+    quiet = piped("reindex")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert quiet.stdout.splitlines() == [quiet.stdout.strip()] and quiet.stdout.startswith(f"reindexed {STORE_ROWS} obs")
+    for env, args in (({"NO_COLOR": "1"}, ()), ({"TERM": "dumb"}, ()), ({}, ("--json",))):
+        status, out = on_terminal("reindex", *args, env=env)
+        assert status == 0 and not BAR.search(out) and "\r" not in out.replace("\r\n", "\n"), (env, args, out)
+        if args:
+            assert json.loads(out)["observation"] == STORE_ROWS
+        else:
+            assert out.strip().splitlines() == [out.strip()], (env, out)
+
+
+def job(data_dir: Path) -> dict | None:
+    try:
+        return client.call(str(data_dir), "progress", timeout_s=2, start=False)["job"]
+    except (client.ServiceUnavailable, client.ServiceError):
+        return None
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_reindex_keeps_the_index_consistent_and_a_second_reindex_finishes(big_store: Path) -> None:
+    assert piped("reindex").returncode == 0  # built once: the Ctrl-C below stops a rebuild, not a first build
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "reindex"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    under_way = wait_until(lambda: (j := job(big_store)) is not None and j["what"] == "rebuilding the index" and j["done"] > 0, 120,
+                           step=0.05)
+    assert under_way, "the rebuild got going"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and out == "", (proc.returncode, out, err)
+    assert err.startswith("interrupted: ") and "`claude-mem status` shows how far" in err and "`claude-mem reindex`" in err
+
+    status = json.loads(piped("status", "--json").stdout)
+    index, service = status["index"], status["service"]
+    assert index["state"] == "in sync" or (service["index_job"] and service["index_job"]["what"] == "rebuilding the index"), \
+        (index, service)
+    text = piped("status").stdout
+    assert "in sync" in text or "catching up by itself" in text, text
+
+    again = piped("reindex")
+    assert again.returncode == 0 and again.stdout.startswith(f"reindexed {STORE_ROWS} observations"), again
+    final = json.loads(piped("status", "--json").stdout)["index"]
+    assert final["state"] == "in sync" and final["observation"]["indexed"] == STORE_ROWS, final
+
+
+def test_a_rebuild_cut_short_is_resumed_not_started_over(data_dir: Path) -> None:
+    """In one process (as `reindex` runs without a memory service): Ctrl-C between two chunks
+    keeps what was rebuilt, index_state says exactly that, and the next reindex does the rest."""
+    rows = 600  # three chunks of the index's upserts
+    config = settings.load()
+    config.ensure_dirs()
+    fill(Path(config.db_path), rows)
+    conn = connect(config.db_path)
+    index = Index(config)
+    index.index_missing(conn)
+
+    def ctrl_c_after_the_first_chunk(progress: Progress) -> None:
+        if progress.done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index.reindex(conn, Progress("rebuilding", on_change=ctrl_c_after_the_first_chunk))
+    stopped = index.drift(conn)
+    kept = conn.execute("SELECT COUNT(*) FROM index_state").fetchone()[0]
+    assert 0 < kept < rows and stopped["observation"]["indexed"] == kept, "index_state says which rows are in"
+    assert (Path(config.data_dir) / "reindex.unfinished").exists()
+
+    progress = Progress("rebuilding")
+    counts = index.reindex(conn, progress)
+    assert index.resumed and counts["observation"] == rows - kept and progress.done == progress.total == rows - kept
+    assert index.drift(conn)["in_sync"] and not (Path(config.data_dir) / "reindex.unfinished").exists()
+    again = index.reindex(conn)
+    assert not index.resumed and again["observation"] == rows, "a finished rebuild is not resumed: the next starts over"
+    conn.close()
+    index.close()
+
+
+def test_progress_says_how_far_the_rate_and_the_time_left() -> None:
+    progress = Progress("indexing", 1000)
+    progress.advance(250)
+    progress.started -= 5  # as if the 250 rows took five seconds
+    line = describe(progress.as_dict())
+    assert line == "indexing: 250 of 1,000 rows (25%), 50 rows/s, about 15 s left", line
+    assert describe({"what": "catching up", "done": 0, "total": 0}) == "catching up: 0 of 0 rows"
