@@ -66,6 +66,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     """Run one hook command. Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
+    spawn.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
     output = "" if command == "context" else QUIET
     config: Config | None = None
     try:

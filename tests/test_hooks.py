@@ -633,8 +633,7 @@ def test_hooks_import_only_the_standard_library(command: str, data_dir: Path, pr
     ours = loaded - set(site_line.split()[1:])
     assert sorted({m.split(".")[0] for m in ours} - set(sys.stdlib_module_names) - {"claude_mem"}) == []
     assert sorted(m for m in loaded if m.startswith("claude_mem") and not on_hook_path(m)) == []
-    # Starting a process needs subprocess: paid by the one SessionStart that starts the service.
-    assert sorted(m for m in loaded if m in SLOW_STDLIB) == (["subprocess"] if command == "context-service" else [])
+    assert sorted(m for m in loaded if m in SLOW_STDLIB) == []  # the service is started by os.posix_spawn
     if command == "context-service":
         assert wait_until(lambda: service_client.running(str(data_dir)), 30), "SessionStart started the memory service"
     if command != "save" and command != "summary":
