@@ -192,3 +192,96 @@ def test_progress_says_how_far_the_rate_and_the_time_left() -> None:
     line = describe(progress.as_dict())
     assert line == "indexing: 250 of 1,000 rows (25%), 50 rows/s, about 15 s left", line
     assert describe({"what": "catching up", "done": 0, "total": 0}) == "catching up: 0 of 0 rows"
+
+
+# --- import, forget, reprocess ----------------------------------------------------------------------
+
+IMPORT_ROWS = 600
+
+
+@pytest.fixture
+def export_file(tmp_path: Path) -> Path:
+    """An export of IMPORT_ROWS observations, made in a data folder of its own."""
+    source = tmp_path / "source"
+    source.mkdir()
+    fill(source / "claude-mem.db", IMPORT_ROWS)
+    out = tmp_path / "export.jsonl"
+    made = piped("export", "-o", str(out), env={"CLAUDE_MEM_DATA_DIR": str(source), "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+def frames(out: str, what: str) -> list[tuple[int, int]]:
+    return [(int(d), int(t)) for d, t in re.findall(re.escape(what) + r"\s+\[[#\- ]*\]\s+(\d+)/(\d+)", out)]
+
+
+@pytest.mark.slow
+def test_import_shows_its_rows_then_their_indexing_and_forget_its_removal(export_file: Path, data_dir: Path) -> None:
+    status, out = on_terminal("import", str(export_file))
+    assert status == 0, out
+    added, indexed = frames(out, "adding rows"), frames(out, "indexing the new rows")
+    assert added and added[-1][0] == added[-1][1] == IMPORT_ROWS + IMPORT_ROWS // 100  # the sessions too
+    assert indexed and indexed[-1] == (IMPORT_ROWS, IMPORT_ROWS) and len({d for d, _ in indexed}) >= 2, indexed
+    assert out.splitlines()[-1].startswith(f"imported {IMPORT_ROWS // 100} sessions, {IMPORT_ROWS} observations")
+    again = piped("import", str(export_file))
+    assert again.returncode == 0 and again.stderr == "" and again.stdout.count("\n") == 1, again
+
+    status, out = on_terminal("forget", "--project", "proj", "--yes")
+    assert status == 0, out
+    assert frames(out, "forgetting rows")[-1] == (IMPORT_ROWS, IMPORT_ROWS), out
+    assert frames(out, "dropping their documents from the semantic index")[-1] == (IMPORT_ROWS, IMPORT_ROWS), out
+    assert "compacting the database (VACUUM)…" in out and "forgot 6 sessions, 600 observations" in out
+    quiet = piped("forget", "--project", "proj", "--yes")
+    assert quiet.returncode == 1 and quiet.stdout == "" and quiet.stderr.count("\n") == 1, "nothing left: one line"
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_an_import_indexes_keeps_the_rows_and_the_index_catches_up(export_file: Path, data_dir: Path) -> None:
+    environ = {**os.environ, "TERM": "xterm"}
+    environ.pop("NO_COLOR", None)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "import", str(export_file)], stdin=slave, stdout=slave,
+                            stderr=slave, env=environ, close_fds=True)
+    os.close(slave)
+    out = ""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not re.search(r"indexing the new rows\s+\[[#\- ]*\]\s+[1-9]\d*/", out):
+        if select.select([master], [], [], 0.1)[0]:
+            out += os.read(master, 65536).decode(errors="replace")
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends the foreground process
+    while select.select([master], [], [], 5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk.decode(errors="replace")
+    os.close(master)
+    assert proc.wait(timeout=60) == 130, out
+    assert "interrupted: the rows are imported and searchable by keyword" in out and "claude-mem doctor --fix" in out
+    rows = connect(str(data_dir / "claude-mem.db")).execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+    assert rows == IMPORT_ROWS, "the import itself was whole"
+    again = piped("import", str(export_file))
+    assert again.returncode == 0 and again.stdout.startswith("nothing new"), again
+    fixed = piped("doctor", "--fix")
+    assert "index" in fixed.stdout, fixed.stdout
+    final = json.loads(piped("status", "--json").stdout)["index"]
+    assert final["state"] == "in sync" and final["observation"]["indexed"] == IMPORT_ROWS, final
+
+
+@pytest.mark.slow
+def test_reprocess_wait_shows_the_events_redone(tmp_path: Path, data_dir: Path) -> None:
+    from tests.test_worker import fake_env, play_demo
+
+    play_demo(tmp_path / "proj")
+    heuristic = {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
+    assert subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
+                          env={**os.environ, **heuristic}, capture_output=True, timeout=90).returncode == 0
+    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": 0.3})
+    status, out = on_terminal("reprocess", "--session", "sess-demo", "--wait", env=env)
+    assert status == 0, out
+    shown = frames(out, "events redone by the model")
+    assert shown and shown[-1] == (7, 7), out
+    assert "re-queued 7 event(s) of sess-demo for the model" in out and "no attempt counted" not in out
+    assert "nothing to reprocess" in piped("reprocess", "--session", "sess-demo", "--wait", env=env).stderr
