@@ -285,3 +285,34 @@ def test_reprocess_wait_shows_the_events_redone(tmp_path: Path, data_dir: Path) 
     assert shown and shown[-1] == (7, 7), out
     assert "re-queued 7 event(s) of sess-demo for the model" in out and "no attempt counted" not in out
     assert "nothing to reprocess" in piped("reprocess", "--session", "sess-demo", "--wait", env=env).stderr
+
+
+@pytest.mark.slow
+def test_the_services_catch_up_shows_in_status_and_the_viewer(big_store: Path) -> None:
+    """A store with no index (an upgrade, an import done elsewhere): the memory service catches up
+    by itself, and `status` and the viewer say how far it is, its rate and the time left."""
+    from claude_mem.viewer import data
+
+    assert client.call(str(big_store), "ping", timeout_s=60, wait=True)["pid"]
+    seen: dict = {}
+
+    def catching_up() -> bool:
+        service = json.loads(piped("status", "--json").stdout)["service"]
+        seen.update(service.get("index_job") or {})
+        return bool(seen) and seen["done"] > 0 and seen["rate_per_s"] is not None
+
+    assert wait_until(catching_up, 120, step=0.5), seen
+    assert seen["what"] == "catching up" and seen["total"] == STORE_ROWS and seen["done"] <= STORE_ROWS
+    text = piped("status").stdout
+    if "catching up: " in text:  # it may have finished meanwhile
+        assert re.search(r"catching up: [\d,]+ of 2,000 rows \(\d+%\)", text), text
+        assert "catching up by itself" in text
+    config = settings.load()
+    conn = connect(config.db_path)
+    try:
+        job = data.health(config, conn)["service"]["index_job"]
+    finally:
+        conn.close()
+    assert job is None or (job["what"] == "catching up" and job["total"] == STORE_ROWS)
+    assert wait_until(lambda: json.loads(piped("status", "--json").stdout)["index"]["state"] == "in sync", 120)
+    assert "describeJob(service.index_job)" in (Path(data.__file__).parent / "static" / "app.js").read_text()
