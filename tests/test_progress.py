@@ -11,7 +11,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -45,18 +44,11 @@ def fill(db: Path, rows: int) -> None:
     conn.close()
 
 
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database of STORE_ROWS observations and no index, made once; tests copy it."""
-    db = tmp_path_factory.mktemp("big") / "claude-mem.db"
-    fill(db, STORE_ROWS)
-    return db
-
-
 @pytest.fixture
-def big_store(big_db: Path, data_dir: Path) -> Path:
+def big_store(data_dir: Path) -> Path:
+    """The data folder holding STORE_ROWS observations and no index (a second to write)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(big_db, data_dir / "claude-mem.db")
+    fill(data_dir / "claude-mem.db", STORE_ROWS)
     return data_dir
 
 
