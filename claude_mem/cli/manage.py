@@ -22,6 +22,7 @@ from claude_mem.cli.params import (
     parse_when,
     warn_index_error,
 )
+from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.reads import parse_ref
 
@@ -79,8 +80,11 @@ def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool
         _preview(conn, planned)
         click.echo(paint("dry run: nothing was removed; run again with --yes to forget these", "yellow"))
         return
-    outcome = forget_mod.forget(conn, planned, open_index(app.config, create=False))
-    compact_error = forget_mod.compact(conn) if vacuum else None
+    with Bar("forgetting", as_json, interrupted=FORGET_INTERRUPTED) as bar:
+        outcome = forget_mod.forget(conn, planned, open_index(app.config, create=False), progress=bar.progress)
+        if vacuum:
+            bar.note("compacting the database (VACUUM)")
+        compact_error = forget_mod.compact(conn) if vacuum else None
     if as_json:
         emit_json({"dry_run": False, "counts": outcome.counts, "index_error": outcome.index_error,
                    "vacuumed": vacuum and compact_error is None, "vacuum_error": compact_error})
@@ -259,11 +263,13 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
 
     lines = _read_lines(file)
     conn = create_db(app)
-    try:
-        result = import_lines(conn, lines, dry_run=dry_run)
-    except BadImportLine as exc:
-        raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
-    indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else index_new_rows(app.config, conn)
+    with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
+        try:
+            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"))
+        except BadImportLine as exc:
+            raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
+        indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else \
+            index_new_rows(app.config, conn, bar.progress("indexing the new rows"))
     if as_json:
         emit_json({"dry_run": dry_run, "added": result.added, "already_present": result.present, "indexed": indexed,
                    "index_error": index_error})

@@ -1,8 +1,9 @@
 """Prompt recall: the `new` hook (UserPromptSubmit) searches the project's memory with the
 prompt and pushes the best memories from earlier sessions, or nothing.
 
-Semantic through the memory service when it answers within `push_timeout_ms` (a missing service
-is started for next time, never waited for), else SQLite FTS5 from here. Nothing is pushed for
+Semantic through the memory service when it answers within `push_timeout_ms` (one still loading,
+as after SessionStart started it, is waited for within that budget; a missing one is started for
+next time, never waited for), else SQLite FTS5 from here. Nothing is pushed for
 trivial prompts (slash commands, a word or two, machine-made lines), from this session (Claude
 already has it), from another project, or already given to this session (the digest, an earlier
 push, a fetch). Memories are redacted before they are stored, so no `<private>` text can come back.
@@ -39,6 +40,7 @@ whose text is in the injected context, questions whose evidence has no fact coun
 from __future__ import annotations
 
 from claude_mem.logs import log_line
+from claude_mem.push import has_memory
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
 from claude_mem.push.terms import fts_match, query_terms, stem, word_count, words
 from claude_mem.store import injections
@@ -88,7 +90,7 @@ def run(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
 def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
            prompt: str) -> tuple[str, list[str], str] | None:
     """(context text, refs shown, "hybrid" | "fts"), or None when nothing clears the bar."""
-    if is_trivial(prompt) or not _has_memory(conn, project, session_id):
+    if is_trivial(prompt) or not has_memory(conn, project, session_id):
         return None
     query = prompt.strip()[:QUERY_CHARS]
     semantic = _semantic(config, project, query) if config.semantic_index else None
@@ -115,25 +117,17 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     return (text, refs, "hybrid" if semantic is not None else "fts") if refs else None
 
 
-def _has_memory(conn: sqlite3.Connection, project: str, session_id: str) -> bool:
-    """Anything from another session of this project: without it there is nothing to find, and
-    no reason to start the service."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM observations WHERE project = ? AND session_id != ?)"
-        " OR EXISTS (SELECT 1 FROM session_summaries WHERE project = ? AND session_id != ?)",
-        (project, session_id, project, session_id)).fetchone()
-    return bool(row[0])
-
-
 def _semantic(config: Config, project: str, query: str) -> list[dict[str, Any]] | None:
     """The service's hybrid hits, or None when it cannot give them within the budget (not
-    running: started now for next time; loading; busy; index not built)."""
+    running: started now for next time; still loading past the budget; busy; index not built)."""
     from claude_mem.service import client
 
     args = {"query": query, "project": project, "kinds": list(KINDS), "limit": SEARCH_LIMIT, "mode": "hybrid",
             "settings": client.index_settings(config)}
     try:
-        answer = client.call(config.data_dir, "search", args, timeout_s=config.push_timeout_ms / 1000, wait=False)
+        # A service that holds its lock is loading (SessionStart started it): worth the budget.
+        answer = client.call(config.data_dir, "search", args, timeout_s=config.push_timeout_ms / 1000,
+                             wait=client.running(config.data_dir))
     except client.ServiceUnavailable:
         return None
     except client.ServiceError as exc:

@@ -307,6 +307,10 @@ class Service:
             status["index_lag"] = await asyncio.get_running_loop().run_in_executor(self.pool, self._lag)
         return status
 
+    async def op_progress(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The indexing job under way, if any: cheap, for a command drawing its progress bar."""
+        return {"job": self.indexer.state()["job"] if self.indexer is not None else None}
+
     def _lag(self) -> int:
         from claude_mem.service.indexer import unindexed_rows
 
@@ -371,7 +375,8 @@ class Service:
             raise ValueError("the semantic index is off (setting semantic_index)")
         started = time.monotonic()
         counts = await asyncio.wrap_future(self.indexer.rebuild())
-        return {**counts, "location": self.index.location, "seconds": round(time.monotonic() - started, 2)}
+        return {**counts, "location": self.index.location, "seconds": round(time.monotonic() - started, 2),
+                "resumed": self.index.resumed}
 
     async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
         self.stop_asked = True
@@ -382,7 +387,8 @@ class Service:
 
 SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode", "exclude")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
-       "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "stop": Service.op_stop}
+       "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "progress": Service.op_progress,
+       "stop": Service.op_stop}
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

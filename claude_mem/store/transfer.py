@@ -20,11 +20,14 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import OBSERVATION_TYPES, Observation
 from claude_mem.store.overview import session_scope
+
+if TYPE_CHECKING:
+    from claude_mem.progress import Progress
 
 FORMAT = "claude-mem"
 VERSION = 1
@@ -286,7 +289,8 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
     return row
 
 
-def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False) -> ImportResult:
+def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False,
+                 progress: Progress | None = None) -> ImportResult:
     """Validate every line, then add the rows not already present, all in one transaction
     (rolled back with `dry_run`, which still counts what would be added)."""
     # Reading and checking a large file takes seconds: done before taking the write lock, which
@@ -294,17 +298,20 @@ def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: boo
     known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
     rows = parse_lines(lines, known)
     try:
-        return import_rows(conn, rows, dry_run=dry_run)
+        return import_rows(conn, rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:
         raise BadImportLine(exc.label, str(exc)) from None
 
 
 def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[str, Any]]]], *,
-                dry_run: bool = False) -> ImportResult:
+                dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
     """Add validated rows (`(label, row)` by kind, sessions before the rows that refer to them)
-    that are not already present, in one transaction (rolled back with `dry_run`). Raises
-    RejectedRow, with nothing added, when the database refuses one."""
+    that are not already present, in one transaction (rolled back with `dry_run`, or by an
+    interrupt: all or nothing). Raises RejectedRow, with nothing added, when the database
+    refuses one. `progress` grows by the rows and advances as they go in."""
     result = ImportResult()
+    if progress is not None:
+        progress.grow(sum(len(r) for r in rows.values()))
     conn.execute("BEGIN IMMEDIATE")
     try:
         projects = dict(conn.execute("SELECT claude_session_id, project FROM sdk_sessions").fetchall())
@@ -319,6 +326,8 @@ def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[s
                 result.present[kind] += not added
                 if not added:
                     result.present_labels.add(label)
+                if progress is not None:
+                    progress.advance()
         # A later prompt in an imported session must not reuse an imported prompt's number.
         touched = {r["session_id"] for _, r in rows.get("prompt", ())} | {r["claude_session_id"] for _, r in rows.get("session", ())}
         conn.executemany(

@@ -6,14 +6,15 @@ crash (or the CLI re-sending a failed message) inserts nothing new. A worker kil
 point leaves rows pending or processing; the next worker (holding the session's lock, so no
 other worker can own them) takes processing rows back.
 
-Model failures (worker/faults.py): a transient one (CLI killed, timeout, 429, 5xx, 529, refused
-connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
+Model failures (worker/faults.py): a transient one (CLI killed or failing while it starts or
+answers, timeout, 429, 5xx, 529, refused connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
 A failure of the batch itself (rejected as invalid or too long, no parseable reply after a nudge)
 splits the batch in halves until the event that fails alone is found; only that event uses up
 attempts, and then gets heuristic observations (synthesizer=auto) or is skipped with its reason
 (synthesizer=model). Any failure ends the observer CLI: the next one resumes the conversation cut
 at the last stored batch, so nothing failed is ever in front of the model twice. A missing login
-with synthesizer=auto hands the session to the heuristic synthesizer so capture never stops.
+or a CLI that cannot start with synthesizer=auto hands the session to the heuristic synthesizer
+so capture never stops; with synthesizer=model a CLI that cannot start gets the events skipped.
 A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
 
 Between bursts of work the observer sleeps: after `observer_idle_s` without a batch its CLI is
@@ -289,6 +290,14 @@ class Worker:
             self._keep_raw_reply([e.id for e in events], outcome)
         if outcome.error == OVER_BUDGET:
             return self._over_budget(events, outcome)
+        if outcome.error == "cannot_start":
+            # Only with synthesizer=model (auto has switched to heuristics): nothing will run the
+            # model, so the events are skipped with the reason rather than waiting forever.
+            reason = f"{outcome.error}: {outcome.detail}"
+            with transaction(self.conn):
+                queue.mark_failed(self.conn, [e.id for e in events], reason, max_attempts=1, backoff_s=0)
+            self.log(f"{len(events)} event(s) skipped ({reason}); `claude-mem retry --session {self.session_id}` re-queues them")
+            return "failed"
         if faults.is_transient(outcome.error):
             self._defer_for_outage([e.id for e in events], outcome)
             return "outage"

@@ -224,8 +224,22 @@ function serviceStat(service) {
   if (service.rss_bytes) parts.push(`${Math.round(service.rss_bytes / 1048576)} MiB`);
   if (service.answering && service.index_lag !== null) parts.push(`index lag ${service.index_lag}`);
   if (!service.answering) parts.push("not answering");
+  if (service.index_job) parts.push(describeJob(service.index_job));
   return stat("service", "Memory service", parts.join(" · "), service.answering ? "ok" : "warn",
     service.uptime_s ? `up ${Math.round(service.uptime_s)} s` : null);
+}
+
+// The service's indexing under way, as claude_mem/progress.py describes it: done of total, rate, time left.
+function describeJob(job) {
+  const done = job.done || 0, total = job.total || 0;
+  let line = `${job.what}: ${done.toLocaleString()} of ${total.toLocaleString()} rows`;
+  if (total) line += ` (${Math.floor((100 * done) / total)}%)`;
+  if (job.rate_per_s) line += `, ${Math.round(job.rate_per_s).toLocaleString()} rows/s`;
+  if (job.seconds_left !== null && job.seconds_left !== undefined) {
+    const s = job.seconds_left;
+    line += `, about ${s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`} left`;
+  }
+  return line;
 }
 
 // What memory put into Claude's context and what the observer spent (claude-mem stats).
