@@ -41,7 +41,7 @@ from __future__ import annotations
 from claude_mem.logs import log_line
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
 from claude_mem.push.terms import TOKEN, fts_match, query_terms, stem
-from claude_mem.store import injections
+from claude_mem.store import injections, links
 from claude_mem.store.reads import cut, json_list
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -101,10 +101,14 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     # (its cosines are taken around the candidates' own mean).
     hits += keyword_hits(conn, project, session_id, query)
     given = injections.given_refs(conn, session_id)
+    # What something newer replaced is never pushed (whatever the service's answer says).
+    replaced = links.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
     lines: list[tuple[str, str]] = []
     for h in hits:
         ref = f"{REF_PREFIX.get(h.get('kind'), '')}:{h.get('id')}"
         if h.get("kind") not in KINDS or ref in given or any(ref == r for r, _ in lines):
+            continue
+        if h["kind"] == "observation" and (int(h["id"]) in replaced or h.get("superseded_by")):
             continue
         lines.append((ref, memory_line(h["kind"], int(h["id"]), int(h.get("created_at_epoch") or 0), label_of(h),
                                        str(h.get("title") or ""), str(h.get("snippet") or ""))))

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from claude_mem.logs import log_line
+from claude_mem.marks.apply import mark_stored, sweep_step
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records, runs
@@ -42,6 +43,7 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
+SWEEP_S = 2.0  # each worker's start gives the marking rules this long over a database older than them
 
 
 class Stopping(Exception):
@@ -94,6 +96,7 @@ class Worker:
             if released:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
             drain_spool(config, self.conn)
+            sweep_step(self.conn, SWEEP_S)  # the marking rules over observations stored before they existed
             if config.semantic_index:
                 service.ensure_started(config.data_dir)  # it indexes what this worker commits
             task = asyncio.current_task()
@@ -303,6 +306,9 @@ class Worker:
                                             source=synth, model=model)
                 if new_id is not None:
                     new_ids.append(new_id)
+                    if obs.supersedes and self.synthesis is not None:
+                        self.synthesis.recalled.accept(new_id, obs.supersedes, model)
+            mark_stored(self.conn, new_ids)  # what the new observations make no longer true (marks/rules.py)
             if outcome.summary is not None:
                 summary_model = model if outcome.summary_source == "model" else None
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,

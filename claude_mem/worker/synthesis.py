@@ -24,6 +24,7 @@ from claude_mem.store.reads import cut
 from claude_mem.worker import heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.parse import ParseResult, parse_reply
+from claude_mem.worker.recalled import Recalled
 from claude_mem.worker.render import Event, files_touched, fill, render_batch
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class Synthesis:
         self.use_model = mode != "heuristic"  # auto turns it off when the model cannot be used
         self.conversation = conversation
         self.log = log
+        self.recalled = Recalled(conn, session_id, log)  # what memory holds about each batch, shown to the model
 
     def heuristic(self, event: Event) -> Outcome:
         """Observations, or the turn's summary, without a model."""
@@ -66,11 +68,11 @@ class Synthesis:
             return Outcome(observations=heuristic.observe(events))
         body = render_batch(events)
         prompt_number = events[0].prompt_number
-        header = ""
+        header = request = ""
         if prompt_number != self.conversation.last_request_number:
             request = self._prompt_text(prompt_number)
             header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, events=body)
+        message = fill("observation", request_line=header, memory=self.recalled.block(events, request), events=body)
         reply = await self.conversation.send(message)
         if reply.error:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
