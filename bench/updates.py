@@ -2,6 +2,7 @@
 served through the real front doors, and the rules' marks against the ground truth.
 
     python bench/updates.py --data ../shared/data/updates-dev.json [--json] [--no-semantic]
+    python bench/updates.py --replay [TRANSCRIPT ...]
 
 The file holds projects of model-written observations over months, `supersedes` (which newer
 observation makes which older one no longer true: the complete ground truth) and prompts a
@@ -25,6 +26,9 @@ hook as a UserPromptSubmit from a fresh session in a folder named after the proj
   push.chars             characters per push (prompts that pushed something)
   marks.precision / marks.recall   active marks against `supersedes` (a mark of a pair the
                          ground truth does not hold is a false one, whatever its relation)
+
+`--replay` measures something else: each real transcript replayed twice as two sessions through a
+heuristic worker; the observations left visible (not marked) after both, against after one.
 """
 
 from __future__ import annotations
@@ -231,12 +235,68 @@ def print_report(report: dict[str, Any]) -> None:
         print("misses: " + ", ".join(report["misses"]))
 
 
+def visible(db: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM observations o WHERE NOT EXISTS (SELECT 1 FROM memory_links l"
+                                " WHERE l.old_id = o.id AND l.undone_at_epoch IS NULL)").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def replay_twice(path: Path, work: Path) -> dict[str, Any]:
+    """The transcript stored as a session and drained by a real heuristic worker, then stored again
+    as a second session and drained: the observations still visible (not marked) after each."""
+    from claude_mem import settings
+    from claude_mem.replay import store_in_process, transcript_payloads
+    from claude_mem.store.db import connect
+
+    data_dir = work / path.stem[:8]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env.update({"CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0", "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+    os.environ.update(env)
+    config = settings.load(strict=True)
+    config.ensure_dirs()
+    counts = []
+    for session in ("first", "second"):
+        conn = connect(config.db_path)
+        store_in_process(config, conn, transcript_payloads(path, session_id=f"replay-{session}"))
+        conn.close()
+        proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", f"replay-{session}", "--drain",
+                               "--synthesizer", "heuristic"], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"the worker failed: {proc.stderr.strip()[-500:]}")
+        counts.append(visible(config.db_path))
+    conn = sqlite3.connect(config.db_path)
+    total = conn.execute("SELECT count(*) FROM observations").fetchone()[0]
+    conn.close()
+    return {"transcript": path.name, "stored": total, "visible_one": counts[0], "visible_two": counts[1],
+            "ratio": round(counts[1] / max(counts[0], 1), 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, help="a memory-updates JSON file (e.g. ../shared/data/updates-dev.json)")
+    parser.add_argument("--data", help="a memory-updates JSON file (e.g. ../shared/data/updates-dev.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-semantic", action="store_true", help="keywords only: no memory service")
+    parser.add_argument("--replay", nargs="*", type=Path, metavar="TRANSCRIPT",
+                        help="instead: replay each transcript twice as two sessions (heuristic) and count what stays"
+                             " visible (default: the shared real transcripts)")
     args = parser.parse_args(argv)
+    if args.replay is not None:
+        from bench.data import transcripts
+
+        with tempfile.TemporaryDirectory(prefix="cm-rep-") as tmp:
+            rows = [replay_twice(p, Path(tmp)) for p in transcripts(args.replay)]
+        if args.json:
+            print(json.dumps(rows))
+        else:
+            for r in rows:
+                print(f"{r['transcript']:<44} stored {r['stored']:>4}  visible after one replay {r['visible_one']:>4},"
+                      f" after two {r['visible_two']:>4}: {r['ratio']}x (target <= 1.1x)")
+        return 0
+    if not args.data:
+        parser.error("--data FILE is needed (or --replay)")
     # Short: the memory service's socket lives in the data folder (AF_UNIX paths are short).
     with tempfile.TemporaryDirectory(prefix="cm-upd-") as tmp:
         report = run(args.data, Path(tmp), semantic=not args.no_semantic)

@@ -31,6 +31,7 @@ _FAILURE = re.compile(r"\b(?:fail\w*|broken|breaks?|bugs?|crash\w*|regress\w*|fl
 _FIXED = re.compile(r"\b(?:fix\w*|resolv\w*|repair\w*|pass(?:es|ing)?)\b", re.IGNORECASE)
 # A heuristic observation's fact about one command it ran (worker/heuristic/compose.py, Run.fact).
 _CHECK = re.compile(r"^`(?P<command>[^`]+)`(?: \(.*\))?: (?P<status>ok|failed) — (?P<result>.*)$", re.DOTALL)
+CHANGE_WINDOW = 5  # words either side of "replaced", "moved from", ... that name what changed
 KEY_WINDOW = 3  # words before a value that name what it is the value of
 AFTER_WINDOW = 2  # words after it (a unit: "10 s", "50,000 rows per batch")
 
@@ -89,6 +90,18 @@ def keyed_values(text: str) -> dict[str, set[str]]:
     return keyed
 
 
+def changed_words(text: str) -> set[str]:
+    """The stems of the words next to a statement of change ("CSV manifests were replaced by ...",
+    "moved from Celery to RQ"): what the text says changed."""
+    tokens = _tokens(text)
+    found: set[str] = set()
+    for match in _CHANGE.finditer(text):
+        at = len(_tokens(text[:match.start()]))
+        for token in tokens[max(0, at - CHANGE_WINDOW):at + CHANGE_WINDOW + 1]:
+            found.update(_key_words(token))
+    return found
+
+
 def norm_concept(concept: str) -> str:
     return re.sub(r"[\s_-]+", "-", concept.strip().lower())
 
@@ -130,6 +143,7 @@ class Claim:
     title_words: set[str] = field(default_factory=set)
     head_words: set[str] = field(default_factory=set)
     words: set[str] = field(default_factory=set)  # every token of the whole record, lowercased
+    changed: set[str] = field(default_factory=set)  # stems its narrative and facts say changed (changed_words)
     claim_words: set[str] = field(default_factory=set)  # tokens of title and facts: what it claims
     numbers: set[str] = field(default_factory=set)  # number-bearing tokens of title and facts
     checks: list[Check] = field(default_factory=list)
@@ -161,12 +175,15 @@ def claim(row: dict[str, Any]) -> Claim:
     subtitle = row.get("subtitle") or ""
     facts = json_list(row.get("facts"))
     head = f"{title} . {subtitle}" if subtitle else title
-    everything = " ".join([head, row.get("narrative") or "", *facts])
+    body = " . ".join([row.get("narrative") or "", *facts])
+    everything = f"{head} {body}"
     claimed = " ".join([title, *facts])
     checks = []
     for fact in facts:
         match = _CHECK.match(fact)
-        keys = command_keys(match["command"]) if match else []
+        # An elided command (an inline script, `python -c "…"`, or one cut short) names no check:
+        # two of them look the same and are not.
+        keys = command_keys(match["command"]) if match and "…" not in match["command"] else []
         if match and keys:
             checks.append(Check(match["command"].strip(), " && ".join(keys), match["status"] == "ok", match["result"].strip()))
     files = list(dict.fromkeys(norm_path(p) for column in ("files_read", "files_modified") for p in json_list(row.get(column))))
@@ -175,6 +192,7 @@ def claim(row: dict[str, Any]) -> Claim:
         created=int(row.get("created_at_epoch") or 0), title=title, head=head,
         concepts={norm_concept(c) for c in json_list(row.get("concepts")) if c.strip()},
         files=[f for f in files if f], title_words=content_words(title), head_words=content_words(head),
-        words={t.lower() for t in _tokens(everything)}, claim_words={t.lower() for t in _tokens(claimed)},
+        words={t.lower() for t in _tokens(everything)}, changed=changed_words(body) if _CHANGE.search(body) else set(),
+        claim_words={t.lower() for t in _tokens(claimed)},
         numbers={t.lower() for t in _tokens(claimed) if _is_number(t)}, checks=checks, fact_count=len(facts),
         content_hash=row.get("content_hash") or "")

@@ -8,8 +8,9 @@ from every push), and its precision is measured (bench/updates.py, docs/memory-u
             reported was fixed (a bugfix naming the same files and subject)
   rerun     a later run of the same command gave another result: the latest result is what is true
   changed   a newer change, fix, refactor or decision on the same subject and the same files
-            states a different value for the same thing (it says what changed, or a value of the
-            older headline has another value now); only its best match is marked
+            states a different value for the same thing: its headline says something changed, a
+            value of the older headline has another value now, or its record says a thing the
+            older headline named changed; only its best match is marked
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ def _changed(new: Claim, older: list[Claim]) -> Mark | None:
             continue
         old_values = keyed_values(old.title)
         other_value = any(k in new_values and not (v & new_values[k]) for k, v in old_values.items())
-        if not (new.changes or other_value):
+        # Its record says a thing the older headline named (and its own does not) changed.
+        says_changed = bool((old.title_words - new.title_words) & new.changed)
+        if not (new.changes or other_value or says_changed):
             continue
         files = sum(1 for a in old.files if any(same_file(a, b) for b in new.files))
         score = (len(concepts) + files + len(subject), old.created, old.id)
