@@ -254,8 +254,13 @@ def replay_twice(path: Path, work: Path) -> dict[str, Any]:
     data_dir = work / path.stem[:8]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env.update({"CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0", "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
-    os.environ.update(env)
-    config = settings.load(strict=True)
+    saved = dict(os.environ)
+    os.environ.update(env)  # the data dir is read from the environment
+    try:
+        config = settings.load(strict=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     config.ensure_dirs()
     counts = []
     for session in ("first", "second"):

@@ -18,8 +18,9 @@ from claude_mem.push.terms import STOPWORDS, stem
 from claude_mem.store.reads import json_list
 
 # Tokens as claims write them: words, identifiers, paths, versions (`~> 1.7.0`, `10,000`, `:8443`).
-_TOKEN = re.compile(r"[\w$~:./{}-]*\w[\w$~:./{}-]*|->|→")
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[\w$~:./{}-]*\w[\w$~:./{}-]*|->|→")
 _TRIM = ".,;:()[]'\"`"
+_CLAUSE = re.compile(r"[,;()\[\]]\s|\s[-–—]\s|[.!?]\s")  # a value's words stay within its clause
 # Says the state changed: the newer observation tells what it was and what it is now.
 _CHANGE = re.compile(
     r"\b(?:now|no longer|instead|replac\w*|renam\w*|mov(?:ed|es|ing)|switch\w*|migrat\w*|upgrad\w*|downgrad\w*|"
@@ -69,9 +70,17 @@ def _key_words(token: str) -> list[str]:
 
 
 def keyed_values(text: str) -> dict[str, set[str]]:
-    """Each number-bearing value with the words that say what it is: "batch size 256" gives
-    {"batch": {"256"}, "size": {"256"}}; "10,000 rows per batch" gives {"rows": ..., "batch": ...}."""
-    tokens = _tokens(text)
+    """Each number-bearing value with the words that say what it is, within its clause: "batch
+    size 256, lr 1e-3" gives {"batch": {"256"}, "size": {"256"}, "lr": {"1e-3"}}; "50,000 rows per
+    batch" gives {"rows": ..., "batch": ...}."""
+    keyed: dict[str, set[str]] = {}
+    for clause in _CLAUSE.split(text or ""):
+        for key, values in _keyed_in(_tokens(clause)).items():
+            keyed.setdefault(key, set()).update(values)
+    return keyed
+
+
+def _keyed_in(tokens: list[str]) -> dict[str, set[str]]:
     keyed: dict[str, set[str]] = {}
     for i, token in enumerate(tokens):
         if not _is_number(token):

@@ -26,6 +26,12 @@ FILE_CANDIDATES = 40
 SUBJECT_MIN_WORDS = 2  # a request's words an observation's title must share to be shown for it
 HEADER = ("Memory already holds (earlier sessions; in a new observation add <supersedes>obs:ID</supersedes> only if it"
           " makes that one's main claim no longer true):")
+def _resolved(path: str, cwd: str | None) -> str:
+    """A stored path as its session saw it: a relative one is taken from the session's folder."""
+    path = norm_path(path)
+    return norm_path(os.path.normpath(os.path.join(cwd, path))) if cwd and not os.path.isabs(path) else path
+
+
 class Recalled:
     def __init__(self, conn: sqlite3.Connection, session_id: str, log: Callable[[str], None] | None = None) -> None:
         self.conn = conn
@@ -61,10 +67,11 @@ class Recalled:
         if not names:
             return []
         rows = self.conn.execute(
-            "SELECT o.id, o.title, o.created_at_epoch, f.path FROM observation_files f JOIN observations o ON o.id = f.observation_id"
+            "SELECT o.id, o.title, o.created_at_epoch, f.path, s.cwd FROM observation_files f"
+            " JOIN observations o ON o.id = f.observation_id LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
             f" WHERE f.name IN ({','.join('?' * len(names))}) AND o.project = ? AND o.session_id != ?"
             f" ORDER BY o.created_at_epoch DESC LIMIT {FILE_CANDIDATES}", [*names, project, self.session_id]).fetchall()
-        return [dict(r) for r in rows if any(same_file(norm_path(r["path"]), p) for p in paths)]
+        return [dict(r) for r in rows if any(same_file(_resolved(r["path"], r["cwd"]), p) for p in paths)]
 
     def _about_request(self, project: str, request: str) -> list[dict]:
         terms = query_terms(request)
