@@ -51,7 +51,7 @@ class Observer:
         return "<nothing/>"
 
 
-def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> None:
+def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> None:  # noqa: F811
     """The session's events through a worker whose model is the real CLI talking to the fake API."""
     home = tmp / f"observer-{session_id[:8]}"
     for d in ("home", "config", "tmp"):
@@ -65,7 +65,7 @@ def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> N
     assert all(r["status"] == "done" for r in mem(sandbox, "queue", "--session", session_id))
 
 
-def test_the_observer_says_what_a_change_supersedes_and_the_next_prompt_gets_only_the_new(sandbox, tmp_path: Path) -> None:
+def test_the_observer_says_what_a_change_supersedes_and_the_next_prompt_gets_only_the_new(sandbox, tmp_path: Path) -> None:  # noqa: F811
     proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     allow_tools(sandbox["settings"])

@@ -168,7 +168,8 @@ def test_marks_are_kept_undone_by_a_person_and_never_remade_by_a_rule(conn: sqli
     assert links.repeats(conn, [c]) == {c: (2, T0 + DAY)}
     [ra, rb, rc] = links.annotate(conn, [{"id": a}, {"id": b}, {"id": c}])
     assert ra["superseded_by"] == [f"obs:{b}"] and ra["mark"] == f"superseded by obs:{b}, {links.day(T0 + DAY)}"
-    assert rb["mark"].endswith("(the same claim again)") and rc == {"id": c, "superseded_by": [], "mark": f"seen 2 times since {links.day(T0 + DAY)}"}
+    assert rb["mark"].endswith("(the same claim again)")
+    assert rc == {"id": c, "superseded_by": [], "mark": f"seen 2 times since {links.day(T0 + DAY)}"}
     with transaction(conn):
         assert links.undo(conn, a) == [b]
         assert not links.add(conn, a, b, "supersedes", "rule")  # a person took it back: rules leave it
