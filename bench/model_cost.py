@@ -7,6 +7,12 @@ one summary request per turn, the init prompt once) beside what the best-known s
 field cut at 16,000 characters as 60% head + 30% tail; its finalize prompt per turn; its init
 prompt once). Prints both and the ratio (target <= 0.5).
 
+Each batch message also carries what memory already holds about its files and request (the
+`obs:ID date title` lines the observer may name in `<supersedes>`, worker/recalled.py). So that
+they are not free by being empty, memory first holds an earlier session of the same transcript
+(its events turned into observations by the heuristic synthesizer): every file the session
+touches has memories. `memory_chars` is their share of `ours_chars`; `--no-memory` leaves them out.
+
     python bench/model_cost.py [--json] [TRANSCRIPT ...]
 """
 
@@ -26,8 +32,11 @@ from bench.data import transcripts  # noqa: E402
 from claude_mem import hooks, settings  # noqa: E402
 from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
-from claude_mem.store.db import connect  # noqa: E402
+from claude_mem.store.db import connect, transaction  # noqa: E402
+from claude_mem.store.memories import insert_observation  # noqa: E402
+from claude_mem.worker import heuristic  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
+from claude_mem.worker.recalled import Recalled  # noqa: E402
 from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
 
 # The best-known system's prompts (plan 002): the fixed text around each message.
@@ -70,7 +79,23 @@ def baseline_message(payload: dict) -> str:
             f"Output:\n{baseline_cut(json.dumps(output, indent=2, ensure_ascii=False))}\n" + BASELINE_OBSERVATION_TAIL)
 
 
-def measure(path: Path, config: settings.Config) -> dict:
+def remember_earlier(conn, config: settings.Config, path: Path) -> None:
+    """The transcript as an earlier session of the project, observed by the heuristic synthesizer."""
+    store_in_process(config, conn, transcript_payloads(path, session_id="earlier"))
+    rows = [r for r in queue.list_rows(conn, session_id="earlier") if r["kind"] == "tool"]
+    worker = Worker(config, "earlier", synthesizer="heuristic")
+    project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = 'earlier'").fetchone()[0]
+    with transaction(conn):
+        while rows:
+            batch = worker._take_batch(rows)
+            rows = rows[len(batch):]
+            for obs in heuristic.observe([Event.from_row(r) for r in batch]):
+                insert_observation(conn, "earlier", project, obs, prompt_number=batch[0]["prompt_number"], source="heuristic")
+        # The same project: the bench session's events are found as being about these files.
+        conn.execute("UPDATE sdk_sessions SET project = ? WHERE claude_session_id = 'bench'", (project,))
+
+
+def measure(path: Path, config: settings.Config, memory: bool = True) -> dict:
     payloads = transcript_payloads(path, session_id="bench")
     tool_payloads = [p for p in payloads if p["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
                      and not hooks.matches_skip_list(p["tool_name"], config.skip_tools)]
@@ -79,9 +104,13 @@ def measure(path: Path, config: settings.Config) -> dict:
 
     conn = connect(config.db_path)
     store_in_process(config, conn, payloads)
+    if memory:
+        remember_earlier(conn, config, path)
+    recalled = Recalled(conn, "bench")
     rows = queue.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
     ours = len(fill("init", project="bench", date="2026-01-01"))
+    memory_chars = 0
     messages = 0
     last_prompt = -1
     while rows:
@@ -91,15 +120,21 @@ def measure(path: Path, config: settings.Config) -> dict:
         if events[0].kind == "finalize":
             ours += len(fill("summary", prompt_number=events[0].prompt_number, request="x" * 200, last_message="y" * 300))
         else:
-            header = ""
+            header = request = ""
             if events[0].prompt_number != last_prompt:
-                header = f"User's request #{events[0].prompt_number}: {'x' * 200}\n\n"
+                request = conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = 'bench' AND prompt_number = ?",
+                                       (events[0].prompt_number,)).fetchone()
+                request = (request[0] if request else "")[:1500]
+                header = f"User's request #{events[0].prompt_number}: {request}\n\n"
                 last_prompt = events[0].prompt_number
-            ours += len(fill("observation", request_line=header, events=render_batch(events)))
+            lines = recalled.block(events, request) if memory else ""
+            memory_chars += len(lines)
+            ours += len(fill("observation", request_line=header, memory=lines, events=render_batch(events)))
         messages += 1
     conn.close()
     n = len(tool_payloads)
     return {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
+            "memory_chars": memory_chars,
             "baseline_chars": baseline, "baseline_messages": n + stops + 1,
             "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
             "ratio": round(ours / max(baseline, 1), 3)}
@@ -109,6 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("transcripts", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-memory", action="store_true", help="an empty memory: no lines of what it holds in the messages")
     args = parser.parse_args()
     paths = transcripts(args.transcripts)
     results = []
@@ -117,11 +153,12 @@ def main() -> None:
             os.environ["CLAUDE_MEM_DATA_DIR"] = os.path.join(tmp, str(i))
             config = settings.load(strict=True)
             config.ensure_dirs()
-            results.append(measure(path, config))
+            results.append(measure(path, config, memory=not args.no_memory))
     total_ours = sum(r["ours_chars"] for r in results)
     total_base = sum(r["baseline_chars"] for r in results)
     events = sum(r["tool_events"] for r in results)
     summary = {"transcripts": results, "tool_events": events, "ours_chars": total_ours, "baseline_chars": total_base,
+               "memory_chars": sum(r["memory_chars"] for r in results),
                "ours_per_event": round(total_ours / max(events, 1)), "baseline_per_event": round(total_base / max(events, 1)),
                "ratio": round(total_ours / max(total_base, 1), 3)}
     if args.json:
@@ -133,6 +170,7 @@ def main() -> None:
               f"{r['ours_messages']:>4}/{r['baseline_messages']:<4} {r['ratio']:>6}")
     print(f"{'ALL':<44} {events:>6} {summary['ours_per_event']:>8} {summary['baseline_per_event']:>8} {'':>9} {summary['ratio']:>6}"
           "   (target <= 0.5)")
+    print(f"memory lines: {summary['memory_chars']} of {total_ours} characters ({summary['memory_chars'] / max(total_ours, 1):.1%})")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Search's reading of marks (store/links.py): a memory something newer replaced ranks right below
-what replaced it, and what replaced it is brought in when the search did not find it itself (it
-is about the same thing, and it is what is true now). There is no age decay: among memories
-nothing replaced, order stays the fused score's. One query for the marks of all the hits, one per
-step of a chain, one for the rows brought in.
+"""Search's reading of marks (store/links.py): what replaced a memory the query found takes that
+memory's place, with its score (brought in when the search did not find it itself: it is about
+the same thing, and it is what is true now), and the replaced memory follows right after it,
+still found. There is no age decay: among memories nothing replaced, order stays the fused
+score's. One query for the marks of all the hits, one per step of a chain, one for the rows
+brought in.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from claude_mem.store import links
 from claude_mem.store.reads import KIND
 
 
-def _present(ranked: list[tuple[Candidate, float]]) -> set[int]:
-    return {c.id for c, _ in ranked if c.kind == "observation" and c.remote is None}
+def _local(c: Candidate) -> bool:
+    return c.kind == "observation" and c.remote is None
 
 
 def _passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, Candidate]:
@@ -33,24 +34,26 @@ def _passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, C
 
 def rank_current(conn: sqlite3.Connection, ranked: list[tuple[Candidate, float]], f: Filters,
                  limit: int) -> tuple[list[tuple[Candidate, float]], dict[int, list[links.Replacement]]]:
-    """`ranked` with each replaced observation moved below what replaced it (the current end of
-    its chain, brought in if missing), cut to `limit`; and what directly replaced each hit."""
-    direct = links.replacements(conn, sorted(_present(ranked)))
+    """`ranked` with what replaced each replaced observation (the current end of its chain)
+    in its place and at least its score, the replaced one right after; cut to `limit`. Also
+    what directly replaced each hit."""
+    present = {c.id for c, _ in ranked if _local(c)}
+    direct = links.replacements(conn, sorted(present))
     if not direct:
         return ranked[:limit], {}
     heads = links.current_heads(conn, list(direct))
-    extra = _passing(conn, {h for hs in heads.values() for h in hs} - _present(ranked), f)
+    extra = _passing(conn, {h for hs in heads.values() for h in hs} - present, f)
     out = list(ranked)
-    for c, score in [(c, s) for c, s in ranked if c.kind == "observation" and c.remote is None and c.id in direct]:
+    for c, score in [(c, s) for c, s in ranked if _local(c) and c.id in direct]:
         at = next(i for i, (o, _) in enumerate(out) if o is c)
         for head in heads.get(c.id, []):
-            if head in extra and head not in _present(out):
-                out.insert(at, (extra[head], score))  # what is true now, where the old one was found
+            found = next((i for i, (o, _) in enumerate(out) if _local(o) and o.id == head), None)
+            if found is None and head in extra:
+                out.insert(at, (extra[head], score))
                 at += 1
-        positions = [i for i, (o, _) in enumerate(out) if o.kind == "observation" and o.remote is None
-                     and o.id in heads.get(c.id, [])]
-        below = max(positions, default=-1)
-        if below > at:
-            out.insert(below, out.pop(at))
+            elif found is not None and found > at:
+                moved, own = out.pop(found)
+                out.insert(at, (moved, max(own, score)))
+                at += 1
     more = links.replacements(conn, [c.id for c in extra.values()]) if extra else {}
     return out[:limit], {**direct, **more}
