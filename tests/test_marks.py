@@ -409,3 +409,27 @@ def test_replaying_a_session_twice_leaves_no_more_visible_observations(tmp_path:
     result = replay_twice(transcript, tmp_path)
     assert result["stored"] > result["visible_one"] > 0
     assert result["visible_two"] <= 1.1 * result["visible_one"], result
+
+
+def test_marks_travel_in_an_export(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    a = store(conn, "Uploads use 4 threads", at=1)
+    b = store(conn, "Uploads use 8 threads", at=2, session="s2")
+    c = store(conn, "Uploads use 16 threads", at=3, session="s3")
+    with transaction(conn):
+        links.add(conn, a, b, "supersedes", "person", reason="8 now")
+        links.add(conn, b, c, "supersedes", "rule", rule="changed")
+        links.undo(conn, b)
+    path = tmp_path / "all.jsonl"
+    invoke("export", "-o", str(path))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(m["author"], m["undone_at_epoch"] is None) for m in lines if m["kind"] == "mark"] == [("person", True), ("rule", False)]
+    invoke("forget", "--project", "p", "--yes")
+    assert invoke_json("import", str(path), env={"CLAUDE_MEM_SEMANTIC_INDEX": "0"})["added"]["mark"] == 2
+    marks = links.list_links(conn, include_undone=True)
+    assert sorted((m["old_title"], m["author"], m["reason"], m["undone_at_epoch"] is None) for m in marks) == [
+        ("Uploads use 4 threads", "person", "8 now", True), ("Uploads use 8 threads", "rule", "", False)]
+    # The rules run after the import and leave the person's undo as it was.
+    assert links.superseded_ids(conn, [m["old_id"] for m in marks]) == {m["old_id"] for m in marks if m["author"] == "person"}
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(path.read_text().replace('"relation":"supersedes"', '"relation":"contradicts"', 1))
+    assert "mark: relation must be one of" in invoke("import", str(broken), code=1).output

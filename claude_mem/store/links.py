@@ -177,3 +177,63 @@ def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
             notes.append(repeats_text(*seen[int(r["id"])]))
         r["mark"] = "; ".join(notes)
     return rows
+
+
+# --- marks in an export (store/transfer.py): observations named by session and content hash ---
+
+MARK_FIELDS = ("relation", "author", "rule", "reason", "created_at_epoch", "undone_at_epoch")
+
+
+def export_marks(conn: sqlite3.Connection, observation_ids: set[int]) -> list[dict]:
+    """The marks between the exported observations, as export objects, oldest first."""
+    rows = conn.execute(
+        "SELECT l.*, o.session_id AS old_session, o.content_hash AS old_hash, n.session_id AS new_session,"
+        " n.content_hash AS new_hash FROM memory_links l JOIN observations o ON o.id = l.old_id"
+        " JOIN observations n ON n.id = l.new_id ORDER BY l.id")
+    return [{"kind": "mark", "old": {"session_id": r["old_session"], "content_hash": r["old_hash"]},
+             "new": {"session_id": r["new_session"], "content_hash": r["new_hash"]}, **{f: r[f] for f in MARK_FIELDS}}
+            for r in rows if r["old_id"] in observation_ids and r["new_id"] in observation_ids]
+
+
+def check_mark(obj: dict) -> dict:
+    """A mark line with its defaults; raises ValueError naming the first problem."""
+    unknown = sorted(set(obj) - {"kind", "old", "new", *MARK_FIELDS})
+    if unknown:
+        raise ValueError(f"mark: unknown field {unknown[0]!r}")
+    for side in ("old", "new"):
+        ref = obj.get(side)
+        if not (isinstance(ref, dict) and set(ref) == {"session_id", "content_hash"}
+                and all(isinstance(v, str) and v for v in ref.values())):
+            raise ValueError(f"mark: {side!r} must name an observation as {{\"session_id\": ..., \"content_hash\": ...}}")
+    mark = {"old": obj["old"], "new": obj["new"], "relation": obj.get("relation"), "author": obj.get("author"),
+            "rule": obj.get("rule") or "", "reason": obj.get("reason") or "", "created_at_epoch": obj.get("created_at_epoch"),
+            "undone_at_epoch": obj.get("undone_at_epoch")}
+    if mark["relation"] not in RELATIONS or mark["author"] not in AUTHORS:
+        raise ValueError(f"mark: relation must be one of {', '.join(RELATIONS)} and author one of {', '.join(AUTHORS)}")
+    if not isinstance(mark["rule"], str) or not isinstance(mark["reason"], str):
+        raise ValueError("mark: 'rule' and 'reason' must be strings")
+    for name in ("created_at_epoch", "undone_at_epoch"):
+        value = mark[name]
+        if (value is None and name == "created_at_epoch") or (value is not None and (isinstance(value, bool)
+                                                                                      or not isinstance(value, int) or value < 0)):
+            raise ValueError(f"mark: {name!r} must be a whole number of milliseconds")
+    return mark
+
+
+def import_mark(conn: sqlite3.Connection, mark: dict) -> bool | None:
+    """Add a checked mark unless its pair is marked here already (True when added); None when an
+    observation it names is not in the database."""
+    ids = []
+    for side in ("old", "new"):
+        row = conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
+                           (mark[side]["session_id"], mark[side]["content_hash"])).fetchone()
+        if row is None:
+            return None
+        ids.append(int(row[0]))
+    if ids[0] == ids[1]:
+        return False
+    cur = conn.execute(
+        "INSERT INTO memory_links (old_id, new_id, relation, author, rule, reason, created_at_epoch, undone_at_epoch)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
+        (*ids, *(mark[f] for f in MARK_FIELDS)))
+    return bool(cur.rowcount)
