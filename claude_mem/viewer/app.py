@@ -288,29 +288,10 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
 
     async def api_marks(request: Request) -> Response:
         """A person says an observation is no longer true (or takes that back)."""
-        origin = request.headers.get("origin")
-        if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
-            raise BadRequest("marks are changed from this viewer's own page only", 403)
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise BadRequest("send the mark as a JSON body (content-type application/json)", 415)
+        body = _mark_request(request.headers, await request.body())
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            raise BadRequest("the body is not JSON") from None
-        if not isinstance(body, dict):
-            raise BadRequest("the body is a JSON object: {\"old\": ID, \"new\": ID} (\"undo\": true to take a mark back)")
-        old, new = body.get("old"), body.get("new")
-        for name, value in (("old", old), ("new", new)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63):
-                raise BadRequest(f"{name} must be an observation id (a positive whole number)")
-        if old is None:
-            raise BadRequest("old is required: the observation that is no longer true")
-        reason = body.get("reason") or ""
-        if not isinstance(reason, str) or len(reason) > 300:
-            raise BadRequest("reason is a short text (at most 300 characters)")
-        try:
-            done = await run_in_threadpool(data.change_mark, db_path, old, new, undo=bool(body.get("undo")),
-                                           duplicate=bool(body.get("duplicate")), reason=reason.strip())
+            done = await run_in_threadpool(data.change_mark, db_path, body["old"], body.get("new"), undo=bool(body.get("undo")),
+                                           duplicate=bool(body.get("duplicate")), reason=body["reason"])
         except data.MarkRefused as exc:
             raise BadRequest(str(exc), 409) from None
         return _json(done)
@@ -396,6 +377,31 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         BadRequest: bad_request, HTTPException: http_error, data.DatabaseMissing: missing_db, Exception: server_error}
     app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, token=token, loopback_only=loopback_only)
+
+
+def _mark_request(headers: Any, raw: bytes) -> dict[str, Any]:
+    """The checked body of a mark request, from this viewer's own page only."""
+    origin = headers.get("origin")
+    if origin and urlsplit(origin).netloc != headers.get("host", ""):
+        raise BadRequest("marks are changed from this viewer's own page only", 403)
+    if headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise BadRequest("send the mark as a JSON body (content-type application/json)", 415)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise BadRequest("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest('the body is a JSON object: {"old": ID, "new": ID} ("undo": true to take a mark back)')
+    for name in ("old", "new"):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63):
+            raise BadRequest(f"{name} must be an observation id (a positive whole number)")
+    if body.get("old") is None:
+        raise BadRequest("old is required: the observation that is no longer true")
+    reason = body.get("reason") or ""
+    if not isinstance(reason, str) or len(reason) > 300:
+        raise BadRequest("reason is a short text (at most 300 characters)")
+    return {**body, "reason": reason.strip()}
 
 
 def _json(body: Any) -> JSONResponse:
