@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from claude_mem.marks.claims import Claim, claim
@@ -87,6 +88,22 @@ def mark_stored(conn: sqlite3.Connection, ids: list[int]) -> list[Mark]:
     made: list[Mark] = []
     for row in sorted(_rows(conn, list(ids)), key=lambda r: (r["created_at_epoch"], r["id"])):
         made += mark_one(conn, row)
+    return made
+
+
+def mark_stored_guarded(conn: sqlite3.Connection, ids: list[int], log: Callable[[str], None]) -> list[Mark]:
+    """`mark_stored` for the worker, inside its storing transaction: a rule that fails (a bug, a
+    row it cannot read) costs its marks, logged, never the observations being stored."""
+    if not ids:
+        return []
+    conn.execute("SAVEPOINT marks")
+    try:
+        made = mark_stored(conn, ids)
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        conn.execute("ROLLBACK TO marks")
+        log(f"marking rules failed on observations {ids[:5]}: {type(exc).__name__}: {exc}")
+        made = []
+    conn.execute("RELEASE marks")
     return made
 
 

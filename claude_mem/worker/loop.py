@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from claude_mem.logs import log_line
-from claude_mem.marks.apply import mark_stored, sweep_step
+from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records, runs
@@ -96,7 +96,7 @@ class Worker:
             if released:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
             drain_spool(config, self.conn)
-            sweep_step(self.conn, SWEEP_S)  # the marking rules over observations stored before they existed
+            self._sweep()
             if config.semantic_index:
                 service.ensure_started(config.data_dir)  # it indexes what this worker commits
             task = asyncio.current_task()
@@ -126,6 +126,16 @@ class Worker:
             os.close(slot_fd)
             if reason != "signal":
                 self._hand_off()
+
+    def _sweep(self) -> None:
+        """The marking rules over observations stored before they existed, a slice per worker start."""
+        try:
+            checked = sweep_step(self.conn, SWEEP_S)
+        except sqlite3.Error as exc:
+            self.log(f"marking older observations failed ({exc}); the next worker tries again")
+            return
+        if checked:
+            self.log(f"marking rules checked {checked} older observation(s)")
 
     def _hand_off(self) -> None:
         """With its slot free, start the session that has waited longest, this one first: events
@@ -308,7 +318,7 @@ class Worker:
                     new_ids.append(new_id)
                     if obs.supersedes and self.synthesis is not None:
                         self.synthesis.recalled.accept(new_id, obs.supersedes, model)
-            mark_stored(self.conn, new_ids)  # what the new observations make no longer true (marks/rules.py)
+            mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
             if outcome.summary is not None:
                 summary_model = model if outcome.summary_source == "model" else None
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,

@@ -87,7 +87,7 @@ class Recalled:
     def accept(self, new_id: int, claimed: list[int], model: str | None) -> list[int]:
         """Record the marks the model gave the observation `new_id` (inside the caller's
         transaction), keeping only ids it was shown, of the same project, recorded before it."""
-        made = []
+        made: list[int] = []
         for old_id in claimed:
             row = self.conn.execute(
                 "SELECT o.project = n.project AND (o.created_at_epoch, o.id) < (n.created_at_epoch, n.id)"

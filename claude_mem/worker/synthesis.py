@@ -72,7 +72,7 @@ class Synthesis:
         if prompt_number != self.conversation.last_request_number:
             request = self._prompt_text(prompt_number)
             header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, memory=self.recalled.block(events, request), events=body)
+        message = fill("observation", request_line=header, memory=self._memory(events, request), events=body)
         reply = await self.conversation.send(message)
         if reply.error:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
@@ -94,6 +94,14 @@ class Synthesis:
         await self.conversation.drop()  # the next try resumes the conversation before this batch
         return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
                        raw_error=problems)
+
+    def _memory(self, events: list[Event], request: str) -> str:
+        """What memory holds about the batch; nothing (logged) when it cannot be read."""
+        try:
+            return self.recalled.block(events, request)
+        except sqlite3.Error as exc:
+            self.log(f"could not read what memory holds about the batch ({exc}); sent without it")
+            return ""
 
     def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
         """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
