@@ -60,9 +60,10 @@ def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
 
 
 def replaced_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str]:
-    """`superseded by obs:N, DATE` for each of this installation's observation hits something replaced."""
-    ids = [h.id for h in hits if h.kind == "observation" and h.origin is None and h.superseded_by]
-    return {old: links.replaced_text(reps) for old, reps in links.replacements(conn, ids).items()}
+    """What views say of this installation's observation hits: `superseded by obs:N, DATE` for
+    those something replaced, `seen N times since DATE` for the newest copy of a repeated claim."""
+    ids = [h.id for h in hits if h.kind == "observation" and h.origin is None]
+    return {r["id"]: r["mark"] for r in links.annotate(conn, [{"id": i} for i in ids]) if r["mark"]}
 
 
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
