@@ -27,8 +27,9 @@ _CHANGE = re.compile(
     r"lower(?:ed|s)|rais(?:ed|es)|increas\w*|decreas\w*|reduc\w*|bump\w*|remov\w*|drop(?:ped|s)|retir\w*|deprecat\w*|"
     r"delet\w*|revert\w*|back to|chang(?:ed|es)|rewr\w*|ported|swapp?\w*)\b|->|→", re.IGNORECASE)
 # Reports a failure: a check failing, a bug, a crash, a disabled test.
+# ("error" alone is left out: "error messages are localized" reports nothing broken.)
 _FAILURE = re.compile(r"\b(?:fail\w*|broken|breaks?|bugs?|crash\w*|regress\w*|flak\w*|nan|xfail\w*|skip(?:s|ped)?|"
-                      r"leak\w*|hangs?|wrong|errors?|exceptions?)\b", re.IGNORECASE)
+                      r"leak\w*|hangs?)\b", re.IGNORECASE)
 _FIXED = re.compile(r"\b(?:fix\w*|resolv\w*|repair\w*|pass(?:es|ing)?)\b", re.IGNORECASE)
 # A heuristic observation's fact about one command it ran (worker/heuristic/compose.py, Run.fact).
 _CHECK = re.compile(r"^`(?P<command>[^`]+)`(?: \(.*\))?: (?P<status>ok|failed) — (?P<result>.*)$", re.DOTALL)
