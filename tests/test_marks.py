@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from claude_mem.marks.apply import candidates, mark_all, mark_stored, sweep_pending, sweep_step
+from claude_mem.marks.apply import mark_all, mark_stored, sweep_pending, sweep_step
+from claude_mem.marks.candidates import candidates
 from claude_mem.marks.claims import changed_words, claim, keyed_values, same_file
 from claude_mem.marks.rules import marks_for
 from claude_mem.push.digest import build_digest

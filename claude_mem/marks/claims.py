@@ -9,8 +9,10 @@ plain English for "this changed" / "this failed" / "this was fixed", not any pro
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from claude_mem.push.commands import command_keys
@@ -42,8 +44,11 @@ def _tokens(text: str) -> list[str]:
     return [t for t in (m.strip(_TRIM) for m in _TOKEN.findall(text or "")) if t]
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _is_number(token: str) -> bool:
-    return any(c.isdigit() for c in token)
+    return _DIGIT.search(token) is not None
 
 
 def _content(token: str) -> str | None:
@@ -103,12 +108,14 @@ def _keyed_in(tokens: list[str]) -> dict[str, set[str]]:
 def changed_words(text: str) -> set[str]:
     """The stems of the words next to a statement of change ("CSV manifests were replaced by ...",
     "moved from Celery to RQ"): what the text says changed."""
-    tokens = _tokens(text)
+    spans = [(m.start(), m.group().strip(_TRIM)) for m in _TOKEN.finditer(text or "")]
+    starts = [start for start, _ in spans]
     found: set[str] = set()
-    for match in _CHANGE.finditer(text):
-        at = len(_tokens(text[:match.start()]))
-        for token in tokens[max(0, at - CHANGE_WINDOW):at + CHANGE_WINDOW + 1]:
-            found.update(_key_words(token))
+    for match in _CHANGE.finditer(text or ""):
+        at = bisect.bisect_left(starts, match.start())
+        for _, token in spans[max(0, at - CHANGE_WINDOW):at + CHANGE_WINDOW + 1]:
+            if token:
+                found.update(_key_words(token))
     return found
 
 
@@ -148,17 +155,21 @@ class Claim:
     created: int
     title: str
     head: str  # title and subtitle: what the observation says first
+    body: str = ""  # narrative and facts
     concepts: set[str] = field(default_factory=set)
     files: list[str] = field(default_factory=list)
     title_words: set[str] = field(default_factory=set)
     head_words: set[str] = field(default_factory=set)
-    words: set[str] = field(default_factory=set)  # every token of the whole record, lowercased
-    changed: set[str] = field(default_factory=set)  # stems its narrative and facts say changed (changed_words)
     claim_words: set[str] = field(default_factory=set)  # tokens of title and facts: what it claims
     numbers: set[str] = field(default_factory=set)  # number-bearing tokens of title and facts
     checks: list[Check] = field(default_factory=list)
     fact_count: int = 0
     content_hash: str = ""
+
+    @cached_property
+    def changed(self) -> set[str]:
+        """The stems its narrative and facts say changed (changed_words)."""
+        return changed_words(self.body) if _CHANGE.search(self.body) else set()
 
     @property
     def changes(self) -> bool:
@@ -186,8 +197,7 @@ def claim(row: dict[str, Any]) -> Claim:
     facts = json_list(row.get("facts"))
     head = f"{title} . {subtitle}" if subtitle else title
     body = " . ".join([row.get("narrative") or "", *facts])
-    everything = f"{head} {body}"
-    claimed = " ".join([title, *facts])
+    claimed = _tokens(" ".join([title, *facts]))
     checks = []
     for fact in facts:
         match = _CHECK.match(fact)
@@ -199,10 +209,9 @@ def claim(row: dict[str, Any]) -> Claim:
     files = list(dict.fromkeys(norm_path(p) for column in ("files_read", "files_modified") for p in json_list(row.get(column))))
     return Claim(
         id=int(row["id"]), project=row.get("project") or "", type=row.get("type") or "", source=row.get("source") or "",
-        created=int(row.get("created_at_epoch") or 0), title=title, head=head,
+        created=int(row.get("created_at_epoch") or 0), title=title, head=head, body=body,
         concepts={norm_concept(c) for c in json_list(row.get("concepts")) if c.strip()},
         files=[f for f in files if f], title_words=content_words(title), head_words=content_words(head),
-        words={t.lower() for t in _tokens(everything)}, changed=changed_words(body) if _CHANGE.search(body) else set(),
-        claim_words={t.lower() for t in _tokens(claimed)},
-        numbers={t.lower() for t in _tokens(claimed) if _is_number(t)}, checks=checks, fact_count=len(facts),
+        claim_words={t.lower() for t in claimed}, numbers={t.lower() for t in claimed if _is_number(t)}, checks=checks,
+        fact_count=len(facts),
         content_hash=row.get("content_hash") or "")

@@ -43,7 +43,7 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
-SWEEP_S = 2.0  # each worker's start gives the marking rules this long over a database older than them
+SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
 
 
 class Stopping(Exception):
@@ -96,7 +96,6 @@ class Worker:
             if released:
                 self.log(f"took back {released} event(s) a previous worker left in processing")
             drain_spool(config, self.conn)
-            self._sweep()
             if config.semantic_index:
                 service.ensure_started(config.data_dir)  # it indexes what this worker commits
             task = asyncio.current_task()
@@ -127,15 +126,14 @@ class Worker:
             if reason != "signal":
                 self._hand_off()
 
-    def _sweep(self) -> None:
-        """The marking rules over observations stored before they existed, a slice per worker start."""
+    def _sweep(self) -> bool:
+        """A slice of the marking rules over observations stored before they existed (idle time
+        only: events come first); False once there is nothing left, or it failed."""
         try:
-            checked = sweep_step(self.conn, SWEEP_S)
+            return sweep_step(self.conn, SWEEP_S) > 0
         except sqlite3.Error as exc:
             self.log(f"marking older observations failed ({exc}); the next worker tries again")
-            return
-        if checked:
-            self.log(f"marking rules checked {checked} older observation(s)")
+            return False
 
     def _hand_off(self) -> None:
         """With its slot free, start the session that has waited longest, this one first: events
@@ -201,6 +199,7 @@ class Worker:
         idle_since = time.monotonic()
         next_yield_check = idle_since + YIELD_CHECK_S
         last_version = None
+        sweeping = True
         while True:
             if self.stop_requested:
                 return "signal"
@@ -216,6 +215,10 @@ class Worker:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
                     if self._others_waiting():
                         return "idle, yielding its slot to a waiting session"
+                if sweeping:
+                    sweeping = self._sweep()
+                    await asyncio.sleep(0)
+                    continue
                 # Sleep until another connection commits (data_version moves) or a poll passes.
                 version = data_version(conn)
                 if version == last_version:
