@@ -248,11 +248,17 @@ def test_pushes_never_serve_a_replaced_memory(data_dir: Path, tmp_path: Path) ->
     mem.session("old", "shop", proj)
     old = mem.obs("old", "shop", "Checkout retries the payment provider three times", files_modified=["settings.py"])
     new = mem.obs("old", "shop", "Checkout payment provider retries lowered to one", "change", files_modified=["settings.py"])
+    env_var = mem.obs("old", "shop", "Database URL read from LEDGER_DB_URL in settings")
+    renamed = mem.obs("old", "shop", "Settings switched to DATABASE_URL", "change")
     with transaction(mem.conn):
         links.add(mem.conn, old, new, "supersedes", "rule", rule="changed")
+        links.add(mem.conn, env_var, renamed, "supersedes", "model")
     mem.close()
     text = ask(proj, "s1", "how many times does checkout retry the payment provider?")
     assert text is not None and f"obs:{new} " in text and f"obs:{old} " not in text
+    # Worded like the old memory only: what replaced it is pushed in its place (keywords, no service).
+    text = ask(proj, "s3", "which LEDGER_DB_URL database url do we read?")
+    assert text is not None and f"obs:{renamed} " in text and f"obs:{env_var} " not in text
     shown = pre(proj, "s2", "Read", {"file_path": str(proj / "settings.py")})
     assert shown is not None and f"obs:{new} " in shown and f"obs:{old} " not in shown
 

@@ -99,16 +99,12 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     # Keyword matches that clear their own bar come after: they alone answer while the service is
     # away, and they still speak when a memory too small for the fused score has few neighbours
     # (its cosines are taken around the candidates' own mean).
-    hits += keyword_hits(conn, project, session_id, query)
+    hits = current(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
     given = injections.given_refs(conn, session_id)
-    # What something newer replaced is never pushed (whatever the service's answer says).
-    replaced = links.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
     lines: list[tuple[str, str]] = []
     for h in hits:
         ref = f"{REF_PREFIX.get(h.get('kind'), '')}:{h.get('id')}"
         if h.get("kind") not in KINDS or ref in given or any(ref == r for r, _ in lines):
-            continue
-        if h["kind"] == "observation" and (int(h["id"]) in replaced or h.get("superseded_by")):
             continue
         lines.append((ref, memory_line(h["kind"], int(h["id"]), int(h.get("created_at_epoch") or 0), label_of(h),
                                        str(h.get("title") or ""), str(h.get("snippet") or ""))))
@@ -116,6 +112,30 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
             break
     text, refs = fit_lines(HEADER, lines, config.push_prompt_chars)
     return (text, refs, "hybrid" if semantic is not None else "fts") if refs else None
+
+
+def current(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str) -> list[dict[str, Any]]:
+    """The hits with each observation something newer replaced (store/links.py) given way to what
+    replaced it: never pushed itself, whatever the service's answer says (the service already put
+    the replacement in its place; the keyword matches here did not)."""
+    replaced = links.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
+    if not replaced:
+        return hits
+    heads = links.current_heads(conn, sorted(replaced))
+    wanted = sorted({h for hs in heads.values() for h in hs})
+    rows = {r["id"]: dict(r) for r in conn.execute(
+        f"SELECT id, session_id, type, title, subtitle, created_at_epoch FROM observations WHERE id IN ({','.join('?' * len(wanted))})"
+        " AND project = ? AND session_id != ?", [*wanted, project, session_id])} if wanted else {}
+    out: list[dict[str, Any]] = []
+    for h in hits:
+        if h.get("kind") != "observation" or int(h["id"]) not in replaced:
+            out.append(h)
+            continue
+        out += [{"kind": "observation", "id": r["id"], "session_id": r["session_id"], "type": r["type"],
+                 "title": cut(r["title"], 120), "snippet": cut(r["subtitle"] or "", DETAIL_CHARS),
+                 "created_at_epoch": r["created_at_epoch"], "score": h.get("score")}
+                for r in (rows.get(i) for i in heads.get(int(h["id"]), [])) if r]
+    return out
 
 
 def _has_memory(conn: sqlite3.Connection, project: str, session_id: str) -> bool:
