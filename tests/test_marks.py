@@ -302,11 +302,13 @@ def test_import_marks_before_it_returns_and_the_marks_command_corrects_them(data
 def test_marks_apply_is_a_dry_run_unless_confirmed(conn: sqlite3.Connection) -> None:
     first = store(conn, "The CI runner has 2 cores", at=1)
     second = store(conn, "The CI runner has 2 cores", at=2, session="s2")
+    conn.execute("UPDATE link_sweep SET upto_id = ? WHERE id = 1", (second,))  # as if they predated the upgrade
     dry = invoke_json("marks", "apply")
     assert dry["dry_run"] and dry["marked"] == {"repeat": 1} and links.superseded_ids(conn, [first]) == set()
+    assert sweep_pending(conn) == 2
     assert "dry run: nothing was marked" in invoke("marks", "apply").stdout
     invoke("marks", "apply", "--yes")
-    assert links.superseded_ids(conn, [first, second]) == {first}
+    assert links.superseded_ids(conn, [first, second]) == {first} and sweep_pending(conn) == 0
     assert "seen 2 times since" in invoke("show", str(second)).stdout
 
 

@@ -107,6 +107,9 @@ def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: 
             with transaction(conn):
                 applied.marks += [m for row in _oldest_first(conn, ids[start:start + CHUNK]) for m in run.one(conn, row)]
         applied.checked += len(ids[start:start + CHUNK])
+    if not dry_run and not project and not after_id:
+        with transaction(conn):  # every observation has been through the rules: no sweep is left to do
+            conn.execute("UPDATE link_sweep SET through_id = upto_id WHERE id = 1")
     return applied
 
 
