@@ -72,7 +72,11 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
         if note:
             click.echo(paint(f"note: {note}", "yellow", err=True), err=True)
         if result.hits:
-            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind, h.title or h.snippet,
+            from claude_mem.recall.views import replaced_notes
+
+            notes = replaced_notes(conn, result.hits)
+            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind,
+                     (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
             click.echo(paint(f"{len(result.hits)} result(s), {result.mode}, {elapsed_ms:.0f} ms."

@@ -25,6 +25,7 @@ from claude_mem.store.reads import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.parse import ParseResult, parse_reply
+from claude_mem.worker.recalled import Recalled
 from claude_mem.worker.render import Event, files_touched, fill, render_batch
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Synthesis:
         self.use_model = mode != "heuristic"  # auto turns it off when the model cannot be used
         self.conversation = conversation
         self.log = log
+        self.recalled = Recalled(conn, session_id, log)  # what memory holds about each batch, shown to the model
 
     def heuristic(self, event: Event) -> Outcome:
         """Observations, or the turn's summary, without a model."""
@@ -67,11 +69,11 @@ class Synthesis:
             return Outcome(observations=heuristic.observe(events))
         body = render_batch(events)
         prompt_number = events[0].prompt_number
-        header = ""
+        header = request = ""
         if prompt_number != self.conversation.last_request_number:
             request = self._prompt_text(prompt_number)
             header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, events=body)
+        message = fill("observation", request_line=header, memory=self._memory(events, request), events=body)
         reply = await self.conversation.send(message)
         if reply.error:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
@@ -93,6 +95,14 @@ class Synthesis:
         await self.conversation.drop()  # the next try resumes the conversation before this batch
         return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
                        raw_error=problems)
+
+    def _memory(self, events: list[Event], request: str) -> str:
+        """What memory holds about the batch; nothing (logged) when it cannot be read."""
+        try:
+            return self.recalled.block(events, request)
+        except sqlite3.Error as exc:
+            self.log(f"could not read what memory holds about the batch ({exc}); sent without it")
+            return ""
 
     def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
         """What a turn's summary is made from: the request, the turn's events, Claude's last message."""

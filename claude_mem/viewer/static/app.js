@@ -40,6 +40,15 @@ async function api(path, params) {
   return body;
 }
 
+// The one write: a person's mark or undo (a JSON body, which another site's page cannot send).
+async function post(path, body) {
+  const res = await fetch(new URL(path, location.origin), {
+    method: "POST", headers: { Accept: "application/json", "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(answer.error || `the server answered ${res.status}`);
+  return answer;
+}
+
 function whenText(ms) {
   const date = new Date(ms);
   const minutes = Math.floor((Date.now() - ms) / 60000);
@@ -71,9 +80,11 @@ const badge = (item) => el("span", { class: `badge t-${token(item.type || item.k
 // -- the list pane: live feed and search results ------------------------------------------------
 
 function itemNode(item, extra) {
-  return el("li", { class: `item kind-${token(item.kind)}`, dataset: { kind: item.kind, id: item.id } },
+  const replaced = item.superseded_by && item.superseded_by.length;
+  return el("li", { class: `item kind-${token(item.kind)}${replaced ? " superseded" : ""}`, dataset: { kind: item.kind, id: item.id } },
     el("a", { href: itemHref(item) },
       el("div", { class: "item-head" }, badge(item), el("span", { class: "title" }, item.title || "(untitled)")),
+      item.mark ? el("p", { class: "mark" }, item.mark) : null,
       item.text ? el("p", { class: "text" }, item.text) : null,
       extra || null,
       el("div", { class: "meta" },
@@ -308,12 +319,47 @@ function field(label, value) {
   return value === null || value === undefined || value === "" ? null : [el("dt", {}, label), el("dd", {}, value)];
 }
 
-function renderObservation({ observation: o, session, prompt }) {
+function markEntry(m, o) {
+  const older = m.old_id === o.id;
+  const other = older ? m.new_id : m.old_id;
+  const by = m.author === "rule" && m.rule ? `rule ${m.rule}` : m.author;
+  const undo = el("button", { type: "button", class: "undo" }, "Undo");
+  undo.addEventListener("click", () => changeMark({ old: m.old_id, new: m.new_id, undo: true }, undo));
+  return el("li", {}, older ? (m.relation === "duplicates" ? "The same claim again in " : "Superseded by ") : "Replaces ",
+    el("a", { href: `#/observation/${other}` }, `obs:${other}`), ` (${new Date(older ? m.new_epoch : m.old_epoch).toLocaleDateString()}): `,
+    older ? m.new_title : m.old_title, el("span", { class: "meta" }, ` — said by ${by}${m.reason ? `: ${m.reason}` : ""} `), undo);
+}
+
+async function changeMark(body, button) {
+  button.disabled = true;
+  try {
+    await post("/api/marks", body);
+    route();
+  } catch (err) {
+    button.disabled = false;
+    button.after(el("span", { class: "load-error" }, ` ${err.message}`));
+  }
+}
+
+function markForm(o) {
+  const input = el("input", { type: "text", inputmode: "numeric", placeholder: "newer obs id", "aria-label": "newer observation id", size: 12 });
+  const button = el("button", { type: "submit" }, "Mark as superseded");
+  const form = el("form", { class: "mark-form" }, "No longer true? Superseded by obs:", input, " ", button);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const newer = Number(String(input.value).replace(/^obs:/i, "").trim());
+    if (Number.isInteger(newer) && newer > 0) changeMark({ old: o.id, new: newer }, button);
+  });
+  return form;
+}
+
+function renderObservation({ observation: o, session, prompt, marks }) {
   const files = [];
   if (o.files_read.length) files.push(section("Files read", list(o.files_read, "files")));
   if (o.files_modified.length) files.push(section("Files modified", list(o.files_modified, "files")));
   return el("article", { class: "observation", dataset: { id: o.id } },
-    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null),
+    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null,
+      o.mark ? el("p", { class: "mark" }, o.mark) : null),
     el("dl", { class: "facts-meta" },
       field("Project", o.project),
       [el("dt", {}, "Session"), el("dd", {}, el("a", { href: sessionHref(o.session_id) }, o.session_id))],
@@ -325,7 +371,8 @@ function renderObservation({ observation: o, session, prompt }) {
     o.narrative ? section("Narrative", el("p", { class: "narrative" }, o.narrative)) : null,
     o.facts.length ? section("Facts", list(o.facts)) : null,
     o.concepts.length ? section("Concepts", el("p", { class: "chips" }, o.concepts.map((c) => el("span", { class: "chip" }, c)))) : null,
-    ...files);
+    ...files,
+    section("Still true?", marks && marks.length ? el("ul", { class: "marks" }, marks.map((m) => markEntry(m, o))) : null, markForm(o)));
 }
 
 function renderRemote(r) {
@@ -351,6 +398,7 @@ function timelineEntry(entry) {
     return el("li", { class: "t-entry tl-observation", dataset: { kind: "observation", id: entry.id } },
       el("a", { href: `#/observation/${entry.id}` },
         el("div", { class: "t-head" }, badge(entry), el("span", { class: "title" }, entry.title)),
+        entry.mark ? el("p", { class: "mark" }, entry.mark) : null,
         entry.subtitle ? el("p", { class: "text" }, entry.subtitle) : null));
   }
   return el("li", { class: "t-entry tl-summary", dataset: { kind: "summary", id: entry.id } },
