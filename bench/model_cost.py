@@ -110,7 +110,7 @@ def observer_chars(worker: Worker, rows: list[dict], conn, recalled: Recalled | 
                 last_prompt = events[0].prompt_number
             lines = recalled.block(events, request) if recalled is not None else ""
             memory_chars += len(lines)
-            ours += len(fill("observation", request_line=header, memory=lines, events=render_batch(events)))
+            ours += len(header + fill("observation", memory=lines, events=render_batch(events)))
         messages += 1
     return ours, messages, memory_chars, batches
 

@@ -76,10 +76,14 @@ class Conversation:
         self._recap_prefix = ""
         self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, request: tuple[int, str] | None = None) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
         resumes the conversation cut at the last stored batch (sdk_resume_at), so the failed
-        message is never merged into a later request (PLATFORM-NOTES)."""
+        message is never merged into a later request (PLATFORM-NOTES).
+
+        `request` (its number, its header line) goes in front of the text when this conversation
+        has not seen it: decided here, after the CLI is opened, since a conversation that could
+        not be resumed or was renewed starts without it."""
         over = budget.reached(self.conn, self.config.observer_daily_tokens)
         if over is not None:
             from claude_mem.worker.observer import Reply
@@ -89,8 +93,9 @@ class Conversation:
                          detail=f"{over['total']:,} of {self.config.observer_daily_tokens:,} tokens spent today")
         if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
             await self._open(fresh=self.fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
-            text = self._recap_prefix + text
-            self._recap_prefix = ""
+        if request is not None and request[0] != self.last_request_number:
+            text = request[1] + text
+        text, self._recap_prefix = self._recap_prefix + text, ""
         assert self.observer is not None
         observer = self.observer
         reply = await observer.send(text)
@@ -100,6 +105,8 @@ class Conversation:
             await self.drop()
             return self._given_up(reply) if observer.failed_to_start else reply
         self.turn = (reply.session_id, reply.uuid)
+        if request is not None:
+            self.last_request_number = request[0]
         with transaction(self.conn):
             since = outages.clear(self.conn, self.session_id)
         if since is not None:

@@ -67,17 +67,15 @@ class Synthesis:
     async def observe(self, events: list[Event]) -> Outcome:
         if not self.use_model:
             return Outcome(observations=heuristic.observe(events))
-        body = render_batch(events)
         prompt_number = events[0].prompt_number
-        header = request = ""
-        if prompt_number != self.conversation.last_request_number:
-            request = self._prompt_text(prompt_number)
-            header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, memory=self._memory(events, request), events=body)
-        reply = await self.conversation.send(message)
+        request = self._prompt_text(prompt_number)
+        header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
+        # What memory holds about the request is looked up once, with the request's first batch.
+        about = request if prompt_number != self.conversation.last_request_number else ""
+        message = fill("observation", memory=self._memory(events, about), events=render_batch(events))
+        reply = await self.conversation.send(message, request=(prompt_number, header))
         if reply.error:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
-        self.conversation.last_request_number = prompt_number
         result = parse_reply(reply.text)
         if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
             return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
