@@ -1,4 +1,4 @@
-"""The four hook commands: Claude Code's hook JSON in, durable rows out.
+"""The five hook commands (hook_table.py): Claude Code's hook JSON in, durable rows out.
 
   context  SessionStart        print the project's digest; start the memory service for the
                                session's first prompt when there is memory to search
@@ -29,7 +29,7 @@ import sqlite3
 import sys
 
 from claude_mem import settings as settings_mod
-from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
+from claude_mem.hook_table import HOOK_EVENTS
 from claude_mem.logs import log_line
 from claude_mem.payload import (
     PayloadError,
@@ -51,15 +51,8 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO, TextIO
 
 QUIET = '{"continue": true, "suppressOutput": true}'
-# Claude's final reply, at most this much of it: kept with its prompt and searched (issue 14),
-# and carried by the turn's summary request.
+# Claude's final reply, at most this much of it: kept with its prompt and searched, and carried by the turn's summary request.
 REPLY_CHARS = 4000
-
-# The events each command handles (entry.HOOK_REGISTRATIONS), and SubagentStop, which a user may
-# route to `summary` and which stores nothing: a subagent ending does not end the user's turn.
-HOOK_EVENTS: dict[str, tuple[str, ...]] = {
-    command: tuple(event for event, sub, _ in HOOK_REGISTRATIONS if sub == command) for command in HOOK_COMMANDS}
-HOOK_EVENTS["summary"] += ("SubagentStop",)
 
 
 def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER  # noqa: F401  (PRE_TOOL_MATCHER: for callers)
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_REGISTRATIONS
 from claude_mem.settings import SettingsError
 from claude_mem.settings import read_json_object as _read_json_object
 

@@ -13,7 +13,7 @@ hooks, so the hook payloads are rebuilt from it:
   Stop                when a prompt's turn ends (before the next prompt, or at the end), with
                       the turn's last assistant text as last_assistant_message
   SubagentStop        at the end of each subagent transcript (not routed to a claude-mem hook:
-                      the plugin does not register it; see HOOK_COMMANDS)
+                      the plugin does not register it; see hook_table.py)
 
 User lines that are NOT prompts, and why:
   - tool results (the user role carries them; they become PostToolUse above)
@@ -56,11 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from claude_mem.entry import HOOK_REGISTRATIONS
-
-# Which claude-mem hook command each Claude Code event goes to: the registered ones
-# (entry.HOOK_REGISTRATIONS). Events not listed are not sent.
-HOOK_COMMANDS: dict[str, str] = {event: command for event, command, _ in HOOK_REGISTRATIONS}
+from claude_mem.hook_table import COMMAND_FOR_EVENT
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
@@ -90,7 +86,7 @@ class HookEvent:
     def event(self) -> str:
         return str(self.payload.get("hook_event_name", ""))
 
-    def command(self, commands: Mapping[str, str] = HOOK_COMMANDS) -> str | None:
+    def command(self, commands: Mapping[str, str] = COMMAND_FOR_EVENT) -> str | None:
         return commands.get(self.event)
 
 
@@ -362,7 +358,7 @@ def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]])
 
     stored = 0
     for payload in payloads:
-        make = hooks.SANITIZE.get(HOOK_COMMANDS.get(payload.get("hook_event_name", ""), ""))
+        make = hooks.SANITIZE.get(COMMAND_FOR_EVENT.get(payload.get("hook_event_name", ""), ""))
         record = make(config, payload) if make else None
         if record is not None:
             apply_event(conn, record)
@@ -421,7 +417,7 @@ def hook_argv() -> list[str]:
 
 
 def run_hook(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
-             commands: Mapping[str, str] = HOOK_COMMANDS, timeout: float = 60) -> HookResult:
+             commands: Mapping[str, str] = COMMAND_FOR_EVENT, timeout: float = 60) -> HookResult:
     """Run the hook command for one event as Claude Code does: a fresh process, JSON on stdin."""
     command = event.command(commands)
     if command is None:
@@ -435,7 +431,7 @@ def run_hook(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Se
 
 def play_subprocess(events: Iterable[HookEvent | dict[str, Any]], *, env: Mapping[str, str] | None = None,
                     concurrency: Concurrency = "none", max_workers: int = 8, executor: Executor | None = None,
-                    argv: Sequence[str] | None = None, commands: Mapping[str, str] = HOOK_COMMANDS,
+                    argv: Sequence[str] | None = None, commands: Mapping[str, str] = COMMAND_FOR_EVENT,
                     timeout: float = 60) -> list[HookResult]:
     """Send every event that a claude-mem hook handles through the real hook command."""
     routed = [e for e in as_events(events) if e.command(commands) is not None]

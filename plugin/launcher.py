@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         return check(plugin, state)
     if state == "stale":
         run_environment(plugin, argv)
-    from claude_mem.entry import HOOK_COMMANDS
+    from claude_mem.hook_table import HOOK_COMMANDS
 
     if command in HOOK_COMMANDS:
         return run_from_source(command)

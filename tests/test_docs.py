@@ -12,9 +12,8 @@ import tempfile
 
 import pytest
 
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
-from claude_mem.entry import HOOK_COMMANDS
+from claude_mem.cli.app import cli
+from claude_mem.hook_table import HOOK_COMMANDS
 from claude_mem.settings import SETTINGS
 from tests.conftest import ROOT
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers the commands)
+from claude_mem.cli.app import cli
 from claude_mem.store.db import PeerDatabaseError, connect, is_peer_database, peer_database_at
 from tests.conftest import run_hook
 from tests.peer_db import file_digests, make_peer_db

@@ -1,4 +1,4 @@
-"""Looking at what is stored: sessions, show, observations, summaries, the queue, logs."""
+"""Looking at what is stored: sessions, show, observations, summaries, the queue."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_when
 from claude_mem.store import injections, links, outages, overview

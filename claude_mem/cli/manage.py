@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from claude_mem import settings as settings_mod
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import (

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from claude_mem.cli import AppContext
+    from claude_mem.cli.app import AppContext
     from claude_mem.recall.index import Index
     from claude_mem.settings import Config
 

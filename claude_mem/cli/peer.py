@@ -7,7 +7,7 @@ import os
 
 import click
 
-from claude_mem.cli import AppContext, emit_json
+from claude_mem.cli.app import AppContext, emit_json
 from claude_mem.cli.format import Column, echo_table, plural
 from claude_mem.cli.params import UsageProblem, create_db, index_new_rows, warn_index_error
 from claude_mem.cli.progress import IMPORT_INTERRUPTED, Bar

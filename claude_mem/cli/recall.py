@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, local_time, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, heading, local_time, paint
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import parse_when

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from claude_mem.cli import AppContext, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import echo_fields, human_bytes, local_time, paint, plural, status_colour
 from claude_mem.cli.inspect import json_option
 from claude_mem.progress import describe as describe_job

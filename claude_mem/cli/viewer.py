@@ -12,7 +12,7 @@ from types import FrameType
 
 import click
 
-from claude_mem.cli import AppContext, cli, pass_app
+from claude_mem.cli.app import AppContext, cli, pass_app
 
 DEFAULT_PORT = 37777
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{8,200}")  # safe in a URL and a cookie as it is

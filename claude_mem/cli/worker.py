@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from claude_mem import settings
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 
 
 @cli.command("worker")
