@@ -302,11 +302,11 @@ def run_pre(config: Config, payload: dict[str, Any]) -> str | None:
     try:
         cwd = optional_str(payload, "cwd")
         if tool == "Bash":
-            from claude_mem.push import commands
+            from claude_mem.push import failures
 
             # Redacted as the stored commands were: the same key for the same command, and no
             # secret of the live one can reach the injections table or the output.
-            return commands.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
+            return failures.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
         from claude_mem.push import files
 
         return files.run(conn, session_id, cwd, path)

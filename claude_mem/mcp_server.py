@@ -30,6 +30,7 @@ from claude_mem.recall.through_service import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.memories import OBSERVATION_TYPES
 from claude_mem.store.reads import REF_PATTERN, parse_ref
+from claude_mem.text.clock import local_stamp
 
 SERVER_NAME = "claude-mem"
 ALL_PROJECTS = "*"
@@ -329,7 +330,7 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             if rec is None:
                 missing.append(text)
             else:
-                lines += [*([""] if lines else []), *remote.record_lines(rec, views.local_stamp(rec["created_at_epoch"]))]
+                lines += [*([""] if lines else []), *remote.record_lines(rec, local_stamp(rec["created_at_epoch"]))]
         return (views.bounded(lines, limit, "lines") if lines else ""), missing
 
     @server.tool(name="recent_sessions", description=RECENT_DOC, annotations=read_only, structured_output=False)

@@ -582,13 +582,13 @@ SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
 # Our modules a hook may load: the hook path, the store, the injected-context room (push/),
 # worker start-up, and the memory service's stdlib client (the prompt push asks it first).
 HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hook_table", "claude_mem.hooks", "claude_mem.payload", "claude_mem.project",
-             "claude_mem.settings", "claude_mem.logs", "claude_mem.resources", "claude_mem.store", "claude_mem.push",
+             "claude_mem.settings", "claude_mem.logs", "claude_mem.resources", "claude_mem.store", "claude_mem.push", "claude_mem.text",
              "claude_mem.worker", "claude_mem.worker.spawn", "claude_mem.worker.stranded", "claude_mem.service",
              "claude_mem.service.client", "claude_mem.service.protocol")
 
 
 def on_hook_path(module: str) -> bool:
-    return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push."))
+    return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push.", "claude_mem.text."))
 
 
 @pytest.mark.parametrize("command", ["context", "context-service", "new", "pre", "pre-bash", "save", "summary"])

@@ -17,13 +17,14 @@ import pytest
 from mcp import Client
 
 from claude_mem.mcp_server import build_server
-from claude_mem.push.commands import command_key, error_line
+from claude_mem.push.failures import error_line
 from claude_mem.service import client
 from claude_mem.service.control import stop_service
 from claude_mem.store import queue
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
+from claude_mem.text.command_keys import command_key
 from tests.conftest import cli_json, run_hook
 from tests.git_layout import git_checkout, git_worktree
 from tests.hardening.support import wait_until

@@ -12,7 +12,7 @@ import click
 
 from claude_mem import settings as settings_mod
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
+from claude_mem.cli.format import Column, echo_table, paint, plural
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import (
     UsageProblem,
@@ -25,6 +25,7 @@ from claude_mem.cli.params import (
 from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.reads import parse_ref
+from claude_mem.text.clock import local_stamp
 
 # --- forget and prune ----------------------------------------------------------------------------
 
@@ -54,7 +55,7 @@ def _preview(conn: Any, planned: forget_mod.Plan, limit: int = 10) -> None:
             f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
             f" ({','.join('?' * len(planned.sessions[:limit]))}) ORDER BY started_at_epoch", planned.sessions[:limit]).fetchall()
         echo_table([Column("SESSION"), Column("PROJECT"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
-                   [(r[0], r[1], local_time(r[2]), r[3] or "") for r in rows])
+                   [(r[0], r[1], local_stamp(r[2]), r[3] or "") for r in rows])
         if len(planned.sessions) > limit:
             click.echo(f"... and {len(planned.sessions) - limit} more session(s)")
         return

@@ -14,11 +14,12 @@ from typing import Any
 import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, local_time, paint
+from claude_mem.cli.format import Column, echo_table, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
 from claude_mem.store.memories import OBSERVATION_TYPES
 from claude_mem.store.reads import ref
+from claude_mem.text.clock import local_stamp
 
 REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
 PROGRESS_POLL_S = 0.3  # how often a command asks the memory service how far its work is
@@ -75,7 +76,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
             from claude_mem.recall.views import replaced_notes
 
             notes = replaced_notes(conn, result.hits)
-            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind,
+            rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
                      (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)

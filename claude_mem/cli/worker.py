@@ -60,10 +60,11 @@ def workers_list(app: AppContext, as_json: bool) -> None:
     if as_json:
         emit_json([w.as_dict() for w in live])
         return
-    from claude_mem.cli.format import Column, echo_table, local_time
+    from claude_mem.cli.format import Column, echo_table
+    from claude_mem.text.clock import local_stamp
 
     echo_table([Column("PID", ">"), Column("SYNTHESIZER"), Column("STARTED"), Column("SESSION")],
-               [(w.pid, w.synthesizer, local_time(w.started_at_epoch), w.session_id) for w in live], empty="no live workers")
+               [(w.pid, w.synthesizer, local_stamp(w.started_at_epoch), w.session_id) for w in live], empty="no live workers")
 
 
 @cli.command("retry")
@@ -192,12 +193,12 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.
 
     Exits 1 when a problem is left unrepaired."""
-    from claude_mem.cli.format import local_time
     from claude_mem.status import report
     from claude_mem.store import queue
     from claude_mem.store.db import latest_version, transaction
     from claude_mem.store.outages import describe
     from claude_mem.store.spool import drain_spool, spooled
+    from claude_mem.text.clock import local_stamp
     from claude_mem.worker import processes, stranded
 
     config = app.config
@@ -250,7 +251,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
 
     stalled = [o for o in info["model_outages"] if o["waiting"]]
     note("model outages", not stalled,
-         "; ".join(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}" for o in stalled[:3])
+         "; ".join(f"session {o['claude_session_id'][:12]}: {describe(o, local_stamp)}" for o in stalled[:3])
          or "the model answers (or no session is waiting for it)")
 
     skipped = info["skipped"]

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, cut, json_items, ref, row_files
+from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, json_items, ref, row_files
+from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from claude_mem.push.terms import fts_match
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Filters, sql_filters
 from claude_mem.store.reads import KIND
+from claude_mem.text.terms import fts_match
 
 # How many rows match each word, kept between searches of a large memory (~0.2 ms a word a kind,
 # a tenth of a search at 100k observations): (database, kind, match) -> (count, the table's

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from claude_mem.push.terms import query_terms
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.current import rank_current
@@ -34,6 +33,7 @@ from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store.reads import KINDS
+from claude_mem.text.terms import query_terms
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index

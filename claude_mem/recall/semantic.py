@@ -9,12 +9,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from claude_mem.push.terms import stem
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.recall.documents import VectorMatch, document_texts
-from claude_mem.store.cjk import has_cjk
 from claude_mem.store.reads import KIND, KINDS
+from claude_mem.text.cjk import has_cjk
+from claude_mem.text.terms import stem
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index

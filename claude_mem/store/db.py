@@ -15,7 +15,7 @@ import time
 from collections import namedtuple
 
 from claude_mem.resources import resource_dir
-from claude_mem.store import cjk
+from claude_mem.text.cjk import spaced
 
 
 class SchemaTooNewError(RuntimeError):
@@ -134,7 +134,8 @@ def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    cjk.register(conn)  # the keyword index's triggers call it (migration cjk_keywords)
+    # The keyword index's triggers call it (migration cjk_keywords): text/cjk.py.
+    conn.create_function("cjk_spaced", 1, spaced, deterministic=True)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     # Before anything writes (the WAL switch, migrations): the npm claude-mem's database sits where
     # ours belongs when CLAUDE_MEM_DATA_DIR points at its folder. Ours is never at version 0 once

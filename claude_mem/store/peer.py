@@ -32,8 +32,9 @@ from typing import Any
 from claude_mem.payload import clean_text
 from claude_mem.store.db import is_peer_database, now_iso
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS, known_type
-from claude_mem.store.reads import cut, json_list
+from claude_mem.store.reads import json_list
 from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_rows, validate_row
+from claude_mem.text.shorten import cut
 
 NAME = "the npm claude-mem (thedotmack/claude-mem)"
 FIELD_CHARS = 16_000  # per text field: the peer caps nothing, a pasted log may sit in a narrative

@@ -141,12 +141,6 @@ def row_files(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(path for column in KIND[kind].file_columns for path in json_list(row[column])))
 
 
-def cut(text: str | None, limit: int) -> str:
-    """`text` on one line, at most `limit` characters, an ellipsis marking a cut."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def like_escape(text: str) -> str:
     """`text` inside a `LIKE ? ESCAPE '\\'` pattern, its own %, _ and \\ matching themselves."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -18,7 +18,8 @@ from typing import Any
 from claude_mem.settings import Config
 from claude_mem.store import costs, injections, links, memories, overview, records
 from claude_mem.store.db import connect, transaction
-from claude_mem.store.reads import TURN_RANK, cut
+from claude_mem.store.reads import TURN_RANK
+from claude_mem.text.shorten import cut
 
 FEED_TEXT_CHARS = 400
 STREAM_BATCH = 200  # rows per kind per poll; a bigger backlog goes out over the next polls

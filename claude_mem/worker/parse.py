@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from claude_mem.store.memories import SUMMARY_FIELDS, Observation, Summary, known_type
+from claude_mem.text.shorten import clip, cut
 
 BLOCKS = ("observation", "summary")
 TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", *SUMMARY_FIELDS)
@@ -215,7 +216,7 @@ def _observation(el: etree._Element, label: str, problems: list[str]) -> Observa
             problems.append(f"{label} dropped: no title, narrative or facts")
             return None
         source = next(s for s in (subtitle, narrative, facts[0] if facts else "") if s)
-        title = _shorten(_SENTENCE_END.split(source.splitlines()[0], maxsplit=1)[0], DERIVED_TITLE_CHARS)
+        title = clip(_SENTENCE_END.split(source.splitlines()[0], maxsplit=1)[0], DERIVED_TITLE_CHARS)
         problems.append(f"{label}: no title; derived one from its content")
     return Observation(type=kind, title=title, subtitle=subtitle, narrative=narrative, facts=facts,
                        concepts=_list(kids, ("concepts",), split_commas=True),
@@ -295,11 +296,4 @@ def _cap(text: str, what: str, label: str, problems: list[str]) -> str:
     if len(text) <= limit:
         return text
     problems.append(f"{label}: {what} of {len(text)} characters cut to {limit}")
-    return text[:limit - 1].rstrip() + "…"
-
-
-def _shorten(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut).rstrip() + "…"
+    return cut(text, limit, one_line=False)

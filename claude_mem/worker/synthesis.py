@@ -21,7 +21,7 @@ from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, Summary, list_observations
-from claude_mem.store.reads import cut
+from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.parse import ParseResult, parse_reply

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem.store.memories import Observation, Summary
-from claude_mem.worker.heuristic import commands, edits, outputs
-from claude_mem.worker.heuristic.commands import clip
+from claude_mem.text.shorten import clip
+from claude_mem.worker.heuristic import bash, edits, outputs
 from claude_mem.worker.render import Event, _response_text, files_touched
 
 TITLE_CHARS = 150
@@ -110,15 +110,15 @@ def collect(events: list[Event]) -> Batch:
 def _run(index: int, e: Event, command: str, cwd: str | None) -> Run:
     i = _input(e)
     failed = e.is_error or (isinstance(e.tool_response, dict) and bool(e.tool_response.get("interrupted")))
-    shown = commands.display(command, cwd)
-    kind = commands.kind(command, i)
+    shown = bash.display(command, cwd)
+    kind = bash.kind(command, i)
     label = shown
-    if commands.is_script(command) and isinstance(i.get("description"), str) and i["description"].strip():
+    if bash.is_script(command) and isinstance(i.get("description"), str) and i["description"].strip():
         # an inline script: its description says what it was for
         label = f"{(shown.split() or ['a'])[0]} script ({clip(i['description'], 60)})"
     elif kind == "commit":  # `git add a b c && git commit`: the commit is what matters
         label = "git commit"
-    return Run(index, e, shown, label, kind, commands.check_key(command),
+    return Run(index, e, shown, label, kind, bash.check_key(command),
                outputs.read(_response_text(e), failed=failed, cwd=cwd), command)
 
 
@@ -213,7 +213,7 @@ def _checks(runs: list[Run]) -> Observation:
         obs_type = "discovery"
     elif kind == "commit":
         made = outputs.commit(_response_text(last.event))
-        message = made[1] if made else commands.commit_message(last.raw)
+        message = made[1] if made else bash.commit_message(last.raw)
         title = f"Committed {made[0]}: {message}" if made else f"git commit: {message or last.result()}"
         obs_type = "change"
     elif kind == "push":
@@ -221,13 +221,13 @@ def _checks(runs: list[Run]) -> Observation:
         title = f"git push: pushed {branch}" if branch else f"{last.label}: {last.result()}"
         obs_type = "change"
     elif kind == "install":
-        names = commands.packages(last.raw) or []
-        title = f"Added dependency {', '.join(names)} ({commands.install_tool(last.raw)})"
+        names = bash.packages(last.raw) or []
+        title = f"Added dependency {', '.join(names)} ({bash.install_tool(last.raw)})"
         obs_type = "change"
     elif kind == "server":
         command = last.raw
         url = outputs.listening(_response_text(last.event))
-        port = commands.port(command)
+        port = bash.port(command)
         title = f"Started server: {last.label}" + (f" on {url}" if url else f" on port {port}" if port else "")
         obs_type = "change"
     else:
