@@ -40,6 +40,7 @@ from claude_mem.payload import (
     require_str,
     to_json_capped,
 )
+from claude_mem.processes import detach
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect
@@ -59,7 +60,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     """Run one hook command. Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
-    spawn.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
+    detach.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
     output = "" if command == "context" else QUIET
     config: Config | None = None
     try:

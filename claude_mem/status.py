@@ -119,7 +119,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
     events no worker is left to take (issue 11: whoever asks may be what runs next); `index`
     opens the semantic index to measure its drift (seconds on a cold start; the viewer skips it)."""
     from claude_mem.service import control
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": model_credentials(),

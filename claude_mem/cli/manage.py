@@ -44,7 +44,7 @@ def _describe(counts: dict[str, int]) -> str:
 
 
 def _live_sessions(app: AppContext) -> dict[str, int]:
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     return {w.session_id: w.pid for w in list_workers(app.config.workers_dir) if w.alive}
 

@@ -54,7 +54,7 @@ def service_run(app: AppContext, idle_s: float | None, stop: bool) -> None:
 @pass_app
 def workers_list(app: AppContext, as_json: bool) -> None:
     """List live workers."""
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     live = [w for w in list_workers(app.config.workers_dir) if w.alive]
     if as_json:
@@ -193,13 +193,16 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.
 
     Exits 1 when a problem is left unrepaired."""
+    from claude_mem.processes import census
+    from claude_mem.processes.locks import unheld_locks
     from claude_mem.status import report
     from claude_mem.store import queue
     from claude_mem.store.db import latest_version, transaction
     from claude_mem.store.outages import describe
     from claude_mem.store.spool import drain_spool, spooled
     from claude_mem.text.clock import local_stamp
-    from claude_mem.worker import processes, stranded
+    from claude_mem.worker import stranded
+    from claude_mem.worker.spawn import list_workers
 
     config = app.config
     conn = app.db()
@@ -215,7 +218,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     version, latest = conn.execute("PRAGMA user_version").fetchone()[0], latest_version()
     note("migrations", version == latest, f"schema {version} of {latest}")
 
-    workers = processes.list_workers(config.workers_dir)
+    workers = list_workers(config.workers_dir)
     dead = [w for w in workers if not w.alive]
     fixed = ""
     if dead and fix:
@@ -223,17 +226,17 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
         fixed = f"removed {len(dead)} stale worker file(s)"
     note("stale worker files", not dead, f"{len(dead)} for dead workers", fixed)
 
-    stale_locks = processes.stale_lock_files(config.workers_dir)
+    stale_locks = unheld_locks(config.workers_dir)
     fixed = ""
     if stale_locks and fix:
         _remove(stale_locks)
         fixed = f"removed {len(stale_locks)} unheld lock file(s)"
     note("stale locks", not stale_locks, f"{len(stale_locks)} lock file(s) held by no process", fixed)
 
-    orphans = processes.orphaned_observers(config.data_dir)
+    orphans = census.orphaned_observers(config.data_dir)
     fixed = ""
     if orphans and fix:
-        fixed = f"stopped {processes.terminate(orphans)} orphaned observer process(es)"
+        fixed = f"stopped {census.terminate(orphans)} orphaned observer process(es)"
     note("orphaned observers", not orphans, f"{len(orphans)} observer CLI process(es) without a worker", fixed)
 
     # Due rows only: events waiting out an outage's backoff need no worker until they are due.

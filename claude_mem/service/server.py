@@ -27,9 +27,9 @@ from dataclasses import asdict
 from typing import Any
 
 from claude_mem.logs import log_line
+from claude_mem.processes.locks import take_lock
 from claude_mem.service import protocol
 from claude_mem.settings import Config
-from claude_mem.worker import spawn
 
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
 READ_TIMEOUT_S = 10.0  # a client that connects and sends nothing is dropped
@@ -62,7 +62,7 @@ class Service:
     def run(self) -> str:
         config = self.config
         config.ensure_dirs()
-        lock_fd = spawn.take_lock(protocol.lock_path(config.data_dir))
+        lock_fd = take_lock(protocol.lock_path(config.data_dir))
         if lock_fd is None:
             return "another service is running for this data folder"
         # Who holds it, for `stop` before the info file is written (that waits for the model).

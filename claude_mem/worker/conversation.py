@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from claude_mem.logs import log_line
+from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
@@ -158,10 +159,10 @@ class Conversation:
         await self.close()
         session = records.get_session(self.conn, self.session_id) or {}
         resume = None if fresh else session.get("sdk_session_id")
-        observer_dir = os.path.join(self.config.data_dir, "observer")
-        os.makedirs(observer_dir, mode=0o700, exist_ok=True)
+        folder = observer_dir(self.config.data_dir)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
-        observer = Observer(model=self.config.model, system_prompt=system, cwd=observer_dir,
+        observer = Observer(model=self.config.model, system_prompt=system, cwd=folder,
                             cli_path=self.config.cli_path or None, resume=resume, resume_at=session.get("sdk_resume_at"),
                             turn_timeout_s=self.config.observer_timeout_s)
         self.observer = observer

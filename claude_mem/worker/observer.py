@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -52,13 +51,12 @@ from typing import Any
 
 import psutil
 
+from claude_mem.processes.census import OBSERVER_ENV, alive, observer_processes
 from claude_mem.text.shorten import cut
 from claude_mem.worker import faults
-from claude_mem.worker.processes import alive
 
 ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "killed", "start_failed",
                     "cannot_start", "crashed", "empty")
-OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
 DETAIL_CHARS = 300  # an error's one-line detail
 
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
@@ -320,17 +318,7 @@ class Observer:
 
     def _marked_processes(self, candidates: Any = None) -> list[psutil.Process]:
         """Processes carrying this observer's id: the CLI child and anything it spawned."""
-        found = []
-        uid = os.getuid()
-        for proc in candidates if candidates is not None else psutil.process_iter():
-            try:
-                if proc.pid == os.getpid() or proc.uids().real != uid:
-                    continue
-                if proc.environ().get(OBSERVER_ENV) == self.observer_id:
-                    found.append(proc)
-            except (psutil.Error, OSError):
-                continue
-        return found
+        return observer_processes(observer_id=self.observer_id, candidates=candidates)
 
     async def _kill_tree(self) -> None:
         """SIGTERM every process of this observer, SIGKILL what is left after `grace_s`.

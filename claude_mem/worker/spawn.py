@@ -1,24 +1,25 @@
 """Starting one detached worker per session, and knowing whether one is alive.
 
 A live worker holds an exclusive flock on `<data dir>/workers/<session>.lock` for its whole
-life; the kernel drops it when the process dies, even on kill -9, so a lock can never go
-stale. Hooks probe it without psutil (~25 ms to import). The worker itself is the
-single-instance guard: it exits at once if it cannot take the lock, so two racing hooks that
-both spawn still leave exactly one worker. `<session>.json` beside the lock records pid and
-process create time for `claude-mem workers` (psutil checks them there, off the hook path).
+life (processes/locks.py); hooks probe it. The worker itself is the single-instance guard: it
+exits at once if it cannot take the lock, so two racing hooks that both spawn still leave exactly
+one worker. `<session>.json` beside the lock records pid and process create time for
+`claude-mem workers` (`list_workers` checks them with psutil, off the hook path). A worker also
+holds one of `max_workers` slot locks.
 
-On the hook path: standard library only (a hook spawns with os.posix_spawn, without subprocess).
+On the hook path: standard library only.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-if sys.platform != "win32":
-    import fcntl
-else:  # pragma: no cover - claude-mem targets POSIX; Windows falls back to pid files
-    fcntl = None
+from claude_mem.processes.detach import spawn_detached
+from claude_mem.processes.locks import lock_held, take_lock
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def session_key(session_id: str) -> str:
@@ -42,44 +43,6 @@ def info_path(workers_dir: str, session_id: str) -> str:
 def worker_alive(workers_dir: str, session_id: str) -> bool:
     """True while some process holds the session's worker lock."""
     return lock_held(lock_path(workers_dir, session_id))
-
-
-def lock_held(path: str) -> bool:
-    """True while some process holds an exclusive flock on `path` (probed with a shared one)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def take_lock(path: str, wait_s: float = 0.0) -> int | None:
-    """Take an exclusive flock on `path`; returns the fd to keep open, or None if another process
-    holds it after `wait_s` (retried briefly: a liveness probe holds it shared for microseconds)."""
-    import time
-
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.05)
 
 
 def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int | None:
@@ -109,59 +72,6 @@ def take_slot(workers_dir: str, max_workers: int) -> int | None:
     return None
 
 
-def spawn_detached(data_dir: str, log_file: str, args: list[str], env: dict[str, str] | None = None) -> int:
-    """Start `python -m claude_mem ARGS` detached: its own process session, no stdin, output
-    appended to `log_file`, working in `data_dir`. Returns the child's pid."""
-    os.makedirs(os.path.dirname(log_file), mode=0o700, exist_ok=True)
-    log_fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    argv = [sys.executable, "-m", "claude_mem", *args]
-    try:
-        if HOOK_PROCESS and hasattr(os, "posix_spawn"):
-            return _posix_spawn(data_dir, log_fd, argv, env)
-        return _popen(data_dir, log_fd, argv, env)
-    finally:
-        os.close(log_fd)
-
-
-# Set by the hook dispatcher (hooks.py): a hook has no thread of its own and exits within
-# milliseconds, so nothing sees its working folder move while it spawns, and the init process
-# reaps its children. Every other process starts them through subprocess and reaps them itself.
-HOOK_PROCESS = False
-
-
-def _posix_spawn(data_dir: str, log_fd: int, argv: list[str], env: dict[str, str] | None) -> int:
-    """The hook's way: no `subprocess` to import and no pipe to wait on (~10 ms of the hook's
-    ~30). posix_spawn has no working-folder action before Python 3.13, so the hook steps into
-    `data_dir` for the spawn, and back where it was at once."""
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, log_fd, 1),
-               (os.POSIX_SPAWN_DUP2, log_fd, 2)]
-    here = os.open(".", os.O_RDONLY)
-    try:
-        os.chdir(data_dir)
-        return os.posix_spawn(argv[0], argv, os.environ if env is None else env, file_actions=actions, setsid=True)
-    finally:
-        os.fchdir(here)
-        os.close(here)
-
-
-def _popen(data_dir: str, log_fd: int, argv: list[str], env: dict[str, str] | None) -> int:
-    import subprocess
-
-    kwargs: dict = {}
-    if sys.platform == "win32":  # pragma: no cover
-        kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NO_WINDOW
-    else:
-        kwargs["start_new_session"] = True
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True, cwd=data_dir,
-                             env=env, **kwargs)
-    # A long-lived spawner (the MCP server, the viewer, a worker) would keep a child that exits
-    # before it as a zombie: a daemon thread reaps it. A hook exits first anyway.
-    import threading
-
-    threading.Thread(target=child.wait, name="reap-detached", daemon=True).start()
-    return child.pid
-
-
 def spawn_worker(data_dir: str, logs_dir: str, session_id: str, env: dict[str, str] | None = None) -> int:
     """Start `claude-mem worker --session ID` detached, its output in the session's log file."""
     log_file = os.path.join(logs_dir, f"worker-{session_key(session_id)}.log")
@@ -175,3 +85,43 @@ def ensure_worker(data_dir: str, workers_dir: str, logs_dir: str, session_id: st
     if worker_alive(workers_dir, session_id) or slots_in_use(workers_dir, max_workers) >= max_workers:
         return None
     return spawn_worker(data_dir, logs_dir, session_id)
+
+
+class WorkerInfo:
+    """A worker as its info file records it, and whether that process still runs."""
+
+    __slots__ = ("session_id", "pid", "create_time", "started_at_epoch", "synthesizer", "alive", "info_file")
+
+    def __init__(self, session_id: str, pid: int, create_time: float, started_at_epoch: int, synthesizer: str | None,
+                 alive: bool, info_file: str) -> None:
+        self.session_id = session_id
+        self.pid = pid
+        self.create_time = create_time
+        self.started_at_epoch = started_at_epoch
+        self.synthesizer = synthesizer
+        self.alive = alive
+        self.info_file = info_file
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "info_file"}
+
+
+def list_workers(workers_dir: str) -> list[WorkerInfo]:
+    """Every worker with an info file; `alive` when its process (pid and create time) holds its lock."""
+    import glob  # fnmatch and re with it: never on the hook path, nor psutil
+    import json
+
+    from claude_mem.processes.census import same_process
+
+    found = []
+    for path in sorted(glob.glob(os.path.join(workers_dir, "*.json"))):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                info = json.load(fh)
+            session_id, pid, create_time = info["session_id"], int(info["pid"]), float(info["create_time"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        alive = same_process(pid, create_time) and worker_alive(workers_dir, session_id)
+        found.append(WorkerInfo(session_id, pid, create_time, int(info.get("started_at_epoch") or 0),
+                                info.get("synthesizer"), alive, path))
+    return found
