@@ -21,15 +21,13 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from claude_mem import jsonfile
 from claude_mem.hook_table import HOOK_COMMANDS, HOOK_REGISTRATIONS
-from claude_mem.settings import SettingsError
-from claude_mem.settings import read_json_object as _read_json_object
 
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10
@@ -361,8 +359,8 @@ def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
     """(content, existed). Refuses anything but a JSON object: rewriting a file we could not
     parse would lose what is in it."""
     try:
-        return _read_json_object(path)
-    except SettingsError as exc:
+        return jsonfile.read_json_object(path)
+    except jsonfile.JSONFileError as exc:
         raise InstallError(f"{exc}; nothing was changed, fix the file and run again") from None
 
 
@@ -374,31 +372,6 @@ def backup_path(path: str) -> str:
         n += 1
         candidate = f"{path}.bak-{stamp}-{n}"
     return candidate
-
-
-def write_json_atomic(path: str, data: dict[str, Any], *, default_mode: int = 0o644) -> None:
-    """Write through a temp file and rename, keeping the old file's permissions. A symlinked
-    settings file (dotfile managers) is written at its target, so the link survives."""
-    real = os.path.realpath(path)
-    os.makedirs(os.path.dirname(real), exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mode = default_mode
-    tmp = f"{real}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # --- the two operations ----------------------------------------------------------------------------
@@ -444,7 +417,9 @@ def _apply(path: str, existed: bool, data: dict[str, Any], changes: list[Change]
     if existed:
         result.backup = backup_path(path)
         shutil.copy2(os.path.realpath(path), result.backup)  # copy2 keeps the mode: .claude.json holds secrets
-    # ~/.claude.json holds account data and tokens: a new one is private to its owner.
-    write_json_atomic(path, data, default_mode=0o600 if private else 0o644)
+    # ~/.claude.json holds account data and tokens: a new one is private to its owner. A file
+    # that was there keeps its permissions; a symlinked one (dotfile managers) its link.
+    os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
+    jsonfile.write_json_atomic(path, data, mode=0o600 if private else 0o644, keep_mode=True, indent=2)
     result.written = True
     return result

@@ -14,6 +14,8 @@ import math
 import os
 import sys
 
+from claude_mem.jsonfile import JSONFileError, read_json_object, write_json_atomic
+
 # Hook path: `typing` and `dataclasses` (which pulls in `inspect`) cost ~7 ms of the hook's
 # ~25 ms budget, so annotations stay unevaluated and these classes are written out by hand.
 TYPE_CHECKING = False
@@ -230,29 +232,12 @@ def data_dir_from_env() -> str:
     return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir()
 
 
-def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
-    """(content, existed) of a file that must hold a JSON object: ours (settings.json) and
-    Claude Code's (settings.json, .claude.json). Missing or empty is {}; anything else raises
-    SettingsError, one line naming the file: a file that could not be parsed is never rewritten."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return {}, False
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror}") from None
-    if not text.strip():
-        return {}, True
-    from claude_mem.payload import json_object
-
-    try:
-        return json_object(text), True
-    except ValueError as exc:
-        raise SettingsError(f"{path} is {exc}") from None
-
-
 def read_settings_file(path: str) -> dict[str, Any]:
-    return read_json_object(path)[0]
+    """settings.json's settings; SettingsError, one line naming the file, when it is not a JSON object."""
+    try:
+        return read_json_object(path)[0]
+    except JSONFileError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:
@@ -309,12 +294,7 @@ def write_setting(config: Config, key: str, raw: str) -> Any:
     current = read_settings_file(config.settings_path)
     current[key] = value
     config.ensure_dirs()
-    tmp = config.settings_path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(current, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, config.settings_path)
+    write_json_atomic(config.settings_path, current, indent=2, sort_keys=True)
     return value
 
 

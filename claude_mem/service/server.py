@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.processes.locks import take_lock
 from claude_mem.service import protocol
@@ -151,10 +152,7 @@ class Service:
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "started_at_epoch": int(self.started * 1000), "socket": self.socket_path,
                 "version": protocol.VERSION, "python": sys.executable}
-        path = protocol.info_path(self.config.data_dir)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(path + ".tmp", path)
+        write_json_atomic(protocol.info_path(self.config.data_dir), info)
 
     def _import(self, config: Config | None = None) -> None:
         config = config or self.config

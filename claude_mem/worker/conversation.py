@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
@@ -197,9 +198,7 @@ class Conversation:
                 return
             run = self._failed_starts() or {"since": now_ms(), "failures": 0}
             run["failures"] += 1
-            with open(path + ".tmp", "w", encoding="utf-8") as fh:
-                json.dump(run, fh)
-            os.replace(path + ".tmp", path)
+            write_json_atomic(path, run)
         except OSError as exc:  # the count is a safeguard: never a reason to stop the worker
             self.log(f"could not keep the count of failed observer starts: {exc}")
 

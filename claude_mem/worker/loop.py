@@ -27,13 +27,13 @@ subagent's own tool calls are settled without the model: its Task call's result 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sqlite3
 import time
 from typing import Any
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.service import client as service
@@ -186,10 +186,7 @@ class Worker:
                                          worker_id=self.worker_id, synthesizer=self.mode)
         info = {"session_id": self.session_id, "pid": pid, "create_time": create_time, "worker_id": self.worker_id,
                 "started_at_epoch": now_ms(), "synthesizer": self.mode}
-        path = spawn.info_path(self.config.workers_dir, self.session_id)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(path + ".tmp", path)
+        write_json_atomic(spawn.info_path(self.config.workers_dir, self.session_id), info)
 
     def _unregister(self, reason: str) -> None:
         try:
