@@ -25,8 +25,8 @@ from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from claude_mem.project import project_for
-from claude_mem.recall import remote, views
-from claude_mem.recall.through_service import search_memory
+from claude_mem.recall import teammates, views
+from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.memories import OBSERVATION_TYPES
 from claude_mem.store.reads import REF_PATTERN, parse_ref
@@ -315,7 +315,7 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
 
     def remote_records(refs: list[str], limit: int) -> tuple[str, list[str]]:
         """Teammates' observations from the shared server: their records, and the refs it has not."""
-        from claude_mem.recall.through_service import remote_record
+        from claude_mem.service.search import remote_record
 
         lines: list[str] = []
         missing: list[str] = []
@@ -330,7 +330,7 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             if rec is None:
                 missing.append(text)
             else:
-                lines += [*([""] if lines else []), *remote.record_lines(rec, local_stamp(rec["created_at_epoch"]))]
+                lines += [*([""] if lines else []), *teammates.record_lines(rec, local_stamp(rec["created_at_epoch"]))]
         return (views.bounded(lines, limit, "lines") if lines else ""), missing
 
     @server.tool(name="recent_sessions", description=RECENT_DOC, annotations=read_only, structured_output=False)

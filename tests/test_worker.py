@@ -21,9 +21,9 @@ from claude_mem import settings
 from claude_mem.demo import scripted_session
 from claude_mem.recall.documents import document_texts
 from claude_mem.recall.index import Index
-from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service
+from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect
 
 # The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost

@@ -98,15 +98,13 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
     from claude_mem.cli.params import open_index
-    from claude_mem.recall import remote
+    from claude_mem.recall import teammates
     from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.service.search import remote_record
 
     index = open_index(app.config, create=False)
-    if index is None or not index.url:
-        raise click.ClickException(f"{kind} {row_id}@{origin} is a teammate's memory, read from a shared Chroma server;"
-                                   " this installation has none (setting chroma_url)")
     try:
-        rec = remote.find_record(index, kind, row_id, origin)
+        rec = remote_record(app.config, kind, row_id, origin, index=index, in_process=True)
     except (IndexUnavailable, LookupError) as exc:
         raise click.ClickException(str(exc)) from None
     if rec is None:
@@ -114,7 +112,7 @@ def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: 
     if as_json:
         emit_json(rec)
         return
-    first, *rest = remote.record_lines(rec, local_stamp(rec["created_at_epoch"]))
+    first, *rest = teammates.record_lines(rec, local_stamp(rec["created_at_epoch"]))
     heading(first.removeprefix("## "))
     for line in rest:
         click.echo(line)

@@ -53,7 +53,7 @@ class _OneLineErrors(click.Command):
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
                    since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
     """Search observations, summaries and prompts by words and meaning."""
-    from claude_mem.recall.through_service import search_memory
+    from claude_mem.service.search import search_memory
 
     if not query.strip():
         raise UsageProblem("QUERY is empty: give some words to look for")

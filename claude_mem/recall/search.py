@@ -9,7 +9,7 @@ candidates with every filter applied inside the search, not after it, then the t
 hit stands for its turn; a memory something newer replaced ranks below that (recall/current.py).
 Without an index, or when it fails, the keyword side answers alone and the result says so.
 Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
-`origin` (recall/remote.py). Importing this module is cheap: chromadb and
+`origin` (recall/teammates.py). Importing this module is cheap: chromadb and
 the model load only when an Index is used.
 
 Why the weights and shortcuts are what they are (every experiment, its numbers, the speed
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from claude_mem.recall import remote, tuning
+from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
@@ -121,5 +121,5 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]
     if origins:
-        note = "; ".join(filter(None, [note, remote.note(origins)]))
+        note = "; ".join(filter(None, [note, teammates.note(origins)]))
     return SearchResult(hits, used, note)

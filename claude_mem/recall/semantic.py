@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from claude_mem.recall import remote, tuning
+from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.recall.documents import VectorMatch, document_texts
 from claude_mem.store.reads import KIND, KINDS
@@ -59,7 +59,7 @@ class NearestDocuments:
     matches: list[VectorMatch]  # nearest first
     query_cjk: bool
     asked: int  # how many were asked for: fewer came back only when the index has no more
-    aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
+    aliases: teammates.Aliases = field(default_factory=teammates.Aliases)  # ids of teammates' rows in this search
 
 
 def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Future[NearestDocuments]:
@@ -74,7 +74,7 @@ def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
     # filters, vectors are fetched once the filters have run.
     filtered = has_filters(f) or set(kinds) != set(KINDS)
     n = want * tuning.RAW_FACTOR if filtered else want
-    aliases = remote.Aliases()
+    aliases = teammates.Aliases()
     matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
     return NearestDocuments(embedding, matches, has_cjk(text), n, aliases)
 
@@ -101,7 +101,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
         if m.origin is not None:  # a teammate's memory: what it is comes with its documents
             cand = candidates[(m.kind, m.sqlite_id)]
             if cand.remote is None:
-                cand.remote = remote.RemoteRow.of(m)
+                cand.remote = teammates.RemoteRow.of(m)
                 cand.row = cand.remote.row
             cand.remote.texts[m.doc_id] = m.origin.text
     if fill_missing:  # keyword hits among the nearest fetched that the filtering did not keep
@@ -167,7 +167,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     if where is None:
         return theirs[:want]
     found = [raw.aliases.local(m) for m in index.query_documents(embedding, want, where or None)]
-    return [m for m in found if m.origin is None or remote.passes(m.origin.metadata, m.kind, f)]
+    return [m for m in found if m.origin is None or teammates.passes(m.origin.metadata, m.kind, f)]
 
 
 def _first_passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: Filters,
@@ -202,7 +202,7 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
                    + "".join(f" AND {c}" for c in clauses))
             ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
     return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
-                                  else remote.passes(m.origin.metadata, m.kind, f))]
+                                  else teammates.passes(m.origin.metadata, m.kind, f))]
 
 
 def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters,

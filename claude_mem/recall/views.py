@@ -4,7 +4,7 @@ JSON punctuation) and bounded: a view that would grow past its limit says what i
 
 Rows are named by references the agent can pass back: `obs:12`, `sum:3`, `prompt:7` (the same
 names the CLI's `show` and the index's document ids use), and `obs:12@laptop-b` for a teammate's
-memory found on a shared Chroma server (recall/remote.py).
+memory found on a shared Chroma server (recall/teammates.py).
 """
 
 from __future__ import annotations

@@ -350,17 +350,17 @@ class Service:
                 "embedder": index.embedder if index is not None else None}
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A teammate's row, from its documents on the shared server (see recall/remote.py)."""
+        """A teammate's row, from its documents on the shared server (see recall/teammates.py)."""
         kind, row_id, origin = args.get("kind"), args.get("id"), args.get("origin")
         if not isinstance(kind, str) or not isinstance(row_id, int) or not isinstance(origin, str):
             raise ValueError("kind (text), id (number) and origin (text) are required")
         if self.index is None or not self.index.url:
             raise ValueError("a teammate's memory is read from a shared Chroma server; this installation has none (setting chroma_url)")
-        from claude_mem.recall import remote
+        from claude_mem.recall import teammates
 
         def find() -> dict[str, Any] | None:
             try:
-                return remote.find_record(self.index, kind, row_id, origin)
+                return teammates.find_record(self.index, kind, row_id, origin)
             except LookupError as exc:
                 raise ValueError(str(exc)) from None
 

@@ -209,7 +209,8 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         return _json({"items": items, "cursor": str(cursor)})
 
     def api_search(request: Request) -> Response:
-        from claude_mem.recall.search import KINDS, MODES, search
+        from claude_mem.recall.search import KINDS, MODES
+        from claude_mem.service.search import search_memory
 
         query = _text(request, "q", MAX_QUERY_CHARS)
         if query is None:
@@ -221,14 +222,8 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         mode = _choice(request, "mode", MODES) or "hybrid"
         filters = {"project": _text(request, "project"), "type_": _choice(request, "type", OBSERVATION_TYPES), "kinds": kinds,
                    "limit": _int(request, "limit", 20, 1, 100)}
-        if index is not None:
-            result = read(search, query, index=index, mode=mode, **filters)
-        elif use_index:
-            from claude_mem.recall.through_service import search_memory
-
-            result = read(lambda conn: search_memory(config, conn, query, mode=mode, **filters))
-        else:
-            result = read(search, query, index=None, mode=mode, **filters)
+        result = read(lambda conn: search_memory(config, conn, query, index=index, in_process=not use_index, mode=mode,
+                                                 **filters))
         note = result.note
         from claude_mem.recall.views import replaced_notes
 
@@ -248,31 +243,21 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
 
     def api_remote(request: Request) -> Response:
         """A teammate's memory (a search hit from a shared Chroma server), from its documents."""
-        from claude_mem.recall import remote
         from claude_mem.recall.index import IndexUnavailable
+        from claude_mem.service.search import NoSharedServer, remote_record
 
         raw = request.path_params["ref"]
         parsed = parse_ref(raw)
         if parsed is None or parsed[2] is None:
             raise BadRequest(f"a teammate's memory is named like obs:12@laptop-b, got {raw[:80]!r}")
-        if index is None and use_index:  # through the memory service, which holds the Chroma client
-            from claude_mem.recall.through_service import remote_record
-
-            if not config.chroma_url:
-                raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404)
-            try:
-                found = remote_record(config, *parsed)
-            except LookupError as exc:
-                raise BadRequest(str(exc), 409) from None
-        else:
-            if index is None or not index.url:
-                raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404)
-            try:
-                found = remote.find_record(index, *parsed)
-            except IndexUnavailable as exc:
-                raise BadRequest(str(exc), 503) from None
-            except LookupError as exc:
-                raise BadRequest(str(exc), 409) from None
+        try:
+            found = remote_record(config, *parsed, index=index, in_process=not use_index)
+        except NoSharedServer:
+            raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404) from None
+        except IndexUnavailable as exc:
+            raise BadRequest(str(exc), 503) from None
+        except LookupError as exc:
+            raise BadRequest(str(exc), 409) from None
         if found is None:
             raise BadRequest(f"no {raw} on the shared server", 404)
         return _json(found)
