@@ -42,9 +42,10 @@ from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402
 from claude_mem.store.memories import insert_observation  # noqa: E402
 from claude_mem.worker import heuristic  # noqa: E402
+from claude_mem.worker.events import Event  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
 from claude_mem.worker.recalled import Recalled  # noqa: E402
-from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
+from claude_mem.worker.render import fill, render_batch  # noqa: E402
 
 # The best-known system's prompts (plan 002): the fixed text around each message.
 BASELINE_OBSERVATION_TAIL = """

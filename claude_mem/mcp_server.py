@@ -28,8 +28,7 @@ from claude_mem.project import project_for
 from claude_mem.recall import teammates, views
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
-from claude_mem.store.memories import OBSERVATION_TYPES
-from claude_mem.store.reads import REF_PATTERN, parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, REF_PATTERN, parse_ref
 from claude_mem.text.clock import local_stamp
 
 SERVER_NAME = "claude-mem"

@@ -92,7 +92,7 @@ class HookEvent:
 
 @dataclass
 class HookResult:
-    event: HookEvent
+    event: HookEvent | None  # what was played, when it came from a transcript or a script
     command: str
     returncode: int
     stdout: str
@@ -416,17 +416,25 @@ def hook_argv() -> list[str]:
     return [sys.executable, "-m", "claude_mem"]
 
 
-def run_hook(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
-             commands: Mapping[str, str] = COMMAND_FOR_EVENT, timeout: float = 60) -> HookResult:
-    """Run the hook command for one event as Claude Code does: a fresh process, JSON on stdin."""
+def run_hook(command: str, payload: dict[str, Any] | str | bytes, *, env: Mapping[str, str] | None = None,
+             argv: Sequence[str] | None = None, timeout: float = 60, event: HookEvent | None = None) -> HookResult:
+    """Run one hook command as Claude Code does: a fresh process, the payload (JSON, or any bytes)
+    on stdin. `env` is the whole environment (None: this process's)."""
+    data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+    started = time.perf_counter()
+    proc = subprocess.run([*(argv or hook_argv()), command], input=data, capture_output=True, timeout=timeout,
+                          env=dict(env) if env is not None else None)
+    return HookResult(event, command, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                      proc.stderr.decode("utf-8", "replace"), time.perf_counter() - started)
+
+
+def run_event(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+              commands: Mapping[str, str] = COMMAND_FOR_EVENT, timeout: float = 60) -> HookResult:
+    """Run the hook command `commands` routes the event to."""
     command = event.command(commands)
     if command is None:
         raise ValueError(f"no claude-mem hook handles {event.event} events")
-    started = time.perf_counter()
-    proc = subprocess.run([*(argv or hook_argv()), command], input=json.dumps(event.payload).encode(),
-                          capture_output=True, timeout=timeout, env=dict(env) if env is not None else None)
-    return HookResult(event, command, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                      proc.stderr.decode("utf-8", "replace"), time.perf_counter() - started)
+    return run_hook(command, event.payload, env=env, argv=argv, timeout=timeout, event=event)
 
 
 def play_subprocess(events: Iterable[HookEvent | dict[str, Any]], *, env: Mapping[str, str] | None = None,
@@ -435,5 +443,5 @@ def play_subprocess(events: Iterable[HookEvent | dict[str, Any]], *, env: Mappin
                     timeout: float = 60) -> list[HookResult]:
     """Send every event that a claude-mem hook handles through the real hook command."""
     routed = [e for e in as_events(events) if e.command(commands) is not None]
-    return play(routed, lambda e: run_hook(e, env=env, argv=argv, commands=commands, timeout=timeout),
+    return play(routed, lambda e: run_event(e, env=env, argv=argv, commands=commands, timeout=timeout),
                 concurrency=concurrency, max_workers=max_workers, executor=executor)

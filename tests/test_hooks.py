@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from claude_mem import hooks, settings
+from claude_mem.replay import run_hook
 from claude_mem.service import client as service_client
 from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
-from tests.conftest import run_hook
 from tests.hardening.support import wait_until
 
 QUIET = {"continue": True, "suppressOutput": True}
@@ -374,7 +374,7 @@ def test_locked_database(data_dir: Path, project: Path) -> None:
     holder.execute("BEGIN IMMEDIATE")
     try:
         started = time.monotonic()
-        proc = run_hook("save", tool(project, "toolu_kept"), env={"CLAUDE_MEM_HOOK_BUSY_MS": "200"})
+        proc = run_hook("save", tool(project, "toolu_kept"), env={**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "200"})
         assert time.monotonic() - started < 5
     finally:
         holder.execute("ROLLBACK")
@@ -386,7 +386,7 @@ def test_spooled_events_keep_their_order_and_prompt(data_dir: Path, project: Pat
     seed(data_dir, project)
     holder = sqlite3.connect(data_dir / "claude-mem.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    env = {"CLAUDE_MEM_HOOK_BUSY_MS": "100"}
+    env = {**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "100"}
     try:
         for command, payload in [("save", tool(project, "toolu_a")), ("summary", stop(project)),
                                  ("new", prompt(project, "second")), ("save", tool(project, "toolu_b"))]:
@@ -546,7 +546,7 @@ def test_a_live_worker_is_not_started_twice(data_dir: Path, project: Path) -> No
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert spawn.worker_alive(str(workers), SESSION) is True
         assert spawn.ensure_worker(str(data_dir), str(workers), str(data_dir / "logs"), SESSION) is None
-        proc = run_hook("new", prompt(project, "go"), env={"CLAUDE_MEM_WORKER_AUTOSTART": "1"})
+        proc = run_hook("new", prompt(project, "go"), env={**os.environ, "CLAUDE_MEM_WORKER_AUTOSTART": "1"})
         assert proc.returncode == 0 and proc.stderr == ""
         assert not list((data_dir / "logs").glob("worker-*.log"))  # nothing was spawned
     finally:
@@ -559,7 +559,7 @@ def test_new_starts_a_worker(data_dir: Path, project: Path) -> None:
     # The worker, not the index: no memory service loading a model that teardown must then stop.
     env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "0.5",
            "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
-    proc = run_hook("new", prompt(project, "go"), env=env)
+    proc = run_hook("new", prompt(project, "go"), env={**os.environ, **env})
     assert proc.returncode == 0 and proc.stderr == ""
     workers = str(data_dir / "workers")
     deadline = time.monotonic() + 30

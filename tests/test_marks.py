@@ -316,8 +316,8 @@ def test_marks_apply_is_a_dry_run_unless_confirmed(conn: sqlite3.Connection) -> 
 # --- the observer says so ------------------------------------------------------------------------
 
 def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown_is_accepted(conn: sqlite3.Connection) -> None:
+    from claude_mem.worker.events import Event
     from claude_mem.worker.recalled import HEADER, Recalled
-    from claude_mem.worker.render import Event
 
     about_file = store(conn, "Server listens on port 8080", at=1, session="old", files_modified=["src/config.py"])
     about_words = store(conn, "Payment retries lowered to one attempt", "change", at=2, session="old")

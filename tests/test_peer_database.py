@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from claude_mem.cli.app import cli
+from claude_mem.replay import run_hook
 from claude_mem.store.db import PeerDatabaseError, connect, is_peer_database, peer_database_at
-from tests.conftest import run_hook
 from tests.peer_db import file_digests, make_peer_db
 
 FIX = "set CLAUDE_MEM_DATA_DIR to another folder"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
+from claude_mem.replay import run_hook
 from claude_mem.store import peer as peer_mod
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.records import ensure_session
 from tests.cli_helpers import invoke, invoke_json, one_error_line
-from tests.conftest import run_hook
 from tests.peer_db import PEER_COUNTS, file_digests, make_peer_db
 
 SECRETS = ("sk-ant-api03-", "hunter2-correct-horse", "4200 EUR", "12 Elm Street")

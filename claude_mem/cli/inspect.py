@@ -12,9 +12,8 @@ from claude_mem.cli.format import Column, echo_fields, echo_table, heading, pain
 from claude_mem.cli.params import UsageProblem, parse_when
 from claude_mem.store import injections, links, outages, overview
 from claude_mem.store import queue as queue_mod
-from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -99,7 +98,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
     from claude_mem.cli.params import open_index
     from claude_mem.recall import teammates
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
     from claude_mem.service.search import remote_record
 
     index = open_index(app.config, create=False)
@@ -236,7 +235,7 @@ def _no_match(what: str, *given: Any) -> str:
 def observations_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                       file: str | None, limit: int | None, as_json: bool, type_: str | None) -> None:
     """List stored observations, oldest first (`show ID` prints one in full)."""
-    from claude_mem.store.memories import list_observations
+    from claude_mem.store.reads import list_observations
 
     conn = app.db()
     rows = links.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
@@ -257,7 +256,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
 def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                    file: str | None, limit: int | None, as_json: bool) -> None:
     """List per-turn session summaries, oldest first (`show sum:ID` prints one in full)."""
-    from claude_mem.store.memories import list_summaries
+    from claude_mem.store.reads import list_summaries
 
     conn = app.db()
     rows = list_summaries(conn, **_filters(conn, session_id, project, since, until, file, limit))

@@ -68,7 +68,7 @@ def open_index(config: Config, *, create: bool) -> Index | None:
 
 def index_new_rows(config: Config, conn: Any, progress: Any = None) -> tuple[dict[str, int] | None, str | None]:
     """Add the rows the semantic index lacks (after an import): (counts indexed, why it could not)."""
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
 
     if not config.semantic_index:
         return None, None

@@ -17,8 +17,7 @@ from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
-from claude_mem.store.memories import OBSERVATION_TYPES
-from claude_mem.store.reads import ref
+from claude_mem.store.reads import OBSERVATION_TYPES, ref
 from claude_mem.text.clock import local_stamp
 
 REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
@@ -104,7 +103,7 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
 
     On a terminal a bar shows how far it is. Ctrl-C keeps what is rebuilt; running it again goes
     on from there."""
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
     from claude_mem.service import client
 
     config = app.config

@@ -313,7 +313,8 @@ def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool, 
     stale documents (Index.index_missing), building the index when there is none yet."""
     from claude_mem.cli.params import open_index
     from claude_mem.cli.progress import Bar
-    from claude_mem.recall.index import KINDS, IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
+    from claude_mem.store.reads import KINDS
 
     state = health["state"]
     if state == "off":

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from claude_mem.logs import log_line
 from claude_mem.push import has_memory
-from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
+from claude_mem.push.lines import fit_lines, hook_answer, label_of, memory_line
 from claude_mem.store import injections, links
-from claude_mem.store.reads import json_list
+from claude_mem.store.reads import REF_PREFIX, json_list
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms, stem, word_count, words

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 from claude_mem.recall.candidates import Candidate
 from claude_mem.recall.documents import document_texts
-from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import json_list, row_files
+from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import first_position, stem, words
 

@@ -25,7 +25,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.installation import Installation, installation_for
-from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
 from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
     ALL_PARTS,

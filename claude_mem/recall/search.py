@@ -90,7 +90,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         if nearest is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
-            from claude_mem.recall.index import IndexUnavailable
+            from claude_mem.recall.chroma import IndexUnavailable
 
             try:
                 add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")

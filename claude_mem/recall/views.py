@@ -14,8 +14,7 @@ from typing import Any
 
 from claude_mem.recall.hits import Hit
 from claude_mem.store import links
-from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import TABLES, TURN_RANK, get_observations, json_list, ref
+from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, get_observations, json_list, ref
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
 

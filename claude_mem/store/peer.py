@@ -31,8 +31,8 @@ from typing import Any
 
 from claude_mem.payload import clean_text
 from claude_mem.store.db import is_peer_database, now_iso
-from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS, known_type
-from claude_mem.store.reads import json_list
+from claude_mem.store.memories import known_type
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list
 from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_rows, validate_row
 from claude_mem.text.shorten import cut
 

@@ -38,8 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from claude_mem.store.memories import OBSERVATION_TYPES
-from claude_mem.store.reads import parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, parse_ref
 from claude_mem.viewer import data
 
 if TYPE_CHECKING:
@@ -209,8 +208,9 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         return _json({"items": items, "cursor": str(cursor)})
 
     def api_search(request: Request) -> Response:
-        from claude_mem.recall.search import KINDS, MODES
+        from claude_mem.recall.search import MODES
         from claude_mem.service.search import search_memory
+        from claude_mem.store.reads import KINDS
 
         query = _text(request, "q", MAX_QUERY_CHARS)
         if query is None:
@@ -243,7 +243,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
 
     def api_remote(request: Request) -> Response:
         """A teammate's memory (a search hit from a shared Chroma server), from its documents."""
-        from claude_mem.recall.index import IndexUnavailable
+        from claude_mem.recall.chroma import IndexUnavailable
         from claude_mem.service.search import NoSharedServer, remote_record
 
         raw = request.path_params["ref"]

@@ -33,7 +33,7 @@ from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.memories import list_observations
+from claude_mem.store.reads import list_observations
 from claude_mem.worker import spawn
 from claude_mem.worker.render import fill
 

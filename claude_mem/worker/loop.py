@@ -44,7 +44,8 @@ from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.spool import drain_spool
 from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
-from claude_mem.worker.render import Event, render_event
+from claude_mem.worker.events import Event
+from claude_mem.worker.render import render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2

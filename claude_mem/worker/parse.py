@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from claude_mem.store.memories import SUMMARY_FIELDS, Observation, Summary, known_type
+from claude_mem.store.memories import Observation, Summary, known_type
+from claude_mem.store.reads import SUMMARY_FIELDS
 from claude_mem.text.shorten import clip, cut
 
 BLOCKS = ("observation", "summary")

@@ -19,7 +19,7 @@ from claude_mem.store import links
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms
-from claude_mem.worker.render import Event, files_touched
+from claude_mem.worker.events import Event, files_touched
 
 MAX_LINES = 4
 TITLE_CHARS = 90

@@ -16,8 +16,8 @@ from typing import Any
 
 from claude_mem.store.memories import Observation, Summary
 from claude_mem.text.shorten import clip
+from claude_mem.worker.events import Event, files_touched, response_text
 from claude_mem.worker.heuristic import bash, edits, outputs
-from claude_mem.worker.render import Event, _response_text, files_touched
 
 TITLE_CHARS = 150
 NOTE = "Recorded from the tool events without a model."
@@ -93,7 +93,7 @@ def collect(events: list[Event]) -> Batch:
         if e.tool_name == "Bash" and i.get("command"):
             batch.runs.append(_run(index, e, str(i["command"]), batch.cwd))
         elif e.is_error and e.tool_name not in ("ExitPlanMode", "AskUserQuestion"):
-            batch.failures.append((index, e, outputs.tool_error(_response_text(e))))
+            batch.failures.append((index, e, outputs.tool_error(response_text(e))))
         elif e.tool_name in EDIT_TOOLS:
             change = edits.describe(e.tool_name, i, e.tool_response, known)
             batch.edits.append(Edited(index, e, change, os.path.basename(change.path) or "?"))
@@ -119,7 +119,7 @@ def _run(index: int, e: Event, command: str, cwd: str | None) -> Run:
     elif kind == "commit":  # `git add a b c && git commit`: the commit is what matters
         label = "git commit"
     return Run(index, e, shown, label, kind, bash.check_key(command),
-               outputs.read(_response_text(e), failed=failed, cwd=cwd), command)
+               outputs.read(response_text(e), failed=failed, cwd=cwd), command)
 
 
 def observe(events: list[Event]) -> list[Observation]:
@@ -212,12 +212,12 @@ def _checks(runs: list[Run]) -> Observation:
             title = f"{last.label}: {last.result()}"
         obs_type = "discovery"
     elif kind == "commit":
-        made = outputs.commit(_response_text(last.event))
+        made = outputs.commit(response_text(last.event))
         message = made[1] if made else bash.commit_message(last.raw)
         title = f"Committed {made[0]}: {message}" if made else f"git commit: {message or last.result()}"
         obs_type = "change"
     elif kind == "push":
-        branch = outputs.pushed(_response_text(last.event))
+        branch = outputs.pushed(response_text(last.event))
         title = f"git push: pushed {branch}" if branch else f"{last.label}: {last.result()}"
         obs_type = "change"
     elif kind == "install":
@@ -226,7 +226,7 @@ def _checks(runs: list[Run]) -> Observation:
         obs_type = "change"
     elif kind == "server":
         command = last.raw
-        url = outputs.listening(_response_text(last.event))
+        url = outputs.listening(response_text(last.event))
         port = bash.port(command)
         title = f"Started server: {last.label}" + (f" on {url}" if url else f" on port {port}" if port else "")
         obs_type = "change"
@@ -329,7 +329,7 @@ def _other(e: Event) -> Observation | None:
                            facts=[], concepts=["heuristic", "plan"])
     if e.tool_name in ("Task", "Agent"):
         agent = i.get("subagent_type") or "agent"
-        text = _agent_text(r) or _response_text(e)
+        text = _agent_text(r) or response_text(e)
         lines = [clip(line.strip(" #*-"), 200) for line in text.splitlines()
                  if len(line.strip(" #*-")) > 20 and not line.startswith(_CHATTER)]
         return Observation(type="discovery", title=clip(f"{agent} agent: {i.get('description') or i.get('prompt') or ''}", TITLE_CHARS),
@@ -338,7 +338,7 @@ def _other(e: Event) -> Observation | None:
         what = i.get("url") or i.get("query") or ""
         verb = "Fetched" if e.tool_name == "WebFetch" else "Searched the web for"
         return Observation(type="discovery", title=clip(f"{verb} {what}", TITLE_CHARS), narrative=NOTE,
-                           facts=[clip(_response_text(e), 300)], concepts=["heuristic", "web"])
+                           facts=[clip(response_text(e), 300)], concepts=["heuristic", "web"])
     return None
 
 
