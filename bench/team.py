@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from claude_mem.installation import Installation
+from claude_mem.identity import Installation
 from claude_mem.recall.documents import split_doc_id
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import search

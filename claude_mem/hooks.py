@@ -43,7 +43,7 @@ from claude_mem.payload import (
 from claude_mem.processes import detach
 from claude_mem.project import project_for
 from claude_mem.settings import Config
-from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect
+from claude_mem.store.db import NpmDatabaseError, SchemaTooNewError, connect
 from claude_mem.store.records import apply_event
 from claude_mem.worker import spawn, stranded
 
@@ -210,7 +210,7 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
                      f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
             return False
         # The npm claude-mem's database in our place is not "unavailable": say what it is and the fix.
-        problem = str(exc) if isinstance(exc, PeerDatabaseError) else f"database unavailable ({_describe(exc)})"
+        problem = str(exc) if isinstance(exc, NpmDatabaseError) else f"database unavailable ({_describe(exc)})"
         log_line(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
         return False
     if config.worker_autostart and record["type"] != "end":

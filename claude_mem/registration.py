@@ -41,8 +41,8 @@ OUR_PLUGIN = "memory@claude-mem"
 
 # The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
 # "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
-PEER_PLUGIN = "claude-mem@thedotmack"
-_PEER_HOOK = re.compile(r"thedotmack|worker-service\.cjs|claude-mem/plugin/scripts/")
+NPM_PLUGIN = "claude-mem@thedotmack"
+_NPM_HOOK = re.compile(r"thedotmack|worker-service\.cjs|claude-mem/plugin/scripts/")
 
 
 class InstallError(Exception):
@@ -162,15 +162,15 @@ def is_our_server(entry: Any) -> bool:
     return bool(args) and args[-1] == "mcp" and any("claude-mem" in w or "claude_mem" in w for w in words)
 
 
-def peer_hooks(settings: dict[str, Any]) -> list[str]:
+def npm_hooks(settings: dict[str, Any]) -> list[str]:
     """How the npm claude-mem is hooked into these settings: its plugin enabled, or its hook
     commands written in (never ours, which `hook_subcommand` recognises)."""
     found = []
     plugins = settings.get("enabledPlugins")
-    if isinstance(plugins, dict) and plugins.get(PEER_PLUGIN):
-        found.append(f'enabledPlugins "{PEER_PLUGIN}"')
+    if isinstance(plugins, dict) and plugins.get(NPM_PLUGIN):
+        found.append(f'enabledPlugins "{NPM_PLUGIN}"')
     events = sorted({event for event, command in _hook_commands(settings)
-                     if hook_subcommand(command) is None and _PEER_HOOK.search(command)})
+                     if hook_subcommand(command) is None and _NPM_HOOK.search(command)})
     if events:
         found.append(f"its hooks on {', '.join(events)}")
     return found
@@ -201,13 +201,13 @@ def _readable_settings(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def peer_warnings(paths: list[str]) -> list[str]:
+def npm_warnings(paths: list[str]) -> list[str]:
     """One line per settings file in which the npm claude-mem is hooked in."""
     warnings = []
     for path, settings in _readable_settings(paths):
-        found = peer_hooks(settings)
+        found = npm_hooks(settings)
         if found:
-            disable = f"`claude plugin disable {PEER_PLUGIN}`" if any(PEER_PLUGIN in f for f in found) else "removing its hooks"
+            disable = f"`claude plugin disable {NPM_PLUGIN}`" if any(NPM_PLUGIN in f for f in found) else "removing its hooks"
             warnings.append(f"the npm claude-mem (thedotmack/claude-mem) is also installed ({' and '.join(found)} in {path}):"
                             f" running both doubles the work, two observers and their model calls for every session;"
                             f" {disable} stops it (claude-mem never changes another tool's settings)")
@@ -391,7 +391,7 @@ def install(project: str | None = None, *, dry_run: bool = False, base: list[str
     ]
     # Plugins enabled for the user run in every project too.
     scopes = [settings_path, target_paths(None)[0]]
-    warnings = peer_warnings(scopes) + plugin_warnings(scopes)
+    warnings = npm_warnings(scopes) + plugin_warnings(scopes)
     return Result("install", "project" if project else "user", dry_run, shlex.join(base), files, warnings)
 
 

@@ -59,7 +59,7 @@ def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
 def sharing(config: Config, health: dict[str, Any] | None) -> dict[str, Any]:
     """What this installation sends to a shared Chroma server (issue 16: sharing is said, not
     implied): the server, the name teammates see, what was sent, what is kept local."""
-    from claude_mem.installation import clean_name, default_name
+    from claude_mem.identity import clean_name, default_name
 
     url = (config.chroma_url or "").strip()
     out: dict[str, Any] = {"server": url or None, "name": clean_name(config.installation_name) or default_name(),

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.installation import Installation
+from claude_mem.identity import Installation
 from claude_mem.recall import chroma
 from claude_mem.recall.chroma import IndexUnavailable
 from claude_mem.recall.documents import document_texts, split_doc_id

@@ -6,7 +6,7 @@
   install.py   install, uninstall               status.py  status
   recall.py    search, reindex, mcp             inspect.py sessions, show, observations, summaries, queue
   manage.py    forget, prune, export, import, settings
-  peer.py      `import` of the npm claude-mem's database
+  npm_import.py  `import` of the npm claude-mem's database
   marks.py     marks (apply, add, undo)         stats.py   stats
   worker.py    worker, service, workers, retry, reprocess, doctor, demo
   logs.py      logs                             viewer.py  viewer

@@ -48,18 +48,18 @@ class AppContext:
                 raise click.ClickException(str(exc)) from None
         return self._conn
 
-    def warn_if_peer_database(self) -> None:
+    def warn_if_npm_database(self) -> None:
         """A command that never opened the database still says, in one line, when the data dir
         holds the npm claude-mem's database instead of ours (the others said it as their error)."""
         if self._conn is not None or self.refused is not None:
             return
         import os
 
-        from claude_mem.store.db import peer_database_at, peer_database_message
+        from claude_mem.store.db import npm_database_at, npm_database_message
 
         path = self._config.db_path if self._config else os.path.join(settings_mod.data_dir_from_env(), "claude-mem.db")
-        if peer_database_at(path):
-            click.echo(f"warning: {peer_database_message(path)}", err=True)
+        if npm_database_at(path):
+            click.echo(f"warning: {npm_database_message(path)}", err=True)
 
 
 class NotFound(click.ClickException):
@@ -79,7 +79,7 @@ def emit_json(data: Any) -> None:
 def cli(ctx: click.Context) -> None:
     """Persistent memory for Claude Code."""
     app = ctx.ensure_object(AppContext)
-    ctx.call_on_close(app.warn_if_peer_database)
+    ctx.call_on_close(app.warn_if_npm_database)
 
 
 def _hook_command(name: str, event: str) -> None:

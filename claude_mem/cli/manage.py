@@ -252,11 +252,11 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     per project what was imported and what was skipped, and why.
     Importing the same file twice adds nothing the second time.
     """
-    from claude_mem.cli import peer as peer_cli
+    from claude_mem.cli import npm_import
 
-    peer_path = peer_cli.peer_database_path(file)
-    if peer_path is not None:
-        peer_cli.import_peer_database(app, peer_path, project_map, dry_run=dry_run, no_index=no_index, as_json=as_json)
+    npm_path = npm_import.npm_database_path(file)
+    if npm_path is not None:
+        npm_import.import_npm_database(app, npm_path, project_map, dry_run=dry_run, no_index=no_index, as_json=as_json)
         return
     if project_map:
         raise UsageProblem("--project-map applies to the npm claude-mem's database only; an export keeps its projects")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.installation import Installation, installation_for
+from claude_mem.identity import Installation, installation_for
 from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
     ALL_PARTS,
