@@ -67,7 +67,7 @@ def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str
 
     Read-only. Listens on 127.0.0.1 unless --host and --allow-remote say otherwise. Stop it with Ctrl-C.
     """
-    from claude_mem.viewer.app import is_loopback
+    from claude_mem.viewer.guard import is_loopback
 
     loopback = is_loopback(host)
     if not loopback and not allow_remote:
