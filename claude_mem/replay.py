@@ -253,11 +253,33 @@ def transcript_events(path: str | os.PathLike[str], *, session_id: str | None = 
     path = Path(path)
     lines = read_jsonl(path)
     found_session = next((ln["sessionId"] for ln in lines if isinstance(ln.get("sessionId"), str)), None)
-    sid = session_id or found_session or path.stem
     first_cwd = next((ln["cwd"] for ln in lines if isinstance(ln.get("cwd"), str)), None) or ""
-    base: dict[str, Any] = {"session_id": sid, "transcript_path": str(path.resolve()), "cwd": first_cwd,
-                            "permission_mode": "default"}
+    base: dict[str, Any] = {"session_id": session_id or found_session or path.stem, "transcript_path": str(path.resolve()),
+                            "cwd": first_cwd, "permission_mode": "default"}
+    events, agent_types = _main_events(path, lines, base)
+    if not include_subagents:
+        return events
+    main_base = {k: v for k, v in base.items() if k not in ("prompt_id",)}
+    streams = [_subagent_events(agent_path, main_base, agent_types) for agent_path in subagent_transcripts(path)]
+    if not streams:
+        return events
+    # Each stream keeps its own order; the merge interleaves them by time. SessionStart stays
+    # first because nothing happens before it.
+    merged = [events[0], *heapq.merge(events[1:], *streams, key=lambda e: e.timestamp)]
+    # A subagent works inside the main thread's current prompt: its events carry that prompt's
+    # id and the permission mode the main thread was in.
+    current: dict[str, Any] = {}
+    for event in merged:
+        if "agent_id" not in event.payload:
+            current = {k: event.payload[k] for k in ("prompt_id", "permission_mode") if k in event.payload}
+        else:
+            event.payload.update(current)
+    return merged
 
+
+def _main_events(path: Path, lines: list[dict[str, Any]], base: dict[str, Any]) -> tuple[list[HookEvent], dict[str, str]]:
+    """The main transcript's events (SessionStart, prompts, tool calls, Stop), and the subagent
+    type of each agent a Task call started. `base` follows the transcript's cwd and mode."""
     events: list[HookEvent] = [HookEvent({**base, "hook_event_name": "SessionStart", "source": "startup"},
                                          lines[0].get("timestamp", "") if lines else "", f"{path.name}:1")]
     turn: dict[str, Any] = {"open": False, "interrupted": False, "last_text": None, "timestamp": "", "line": 0}
@@ -307,43 +329,28 @@ def transcript_events(path: str | os.PathLike[str], *, session_id: str | None = 
     parsed = _tool_events(lines, base, name=path.name, agent_id=None, on_line=on_line)
     events.extend(parsed.events)
     events.extend(close_turn())
-    if not include_subagents:
-        return events
+    return events, parsed.agent_types
 
-    main_base = {k: v for k, v in base.items() if k not in ("prompt_id",)}
-    streams: list[list[HookEvent]] = [events]
-    for agent_path in subagent_transcripts(path):
-        agent_lines = read_jsonl(agent_path)
-        agent_id = next((ln["agentId"] for ln in agent_lines if isinstance(ln.get("agentId"), str)),
-                        agent_path.stem.removeprefix("agent-"))
-        sub_base = {**main_base, "cwd": next((ln["cwd"] for ln in agent_lines if isinstance(ln.get("cwd"), str)), main_base["cwd"])}
-        name = f"{agent_path.parent.parent.name}/subagents/{agent_path.name}"
-        sub = _tool_events(agent_lines, sub_base, name=name, agent_id=agent_id)
-        agent_type = parsed.agent_types.get(agent_id)
-        stop = {**sub_base, "hook_event_name": "SubagentStop", "stop_hook_active": False, "agent_id": agent_id,
-                "agent_transcript_path": str(agent_path.resolve())}
-        if sub.last_text is not None:
-            stop["last_assistant_message"] = sub.last_text
-        last = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
-        sub.events.append(HookEvent(stop, last.get("timestamp", ""), f"{name}:{last['_line']}"))
-        if agent_type:
-            for event in sub.events:
-                event.payload["agent_type"] = agent_type
-        streams.append(sub.events)
-    if len(streams) == 1:
-        return events
-    # Each stream keeps its own order; the merge interleaves them by time. SessionStart stays
-    # first because nothing happens before it.
-    merged = [events[0], *heapq.merge(events[1:], *streams[1:], key=lambda e: e.timestamp)]
-    # A subagent works inside the main thread's current prompt: its events carry that prompt's
-    # id and the permission mode the main thread was in.
-    current: dict[str, Any] = {}
-    for event in merged:
-        if "agent_id" not in event.payload:
-            current = {k: event.payload[k] for k in ("prompt_id", "permission_mode") if k in event.payload}
-        else:
-            event.payload.update(current)
-    return merged
+
+def _subagent_events(agent_path: Path, main_base: dict[str, Any], agent_types: dict[str, str]) -> list[HookEvent]:
+    """One subagent transcript's tool calls and its SubagentStop, in its own order."""
+    agent_lines = read_jsonl(agent_path)
+    agent_id = next((ln["agentId"] for ln in agent_lines if isinstance(ln.get("agentId"), str)),
+                    agent_path.stem.removeprefix("agent-"))
+    sub_base = {**main_base, "cwd": next((ln["cwd"] for ln in agent_lines if isinstance(ln.get("cwd"), str)), main_base["cwd"])}
+    name = f"{agent_path.parent.parent.name}/subagents/{agent_path.name}"
+    sub = _tool_events(agent_lines, sub_base, name=name, agent_id=agent_id)
+    agent_type = agent_types.get(agent_id)
+    stop = {**sub_base, "hook_event_name": "SubagentStop", "stop_hook_active": False, "agent_id": agent_id,
+            "agent_transcript_path": str(agent_path.resolve())}
+    if sub.last_text is not None:
+        stop["last_assistant_message"] = sub.last_text
+    last = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
+    sub.events.append(HookEvent(stop, last.get("timestamp", ""), f"{name}:{last['_line']}"))
+    if agent_type:
+        for event in sub.events:
+            event.payload["agent_type"] = agent_type
+    return sub.events
 
 
 def transcript_payloads(path: str | os.PathLike[str], **kwargs: Any) -> list[dict[str, Any]]:
