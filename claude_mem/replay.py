@@ -357,22 +357,6 @@ def transcript_payloads(path: str | os.PathLike[str], **kwargs: Any) -> list[dic
     return [e.payload for e in transcript_events(path, **kwargs)]
 
 
-def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]]) -> int:
-    """Store payloads the way the hook commands do (same sanitising, same rows) without a
-    process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
-    from claude_mem import hooks
-    from claude_mem.store.records import apply_event
-
-    stored = 0
-    for payload in payloads:
-        make = hooks.SANITIZE.get(COMMAND_FOR_EVENT.get(payload.get("hook_event_name", ""), ""))
-        record = make(config, payload) if make else None
-        if record is not None:
-            apply_event(conn, record)
-            stored += 1
-    return stored
-
-
 # --- playing them -----------------------------------------------------------------------------
 
 def as_events(items: Iterable[HookEvent | dict[str, Any]]) -> list[HookEvent]:

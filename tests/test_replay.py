@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
-from claude_mem.hooks import QUIET
+from claude_mem.hooks import QUIET, store_in_process
 from claude_mem.payload import matches_skip_list
 from claude_mem.replay import (
     TOOL_EVENTS,
@@ -31,7 +31,6 @@ from claude_mem.replay import (
     play_subprocess,
     read_jsonl,
     steps,
-    store_in_process,
     subagent_transcripts,
     transcript_events,
 )
