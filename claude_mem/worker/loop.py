@@ -132,7 +132,7 @@ class Worker:
             os.close(lock_fd)
             os.close(slot_fd)
             if reason != "signal":
-                self._hand_off()
+                spawn.hand_off(config, self.session_id)
 
     def _sweep(self) -> bool:
         """A slice of the marking rules over observations stored before they existed (idle time
@@ -142,34 +142,6 @@ class Worker:
         except sqlite3.Error as exc:
             self.log(f"marking older observations failed ({exc}); the next worker tries again")
             return False
-
-    def _hand_off(self) -> None:
-        """With its slot free, start the session that has waited longest, this one first: events
-        that came after the last look found this worker's lock held and started no worker."""
-        if not self.config.worker_autostart:
-            return
-        try:
-            conn = connect(self.config.db_path)
-            try:
-                waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return
-        order = sorted(waiting, key=lambda sid: sid != self.session_id)
-        for session_id in order:
-            if spawn.ensure_worker(self.config.data_dir, self.config.workers_dir, self.config.logs_dir, session_id,
-                                   self.config.max_workers) is not None:
-                return
-
-    def _others_waiting(self) -> bool:
-        """Sessions with due events and no worker while every slot is taken: an idle worker then
-        gives its slot up instead of idling in it."""
-        config = self.config
-        if spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
-            return False
-        return any(sid != self.session_id and not spawn.worker_alive(config.workers_dir, sid)
-                   for sid in (w["session_id"] for w in queue.waiting_sessions(self.conn, due_by=now_ms())))
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -221,7 +193,7 @@ class Worker:
                              " (setting observer_idle_s); the next batch resumes its conversation")
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
-                    if self._others_waiting():
+                    if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
                         return "idle, yielding its slot to a waiting session"
                 if sweeping:
                     sweeping = self._sweep()

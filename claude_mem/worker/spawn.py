@@ -19,7 +19,10 @@ from claude_mem.processes.locks import lock_held, take_lock
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
+
+    from claude_mem.settings import Config
 
 
 def session_key(session_id: str) -> str:
@@ -53,7 +56,8 @@ def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int 
 # --- the cap on concurrent workers ----------------------------------------------------------
 # A worker holds one of `max_workers` slot locks for its life (workers/slots/N.lock): the
 # sixteenth Claude Code window must not mean sixteen workers and sixteen observer CLIs. A session
-# beyond the cap waits in the durable queue; an exiting worker starts the oldest waiting one.
+# beyond the cap waits in the durable queue; an exiting worker starts the oldest waiting one
+# (hand_off), and an idle one gives its slot up to it (slot_wanted).
 
 def slot_path(workers_dir: str, slot: int) -> str:
     return os.path.join(workers_dir, "slots", f"{slot}.lock")
@@ -70,6 +74,42 @@ def take_slot(workers_dir: str, max_workers: int) -> int | None:
         if fd is not None:
             return fd
     return None
+
+
+def slot_wanted(conn: sqlite3.Connection, workers_dir: str, max_workers: int, session_id: str) -> bool:
+    """Another session has due events and no worker while every slot is taken: an idle worker
+    then gives its slot up instead of idling in it."""
+    from claude_mem.store import queue
+    from claude_mem.store.db import now_ms
+
+    if slots_in_use(workers_dir, max_workers) < max_workers:
+        return False
+    return any(sid != session_id and not worker_alive(workers_dir, sid)
+               for sid in (w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())))
+
+
+def hand_off(config: Config, session_id: str) -> None:
+    """A worker exiting with its slot free starts the session that has waited longest,
+    `session_id` first: events that came after its last look found its lock held and started
+    no worker."""
+    import sqlite3
+
+    from claude_mem.store import queue
+    from claude_mem.store.db import connect, now_ms
+
+    if not config.worker_autostart:
+        return
+    try:
+        conn = connect(config.db_path)
+        try:
+            waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return
+    for sid in sorted(waiting, key=lambda sid: sid != session_id):
+        if ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid, config.max_workers) is not None:
+            return
 
 
 def spawn_worker(data_dir: str, logs_dir: str, session_id: str, env: dict[str, str] | None = None) -> int:
