@@ -33,6 +33,7 @@ from typing import Any
 
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
+from bench.locomo_memory import clean_evidence, ingest  # the facts mode's own memory
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.recall.embedders import embedder_named
 from claude_mem.recall.index import Index
@@ -126,8 +127,6 @@ def start_service(data_dir: str, env: dict[str, str]) -> subprocess.Popen[bytes]
 
 def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, progress: bool,
         embedder: str = DEFAULT_EMBEDDER) -> dict[str, Any]:
-    from bench.locomo import clean_evidence, ingest  # the facts mode's own memory
-
     with open(data_path, encoding="utf-8") as fh:
         samples = json.load(fh)
     prompts = offtopic_prompts(offtopic)
