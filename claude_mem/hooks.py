@@ -237,7 +237,7 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
 
 
 def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:
-    """Start workers for other sessions' events that no worker is left to take (issue 11): this
+    """Start workers for other sessions' events that no worker is left to take: this
     hook may be the only process that runs for a long time. Never fails the hook."""
     try:
         stranded.revive(config, conn, exclude, throttle=True)

@@ -57,8 +57,8 @@ def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
 
 
 def sharing(config: Config, health: dict[str, Any] | None) -> dict[str, Any]:
-    """What this installation sends to a shared Chroma server (issue 16: sharing is said, not
-    implied): the server, the name teammates see, what was sent, what is kept local."""
+    """What this installation sends to a shared Chroma server (sharing is said, not implied):
+    the server, the name teammates see, what was sent, what is kept local."""
     from claude_mem.identity import clean_name, default_name
 
     url = (config.chroma_url or "").strip()
@@ -117,7 +117,7 @@ def waiting_for_slot(config: Config, conn: sqlite3.Connection, workers: list[dic
 def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = True, index: bool = True,
            outages: int = 5, service_timeout_s: float = 3.0) -> dict[str, Any]:
     """Everything `status` shows (`conn` None: no database yet). `revive` starts workers for
-    events no worker is left to take (issue 11: whoever asks may be what runs next); `index`
+    events no worker is left to take (whoever asks may be what runs next); `index`
     opens the semantic index to measure its drift (seconds on a cold start; the viewer skips it)."""
     from claude_mem.service import control
     from claude_mem.worker.spawn import list_workers

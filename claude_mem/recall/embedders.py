@@ -6,8 +6,8 @@
                   meaning in Chinese, Japanese and English lands close. Collection `claude_mem_e5`.
     auto          (the default) multilingual when its extra is installed, else minilm.
 
-multilingual-e5 embeds every text once installed: dev file recall@5 0.975 against 0.848, across languages 0.96 against 0.64.
-MiniLM stays the default install: LoCoMo facts 0.678 against 0.672, turns 0.803 against 0.797, a query vector ~4x cheaper.
+multilingual-e5 finds far more in Chinese and Japanese and across languages; MiniLM, a little
+better on English and ~4x cheaper a query, stays the default install (docs/multilingual.md).
 
 Each embedder keeps its vectors in a collection of its own, so changing the setting never mixes
 two models' vectors: the memory service fills the new collection from SQLite on its next

@@ -1,4 +1,4 @@
-"""One hybrid search over memory, used by the CLI, the MCP server, the viewer and the pushes.
+"""One hybrid search over memory: the memory service and the front doors (service/search.py) run it.
 
     search(conn, query, index=..., project=, type_=, session_id=, since_ms=, until_ms=, file=,
            kinds=, limit=, mode="hybrid" | "fts" | "vector", exclude=) -> SearchResult(hits, mode, note)
@@ -9,11 +9,11 @@ candidates with every filter applied inside the search, not after it, then the t
 hit stands for its turn; a memory something newer replaced ranks below that (recall/current.py).
 Without an index, or when it fails, the keyword side answers alone and the result says so.
 Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
-`origin` (recall/teammates.py). Importing this module is cheap: chromadb and
-the model load only when an Index is used.
+`origin` (recall/teammates.py). Importing this module is cheap: chromadb and the model load only
+when an Index is used.
 
-Why the weights and shortcuts are what they are (every experiment, its numbers, the speed
-steps S1-S6): docs/search-tuning.md.
+Why the weights and shortcuts are what they are (every experiment and its numbers):
+docs/search-tuning.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # What this side waits on (onnxruntime, Chroma) releases the GIL, so it runs here while the
-# search's thread works in SQLite (speed step S7 in docs/search-tuning.md).
+# search's thread works in SQLite (docs/search-tuning.md, Speed).
 _THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="claude-mem-semantic")
 
 
@@ -41,7 +41,7 @@ def _start(call: Callable[..., T], *args: Any) -> Future[T]:
 
 
 # Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
-# the whole project through its index (S5).
+# the whole project through its index.
 def _source_by_id(kind: str) -> str:
     return KIND[kind].source("t", "NOT INDEXED")
 
@@ -70,7 +70,7 @@ def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
 def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
     """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
     embedding = index.embed_query(text)
-    # Unfiltered, the nearest `want` are the answer and their vectors come with them (S1); with
+    # Unfiltered, the nearest `want` are the answer and their vectors come with them; with
     # filters, vectors are fetched once the filters have run.
     filtered = has_filters(f) or set(kinds) != set(KINDS)
     n = want * tuning.RAW_FACTOR if filtered else want
@@ -85,8 +85,8 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
     # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the blend
     # would read "not in the top N" as "unrelated": that of their document holding most query
-    # words (all of them cost a third of a query, S4). Those none of the nearest belong to are
-    # known now: their vectors come while the nearest are filtered (S7).
+    # words (all of them cost a third of a query). Those none of the nearest belong to are
+    # known now: their vectors come while the nearest are filtered.
     owners: dict[str, tuple[str, int]] = {}
     if fill_missing:
         near = {(m.kind, m.sqlite_id) for m in raw.matches}
@@ -143,7 +143,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
     enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
     vectors; else ESCALATE x as many nearest, checked the same way; else Chroma's own `where`,
-    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k: S1)."""
+    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k)."""
     embedding = raw.embedding
     kept = _first_passing(conn, raw.matches, kinds, f, want)
     if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:

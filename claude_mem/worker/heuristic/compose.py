@@ -5,7 +5,7 @@ definitions they touched), tool failures and the rest; then grouped: a failing r
 after it and the passing re-run of the same check become one bugfix; runs of one check become
 one observation; commits, dependencies and servers get their own; routine commands, edits and
 failures are gathered one observation each. Every title names a command, file, test, error or
-commit (issue 18: "Ran 3 command(s)" can be found by no keyword).
+commit: "Ran 3 command(s)" could be found by no keyword.
 """
 
 from __future__ import annotations
