@@ -10,6 +10,7 @@ anything); the floors are kept by all of them.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -75,6 +76,11 @@ def module_files(package: str) -> dict[str, Path]:
 MODULES = {**module_files("claude_mem"), **module_files("bench")}
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _walk(node: ast.AST, typing_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
     for child in ast.iter_child_nodes(node):
         guarded = isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
@@ -94,7 +100,7 @@ def imports_of(module: str) -> list[Import]:
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
-    for node, typing_only in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node, typing_only in _walk(parsed(path)):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -206,7 +212,7 @@ def test_the_ground_floor_is_the_standard_library() -> None:
     for module, path in MODULES.items():
         if not module.startswith("claude_mem") or floor(module) != len(FLOORS) - 1:
             continue
-        for node, _ in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node, _ in _walk(parsed(path)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             top = {n.split(".")[0] for n in names} - allowed
@@ -218,7 +224,7 @@ def test_the_ground_floor_is_the_standard_library() -> None:
 def _defined_names(module: str) -> set[str]:
     """Names `module` defines itself (not those it imports), its submodules, and what a package
     names in `__all__` (its public face: `from claude_mem.worker.heuristic import observe`)."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    tree = parsed(MODULES[module])
     names = {m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == module}
     if MODULES[module].name == "__init__.py":
         for node in tree.body:
@@ -245,7 +251,7 @@ def test_each_name_is_imported_from_the_module_that_defines_it() -> None:
     defined: dict[str, set[str]] = {}
     wrong = []
     for path in sorted(p for r in roots for p in r.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if not isinstance(node, ast.ImportFrom) or node.level or node.module not in MODULES:
                 continue
             if not node.module.startswith("claude_mem"):
@@ -264,7 +270,7 @@ def test_no_function_or_module_is_too_long() -> None:
         text = path.read_text(encoding="utf-8")
         if len(text.splitlines()) > MAX_MODULE_LINES:
             long_modules.append(f"{module}: {len(text.splitlines())} lines")
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
                 if lines > MAX_FUNCTION_LINES:
@@ -284,7 +290,7 @@ def test_bench_scripts_put_the_checkout_on_the_path_before_importing_their_sibli
     for module, path in MODULES.items():
         if not module.startswith("bench."):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         inserts = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "sys.path.insert"]
         siblings = [i for i in imports_of(module) if i.target.startswith("bench.")]
         wrong += [f"{module}:{i.line} imports {i.target} without the checkout on sys.path"
