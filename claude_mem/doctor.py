@@ -58,7 +58,7 @@ def _migrations(conn: sqlite3.Connection) -> Finding:
 
 
 def _worker_files(config: Config, fix: bool) -> list[Finding]:
-    from claude_mem.processes.locks import unheld_locks
+    from claude_mem.processes import unheld_locks
     from claude_mem.worker.spawn import list_workers
 
     dead = [w for w in list_workers(config.workers_dir) if not w.alive]

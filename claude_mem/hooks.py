@@ -28,9 +28,9 @@ import os
 import sqlite3
 import sys
 
+from claude_mem import processes
 from claude_mem import settings as settings_mod
 from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
-from claude_mem.logs import log_line
 from claude_mem.payload import (
     PayloadError,
     clean_text,
@@ -40,7 +40,6 @@ from claude_mem.payload import (
     require_str,
     to_json_capped,
 )
-from claude_mem.processes import detach
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store.db import NpmDatabaseError, SchemaTooNewError, connect
@@ -61,14 +60,14 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     """Run one hook command. Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
-    detach.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
+    processes.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
     output = "" if command == "context" else QUIET
     config: Config | None = None
     try:
         raw = stdin.read()
         config = settings_mod.load(strict=False)
         for warning in config.warnings:
-            log_line(config.logs_dir, command, f"warning: {warning}", stderr=True)
+            _log(config.logs_dir, command, f"warning: {warning}", stderr=True)
         payload = parse_payload(raw)
         event = payload.get("hook_event_name")
         if isinstance(event, str) and event and event not in HOOK_EVENTS[command]:
@@ -87,7 +86,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             raise PayloadError(f"unknown hook command {command!r}")
     except Exception as exc:  # the contract: never let anything reach Claude Code
         logs_dir = config.logs_dir if config else _fallback_logs_dir()
-        log_line(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
+        _log(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
     try:
         if output:
             stdout.write(output + "\n")
@@ -95,6 +94,13 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _log(logs_dir: str | None, command: str, message: str, *, stderr: bool = False) -> None:
+    """logs.log_line, loaded only when there is something to say: a hook that goes well never needs it."""
+    from claude_mem.logs import log_line
+
+    log_line(logs_dir, command, message, stderr=stderr)
 
 
 def _fallback_logs_dir() -> str | None:
@@ -220,19 +226,19 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         try:
             path = spool_event(config, record)
         except OSError as spool_exc:
-            log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
+            _log(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
                      f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
             return False
         # The npm claude-mem's database in our place is not "unavailable": say what it is and the fix.
         problem = str(exc) if isinstance(exc, NpmDatabaseError) else f"database unavailable ({_describe(exc)})"
-        log_line(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
+        _log(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
         return False
     if config.worker_autostart and record["type"] != "end":
         try:
             spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"],
                                 config.max_workers)
         except OSError as exc:
-            log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
+            _log(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
     return True
 
 
@@ -242,7 +248,7 @@ def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, excl
     try:
         stranded.revive(config, conn, exclude, throttle=True)
     except (sqlite3.Error, OSError) as exc:
-        log_line(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
+        _log(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
 
 
 # --- SessionStart -----------------------------------------------------------------------------

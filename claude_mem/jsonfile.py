@@ -2,7 +2,8 @@
 being taken for something else; and any JSON written so that a reader sees the old file or the
 new one, whole, never half of it.
 
-Standard library only: hooks read their settings, and spool events, through here.
+Standard library only: a hook reads its settings file (when there is one) and spools events
+through here.
 """
 
 from __future__ import annotations
@@ -19,18 +20,6 @@ class JSONFileError(ValueError):
     """A file that cannot be read as a JSON object; the message names it, on one line."""
 
 
-def json_object(text: str) -> dict[str, Any]:
-    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
-    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"a JSON {type(data).__name__}, not a JSON object")
-    return data
-
-
 def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
     """(content, existed) of a file that must hold a JSON object. Missing or empty is {};
     anything else raises JSONFileError: a file that could not be parsed is never rewritten."""
@@ -43,6 +32,8 @@ def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
         raise JSONFileError(f"cannot read {path}: {exc.strerror}") from None
     if not text.strip():
         return {}, True
+    from claude_mem.payload import json_object
+
     try:
         return json_object(text), True
     except ValueError as exc:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 
-from claude_mem.jsonfile import json_object
-
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
@@ -343,6 +341,18 @@ def _fair_share(lengths: list[int], limit: int) -> int:
 
 class PayloadError(ValueError):
     """The hook payload cannot be used; the message says why in one line."""
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
+    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not a JSON object")
+    return data
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:

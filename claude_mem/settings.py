@@ -14,8 +14,6 @@ import math
 import os
 import sys
 
-from claude_mem.jsonfile import JSONFileError, read_json_object, write_json_atomic
-
 # Hook path: `typing` and `dataclasses` (which pulls in `inspect`) cost ~7 ms of the hook's
 # ~25 ms budget, so annotations stay unevaluated and these classes are written out by hand.
 TYPE_CHECKING = False
@@ -234,6 +232,10 @@ def data_dir_from_env() -> str:
 
 def read_settings_file(path: str) -> dict[str, Any]:
     """settings.json's settings; SettingsError, one line naming the file, when it is not a JSON object."""
+    if not os.path.exists(path):
+        return {}  # most data folders have none: no module to load for it on the hook path
+    from claude_mem.jsonfile import JSONFileError, read_json_object
+
     try:
         return read_json_object(path)[0]
     except JSONFileError as exc:
@@ -293,6 +295,8 @@ def write_setting(config: Config, key: str, raw: str) -> Any:
     value = setting.parse(_coerce_cli_value(setting, raw))
     current = read_settings_file(config.settings_path)
     current[key] = value
+    from claude_mem.jsonfile import write_json_atomic
+
     config.ensure_dirs()
     write_json_atomic(config.settings_path, current, indent=2, sort_keys=True)
     return value

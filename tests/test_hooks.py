@@ -586,7 +586,7 @@ HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hook_table", "claude_
              "claude_mem.payload", "claude_mem.project", "claude_mem.settings", "claude_mem.logs", "claude_mem.resources",
              "claude_mem.store", "claude_mem.push", "claude_mem.text", "claude_mem.worker", "claude_mem.worker.spawn",
              "claude_mem.worker.stranded", "claude_mem.service", "claude_mem.service.client", "claude_mem.service.protocol",
-             "claude_mem.processes", "claude_mem.processes.locks", "claude_mem.processes.detach")
+             "claude_mem.processes")
 
 
 def on_hook_path(module: str) -> bool:

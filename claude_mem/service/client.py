@@ -12,8 +12,7 @@ import json
 import os
 import time
 
-from claude_mem.processes.detach import spawn_detached
-from claude_mem.processes.locks import lock_held
+from claude_mem.processes import lock_held, spawn_detached
 from claude_mem.service import protocol
 
 TYPE_CHECKING = False

@@ -28,7 +28,7 @@ from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
-from claude_mem.processes.locks import take_lock
+from claude_mem.processes import take_lock
 from claude_mem.service import protocol
 from claude_mem.settings import Config
 

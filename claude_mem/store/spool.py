@@ -14,7 +14,6 @@ import os
 import sqlite3
 import time
 
-from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.store.records import apply_event
 
@@ -26,6 +25,8 @@ if TYPE_CHECKING:
 
 
 def spool_event(config: Config, record: dict[str, Any]) -> str:
+    from claude_mem.jsonfile import write_json_atomic  # spooling is rare: the prompt hook drains, and need not load it
+
     os.makedirs(config.spool_dir, mode=0o700, exist_ok=True)
     path = os.path.join(config.spool_dir, f"{time.time_ns()}-{os.getpid()}.json")
     write_json_atomic(path, record)  # its temporary file does not end in .json: `spooled` skips it

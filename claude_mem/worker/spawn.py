@@ -1,7 +1,7 @@
 """Starting one detached worker per session, and knowing whether one is alive.
 
 A live worker holds an exclusive flock on `<data dir>/workers/<session>.lock` for its whole
-life (processes/locks.py); hooks probe it. The worker itself is the single-instance guard: it
+life (claude_mem/processes); hooks probe it. The worker itself is the single-instance guard: it
 exits at once if it cannot take the lock, so two racing hooks that both spawn still leave exactly
 one worker. `<session>.json` beside the lock records pid and process create time for
 `claude-mem workers` (`list_workers` checks them with psutil, off the hook path). A worker also
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 
-from claude_mem.processes.detach import spawn_detached
-from claude_mem.processes.locks import lock_held, take_lock
+from claude_mem.processes import lock_held, spawn_detached, take_lock
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
