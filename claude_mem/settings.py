@@ -232,8 +232,12 @@ def data_dir_from_env() -> str:
 
 def read_settings_file(path: str) -> dict[str, Any]:
     """settings.json's settings; SettingsError, one line naming the file, when it is not a JSON object."""
-    if not os.path.exists(path):
+    try:
+        os.stat(path)
+    except FileNotFoundError:
         return {}  # most data folders have none: no module to load for it on the hook path
+    except OSError:
+        pass  # read_json_object says why it cannot be read
     from claude_mem.jsonfile import JSONFileError, read_json_object
 
     try:
