@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.push_recall import hook_argv, start_service
 from claude_mem.recall.embedders import NAMES
-from claude_mem.service import control
+from claude_mem.service import client, control
 
 ASCII_WORD = re.compile(r"[A-Za-z]{2,}")
 PUSHED_REF = re.compile(r"^- (obs|sum):(\d+) ", re.MULTILINE)
@@ -148,6 +148,7 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
         raise SystemExit(f"claude-mem import failed: {proc.stderr.strip()}")
     refs = refs_of(data_dir / "claude-mem.db", where)
     service = start_service(str(data_dir), env)
+    chosen = client.call(str(data_dir), "status", timeout_s=30, start=False)["embedder"]  # what the service chose, and why
     rows: list[dict[str, Any]] = []
     n = 0
     try:
@@ -177,7 +178,7 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
     finally:
         control.stop_service(str(data_dir))
         service.wait(30)
-    return summarise(rows, os.path.basename(data_path))
+    return {**summarise(rows, os.path.basename(data_path)), "embedder": chosen}
 
 
 def _mean(values: list[float]) -> float:
@@ -200,7 +201,7 @@ def summarise(rows: list[dict[str, Any]], data: str) -> dict[str, Any]:
 
 
 def report(r: dict[str, Any]) -> None:
-    print(f"{r['data']}: {r['all']['questions']} questions")
+    print(f"{r['data']}: {r['all']['questions']} questions; embedder {r['embedder']['answering']} ({r['embedder']['reason']})")
     print(f"{'':8} {'n':>4} {'recall@5':>9} {'MRR':>6} {'pushed':>7} {'offtopic':>9}")
     for name in ("all", "zh", "ja", "en", "same", "cross", "mixed"):
         g = r[name]

@@ -109,7 +109,7 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
     except client.ServiceError as exc:
         raise click.ClickException(str(exc)) from None
     except client.ServiceUnavailable:
-        index = open_index(config, create=True)
+        index = open_index(config, create=True, conn=conn)
         assert index is not None
         started = time.perf_counter()
         try:

@@ -276,7 +276,7 @@ def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool) 
         return "index drift", ok, detail, ""
     try:
         # index_missing may succeed where reading failed: it rebuilds a removed folder.
-        done = open_index(app.config, create=True).index_missing(conn)  # type: ignore[union-attr]
+        done = open_index(app.config, create=True, conn=conn).index_missing(conn)  # type: ignore[union-attr]
     except IndexUnavailable as exc:
         return "index drift", False, f"{detail}; could not repair: {exc}" if state == "drift" else f"{detail} (could not repair)", ""
     indexed = sum(done[k] for k in KINDS)
