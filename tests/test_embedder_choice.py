@@ -132,8 +132,9 @@ def test_the_service_switches_a_store_to_multilingual_as_chinese_rows_arrive(dat
                      r" switched \(kept since\)", text), text
     assert "in sync" in text  # the e5 collection holds every row
     # MiniLM's index answered while the multilingual one was filled.
-    log = (data_dir / "logs" / "service.log").read_text()
-    assert log.index("its index is filled from SQLite") < log.index("the multilingual index holds every row: it answers"), log
+    log = (data_dir / "logs" / "claude-mem.log").read_text()
+    filled, answers = "its index is filled from SQLite", "the multilingual index holds every row: it answers searches now"
+    assert filled in log and answers in log and log.index(filled) < log.index(answers), log
     mem.close()
     # Kept: a service started again over the same store runs it at once.
     stop_service(str(data_dir))
