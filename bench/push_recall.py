@@ -110,11 +110,11 @@ def normalised(text: str) -> str:
     return " ".join(text.split())
 
 
-def start_service(data_dir: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start_service(data_dir: str, env: dict[str, str], catch_up_s: float = 600) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.call(data_dir, "ping", timeout_s=120, wait=True, start=False)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + catch_up_s
     while client.call(data_dir, "status", timeout_s=30, start=False).get("index_lag") != 0:
         if time.monotonic() > deadline:
             raise SystemExit("the memory service did not catch up with the stored facts")
