@@ -37,7 +37,7 @@ DEFAULT = "auto"
 
 # auto: the newest prompts and the newest observations looked at, the share of them written in
 # CJK from which multilingual-e5 is used, and the fewest such rows that count (a handful of pasted
-# messages never switch an English store). docs/multilingual.md, "When auto switches", has why.
+# messages never switch an English store). docs/multilingual.md, "Where it pays", has why.
 WINDOW = 200
 SHARE = 0.10
 MIN_CJK_ROWS = 10
@@ -124,7 +124,7 @@ class Share:
     def describe(self) -> str:
         if not self.rows:
             return "nothing stored yet"
-        percent = round(100 * self.cjk / self.rows) if self.rows else 0
+        percent = round(100 * self.cjk / self.rows)
         return f"{percent}% of the {self.rows} newest prompts and observations are written in Chinese, Japanese or Korean"
 
 
@@ -174,9 +174,12 @@ def choose(config: Any, conn: sqlite3.Connection, *, record: bool = True) -> Cho
     choice = Choice("multilingual", f"auto: {share.describe()}", switched=record)
     if record:
         path = os.path.join(config.data_dir, CHOICE_FILE)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump({"embedder": choice.name, "reason": share.describe()}, fh)
-        os.replace(path + ".tmp", path)
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as fh:
+                json.dump({"embedder": choice.name, "reason": share.describe()}, fh)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass  # not kept: judged again next time, most likely the same way
     return choice
 
 
