@@ -49,8 +49,8 @@ class Indexer:
         self.log = log
         self.choice = choice
         self.switch_to: Choice | None = None  # the embedder the store calls for now (the service switches)
-        self.previous = answering if answering is not None and answering.embedder != index.embedder else None
-        self._previous_holds = False  # rows, looked at on the indexing thread before the first catch-up
+        # Looked at more closely on the indexing thread before the first catch-up (_holds).
+        self.previous = answering if answering is not None and answering.embedder != index.embedder and answering.built else None
         self.caught_up = False  # the first full catch-up is done: the index holds every row
         self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
@@ -109,7 +109,7 @@ class Indexer:
         if previous is not None and self.caught_up:
             self.previous = previous = None
             self.log(f"the {self.index.embedder} index holds every row: it answers searches now")
-        return previous if previous is not None and self._previous_holds else self.index
+        return previous if previous is not None else self.index
 
     def idle(self) -> bool:
         with self._done:
@@ -197,8 +197,8 @@ class Indexer:
     def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
                prompt_ids: list[int] = ()) -> None:
         if self.behind:
-            if self.previous is not None and not self._previous_holds:
-                self._previous_holds = self._holds(self.previous)
+            if self.previous is not None and not self.caught_up and not self._holds(self.previous):
+                self.previous = None
             counts = self.index.index_missing(conn)
             caught_up = sum(v for k, v in counts.items() if k != "removed")
             self.indexed += caught_up
@@ -234,7 +234,7 @@ class Indexer:
             self.switch_to = choice
 
     def _holds(self, index: Index) -> bool:
-        """Whether the previous index holds documents (it then answers meanwhile: its model loaded now)."""
+        """Whether the previous index holds documents, to answer meanwhile (its model is loaded now)."""
         try:
             if not index.built or index.count() == 0:
                 return False
