@@ -3,8 +3,10 @@ floor any Python hook pays: start this interpreter, parse the payload, insert on
 synchronous=NORMAL SQLite table; and the same hook started as the Claude Code plugin starts it,
 through plugin/claude-mem (target <= 1.2x the console script run directly). Then the pushes (issue 13): `claude-mem pre` (PreToolUse, SQL
 only: target <= 1.3x the floor) and `claude-mem new` searching through a warm memory service
-(target <= 3x), against the same floor in the same run. Then a burst: many hook processes at
-once into one database.
+(target <= 3x), and `claude-mem context` (SessionStart: the digest, and the memory service
+started when none runs) with the service up and with none running (each run's service is
+stopped before the next), against the same floor in the same run. Then a burst: many hook
+processes at once into one database.
 
     python bench/hooks.py [--runs N] [--json] [--no-push] [--burst-procs 16] [--burst-events 50]
 
@@ -42,7 +44,8 @@ from tests.plugin_helpers import adopt_environment  # noqa: E402
 
 TARGET_RATIO = 1.3
 LAUNCHER_TARGET = 1.2  # the plugin's launcher against the same hook run directly
-PUSH_TARGETS = {"pre (file)": 1.3, "pre (command)": 1.3, "new (prompt recall)": 3.0}
+PUSH_TARGETS = {"pre (file)": 1.3, "pre (command)": 1.3, "new (prompt recall)": 3.0, "context (service up)": 1.6,
+                "context (no service)": 1.6}
 
 FLOOR_SCRIPT = """\
 import json, sqlite3, sys
@@ -218,9 +221,11 @@ def bench_push(runs: int, payloads: list[dict[str, Any]], work: Path, base_env: 
     from claude_mem.service import client, control
 
     data_dir = work / "push-data"
+    cold_dir = work / "push-data-cold"  # the same memory, and no service running (context starts one)
     project_dir = work / "pushproj"
     project_dir.mkdir()
     pre, prompts = push_memory(payloads, data_dir, project_dir)
+    push_memory(payloads, cold_dir, project_dir)
     files = [p for p in pre if p["_tool"] != "Bash"]
     commands = [p for p in pre if p["_tool"] == "Bash"]
     env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
@@ -247,33 +252,59 @@ def bench_push(runs: int, payloads: list[dict[str, Any]], work: Path, base_env: 
             common = {"session_id": f"push-{i}", "transcript_path": "/dev/null", "cwd": str(project_dir)}
             if kind == "new (prompt recall)":
                 return {**common, "hook_event_name": "UserPromptSubmit", "prompt": prompts[i % len(prompts)], "prompt_id": f"p{i}"}
+            if kind.startswith("context"):
+                return {**common, "hook_event_name": "SessionStart", "source": "startup"}
             item = (files if kind == "pre (file)" else commands)[i % len(files if kind == "pre (file)" else commands)]
             tool_input = {k: v for k, v in item.items() if k != "_tool"}
             return {**common, "hook_event_name": "PreToolUse", "tool_name": item["_tool"], "tool_input": tool_input,
                     "tool_use_id": f"toolu-{kind}-{i}"}
 
         argvs = {"floor": [sys.executable, str(floor_py), str(floor_db)], "pre (file)": [*base, "pre"],
-                 "pre (command)": [*base, "pre"], "new (prompt recall)": [*base, "new"]}
+                 "pre (command)": [*base, "pre"], "new (prompt recall)": [*base, "new"],
+                 "context (service up)": [*base, "context"], "context (no service)": [*base, "context"]}
+        cold_env = {**env, "CLAUDE_MEM_DATA_DIR": str(cold_dir)}
         if not commands:
             del argvs["pre (command)"]
         samples: dict[str, list[float]] = {k: [] for k in argvs}
         injected: dict[str, int] = dict.fromkeys(argvs, 0)
         names = list(argvs)
+        started = 0
         for i in range(-3, runs):  # three warm-up rounds, not counted
             for name in names[i % len(names):] + names[: i % len(names)]:
                 body = payload(name if name != "floor" else "pre (file)", i)
-                seconds, proc = timed(argvs[name], json.dumps(body).encode(), env)
+                seconds, proc = timed(argvs[name], json.dumps(body).encode(), cold_env if name == "context (no service)" else env)
                 check(proc, name)
+                if name == "context (no service)":
+                    started += stop_spawned_services(cold_dir)  # untimed: the next run finds no service either
                 if i >= 0:
                     samples[name].append(seconds)
                     injected[name] += b"additionalContext" in proc.stdout
         stats = {name: percentiles(s) for name, s in samples.items()}
         ratios = {name: stats[name]["p50"] / stats["floor"]["p50"] for name in stats if name != "floor"}
-        return {"runs": runs, "stats": stats, "ratios": ratios, "injected": injected,
+        return {"runs": runs, "stats": stats, "ratios": ratios, "injected": injected, "services_started": started,
                 "memory": {"files": len(files), "commands": len(commands), "prompts": len(prompts)}}
     finally:
         control.stop_service(str(data_dir))
         service.wait(30)
+        stop_spawned_services(cold_dir)
+
+
+def stop_spawned_services(data_dir: Path) -> int:
+    """SIGKILL the memory services started for `data_dir` (found by their environment: one just
+    spawned may not hold its lock yet); returns how many there were."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            ours = proc.cwd() == str(data_dir) or proc.environ().get("CLAUDE_MEM_DATA_DIR") == str(data_dir)
+            if ours and "service" in proc.cmdline():
+                proc.kill()
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    psutil.wait_procs(found, timeout=10)
+    return len(found)
 
 
 def ms(x: float) -> str:
@@ -300,6 +331,7 @@ def report(latency: dict[str, Any], push: dict[str, Any] | None, burst: dict[str
         for name, st in push["stats"].items():
             print(f"{name:24} {ms(st['p50'])} {ms(st['p95'])} {ms(st['p99'])} {ms(st['min'])}  "
                   f"{push['injected'][name] if name != 'floor' else '':>5}")
+        print(f"memory services started by `context (no service)`: {push['services_started']} in {push['runs'] + 3} runs")
         for name, ratio in push["ratios"].items():
             target = PUSH_TARGETS[name]
             print(f"ratio p50({name}) / p50(floor) = {ratio:.2f}  ({'ok' if ratio <= target else f'ABOVE target {target}'})")

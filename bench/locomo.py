@@ -54,6 +54,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from claude_mem.marks.apply import mark_stored
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.recall.embedders import NAMES, choose, embedder_named
 from claude_mem.recall.index import Index
@@ -134,6 +135,8 @@ def ingest(conn: Any, index: Index | None, sample: dict[str, Any]) -> tuple[dict
                     offset += 1
                     store_fact(conn, session_id, project, fact, dias, prompt_number=number, at=start_ms + offset * 1000,
                                provenance=provenance, new_ids=ids)
+    with transaction(conn):  # the marking rules, as the worker and an import run them
+        mark_stored(conn, ids)
     if index is not None:
         index.index_observations(conn, ids)
     return provenance, facts_seen
@@ -176,6 +179,8 @@ def ingest_turns(conn: Any, index: Index | None, sample: dict[str, Any]) -> tupl
                     prompt_number, at = next((turn_of[d] for d in dias if d in turn_of), (0, start_ms))
                     store_fact(conn, session_id, project, fact, dias, prompt_number=prompt_number, at=at + offset,
                                provenance=provenance, new_ids=obs_ids)
+    with transaction(conn):
+        mark_stored(conn, obs_ids)
     if index is not None:
         index.index_prompts(conn, list(said))
         index.index_observations(conn, obs_ids)

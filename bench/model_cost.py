@@ -14,7 +14,13 @@ per tool event of the session; with --titles, what the heuristic
 synthesizer titles each subagent's calls (as the worker would batch them) beside what it titles
 the Task call that folding keeps.
 
-    python bench/model_cost.py [--json] [--titles] [TRANSCRIPT ...]
+Each batch message also carries what memory already holds about its files and request (the
+`obs:ID date title` lines the observer may name in `<supersedes>`, worker/recalled.py). So that
+they are not free by being empty, memory first holds an earlier session of the same transcript
+(its events turned into observations by the heuristic synthesizer): every file the session
+touches has memories. `memory_chars` is their share of `ours_chars`; `--no-memory` leaves them out.
+
+    python bench/model_cost.py [--json] [--titles] [--no-memory] [TRANSCRIPT ...]
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from bench.data import transcripts  # noqa: E402
 from claude_mem import hooks, settings  # noqa: E402
 from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
-from claude_mem.store.db import connect  # noqa: E402
+from claude_mem.store.db import connect, transaction  # noqa: E402
+from claude_mem.store.memories import insert_observation  # noqa: E402
 from claude_mem.worker import heuristic  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
+from claude_mem.worker.recalled import Recalled  # noqa: E402
 from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
 
 # The best-known system's prompts (plan 002): the fixed text around each message.
@@ -78,10 +86,11 @@ def baseline_message(payload: dict) -> str:
             f"Output:\n{baseline_cut(json.dumps(output, indent=2, ensure_ascii=False))}\n" + BASELINE_OBSERVATION_TAIL)
 
 
-def observer_chars(worker: Worker, rows: list[dict]) -> tuple[int, int, list[list[dict]]]:
-    """(characters, messages, batches) the worker would send for these queue rows."""
+def observer_chars(worker: Worker, rows: list[dict], conn, recalled: Recalled | None) -> tuple[int, int, int, list[list[dict]]]:
+    """(characters, messages, of them memory lines, batches) the worker would send for these queue
+    rows: the real request text once per prompt, and what memory holds about each batch."""
     ours = len(fill("init", project="bench", date="2026-01-01"))
-    messages = 0
+    memory_chars = messages = 0
     last_prompt = -1
     batches = []
     while rows:
@@ -92,13 +101,18 @@ def observer_chars(worker: Worker, rows: list[dict]) -> tuple[int, int, list[lis
         if events[0].kind == "finalize":
             ours += len(fill("summary", prompt_number=events[0].prompt_number, request="x" * 200, last_message="y" * 300))
         else:
-            header = ""
+            header = request = ""
             if events[0].prompt_number != last_prompt:
-                header = f"User's request #{events[0].prompt_number}: {'x' * 200}\n\n"
+                found = conn.execute("SELECT prompt_text FROM user_prompts WHERE session_id = 'bench' AND prompt_number = ?",
+                                     (events[0].prompt_number,)).fetchone()
+                request = (found[0] if found else "")[:1500]
+                header = f"User's request #{events[0].prompt_number}: {request}\n\n"
                 last_prompt = events[0].prompt_number
-            ours += len(fill("observation", request_line=header, events=render_batch(events)))
+            lines = recalled.block(events, request) if recalled is not None else ""
+            memory_chars += len(lines)
+            ours += len(header + fill("observation", memory=lines, events=render_batch(events)))
         messages += 1
-    return ours, messages, batches
+    return ours, messages, memory_chars, batches
 
 
 def subagent_titles(batches: list[list[dict]], rows: list[dict]) -> list[dict]:
@@ -122,7 +136,23 @@ def subagent_titles(batches: list[list[dict]], rows: list[dict]) -> list[dict]:
     return list(agents.values())
 
 
-def measure(path: Path, config: settings.Config) -> dict:
+def remember_earlier(conn, config: settings.Config, path: Path) -> None:
+    """The transcript as an earlier session of the project, observed by the heuristic synthesizer."""
+    store_in_process(config, conn, transcript_payloads(path, session_id="earlier"))
+    rows = [r for r in queue.list_rows(conn, session_id="earlier") if r["kind"] == "tool"]
+    worker = Worker(config, "earlier", synthesizer="heuristic")
+    project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = 'earlier'").fetchone()[0]
+    with transaction(conn):
+        while rows:
+            batch = worker._take_batch(rows)
+            rows = rows[len(batch):]
+            for obs in heuristic.observe([Event.from_row(r) for r in batch]):
+                insert_observation(conn, "earlier", project, obs, prompt_number=batch[0]["prompt_number"], source="heuristic")
+        # The same project: the bench session's events are found as being about these files.
+        conn.execute("UPDATE sdk_sessions SET project = ? WHERE claude_session_id = 'bench'", (project,))
+
+
+def measure(path: Path, config: settings.Config, memory: bool = True) -> dict:
     payloads = transcript_payloads(path, session_id="bench")
     tool_payloads = [p for p in payloads if p["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
                      and not hooks.matches_skip_list(p["tool_name"], config.skip_tools)]
@@ -131,16 +161,21 @@ def measure(path: Path, config: settings.Config) -> dict:
 
     conn = connect(config.db_path)
     store_in_process(config, conn, payloads)
+    if memory:
+        remember_earlier(conn, config, path)
+    recalled = Recalled(conn, "bench")
     rows = queue.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
-    each, each_messages, batches = observer_chars(worker, rows)
+    each, each_messages, each_memory, batches = observer_chars(worker, rows, conn, recalled if memory else None)
     subagent_rows = [r for r in rows if r["kind"] == "tool" and r.get("agent_id")]
-    folded, folded_messages, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows])
+    folded, folded_messages, folded_memory, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows], conn,
+                                                               recalled if memory else None)
     conn.close()
     # The headline is what the worker sends with the settings in force.
-    ours, messages = (folded, folded_messages) if config.fold_subagents else (each, each_messages)
+    ours, messages, memory_chars = (folded, folded_messages, folded_memory) if config.fold_subagents else (each, each_messages, each_memory)
     n = len(tool_payloads)
     result = {"transcript": path.name, "tool_events": n, "turns": stops, "ours_chars": ours, "ours_messages": messages,
+              "memory_chars": memory_chars,
               "baseline_chars": baseline, "baseline_messages": n + stops + 1,
               "ours_per_event": round(ours / max(n, 1)), "baseline_per_event": round(baseline / max(n, 1)),
               "ratio": round(ours / max(baseline, 1), 3)}
@@ -157,6 +192,7 @@ def main() -> None:
     parser.add_argument("transcripts", nargs="*", type=Path)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--titles", action="store_true", help="print the heuristic titles folding loses and keeps")
+    parser.add_argument("--no-memory", action="store_true", help="an empty memory: no lines of what it holds in the messages")
     args = parser.parse_args()
     paths = transcripts(args.transcripts)
     results = []
@@ -165,11 +201,12 @@ def main() -> None:
             os.environ["CLAUDE_MEM_DATA_DIR"] = os.path.join(tmp, str(i))
             config = settings.load(strict=True)
             config.ensure_dirs()
-            results.append(measure(path, config))
+            results.append(measure(path, config, memory=not args.no_memory))
     total_ours = sum(r["ours_chars"] for r in results)
     total_base = sum(r["baseline_chars"] for r in results)
     events = sum(r["tool_events"] for r in results)
     summary = {"transcripts": results, "tool_events": events, "ours_chars": total_ours, "baseline_chars": total_base,
+               "memory_chars": sum(r["memory_chars"] for r in results),
                "ours_per_event": round(total_ours / max(events, 1)), "baseline_per_event": round(total_base / max(events, 1)),
                "ratio": round(total_ours / max(total_base, 1), 3)}
     if args.json:
@@ -181,6 +218,7 @@ def main() -> None:
               f"{r['ours_messages']:>4}/{r['baseline_messages']:<4} {r['ratio']:>6}")
     print(f"{'ALL':<44} {events:>6} {summary['ours_per_event']:>8} {summary['baseline_per_event']:>8} {'':>9} {summary['ratio']:>6}"
           "   (target <= 0.5)")
+    print(f"memory lines: {summary['memory_chars']} of {total_ours} characters ({summary['memory_chars'] / max(total_ours, 1):.1%})")
     with_subagents = [r for r in results if "subagents" in r]
     if not with_subagents:
         return

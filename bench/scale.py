@@ -18,6 +18,8 @@ Reported per size:
   search           p50/p95 of `search()` in fts, vector and hybrid mode: natural-language and
                    keyword queries, half of them filtered to a project, interleaved by mode; and hybrid
                    through the memory service (a `claude-mem service` process, over its socket)
+  marks            with --marks: the marking rules over every observation first (what upgrading a
+                   database of that size runs once), their time and marks; searches then run with them
   digest           p50 of `claude-mem context` (a subprocess fed a SessionStart payload) against
                    the hook floor of bench/hooks.py (this interpreter parsing the payload and
                    inserting it into a WAL, synchronous=NORMAL table), interleaved, as a ratio
@@ -471,6 +473,15 @@ def _project_rows(data_dir: Path, project: str) -> int:
 def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work: Path) -> dict[str, Any]:
     conn = connect(str(data_dir / "claude-mem.db"))
     index = Index(path=str(data_dir / "chroma"), embedder=embedder_named("minilm"))  # the space the store was built in
+    marks: dict[str, Any] | None = None
+    if args.marks:
+        from claude_mem.marks.apply import mark_all
+
+        started = time.perf_counter()
+        applied = mark_all(conn)
+        marks = {"seconds": round(time.perf_counter() - started, 1), "checked": applied.checked, "made": len(applied.marks),
+                 "by_rule": applied.counts(),
+                 "active": conn.execute("SELECT COUNT(*) FROM memory_links WHERE undone_at_epoch IS NULL").fetchone()[0]}
     try:
         ingest = worker_ingest(conn, index, args.seed)
         latency = search_latency(conn, index, make_queries(args.seed, args.queries))
@@ -480,7 +491,7 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
     latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries))
     digest = digest_vs_floor(data_dir, args.digest_runs, work)
     return {"rows": counts(data_dir), "vectors": meta.get("vectors", "minilm"), "build": meta.get("build"),
-            "worker_ingest": ingest, "search": latency, "digest": digest}
+            "worker_ingest": ingest, "search": latency, "digest": digest, "marks": marks}
 
 
 def report(results: dict[int, dict[str, Any]]) -> None:
@@ -502,6 +513,9 @@ def report(results: dict[int, dict[str, Any]]) -> None:
     rows += [("digest p50 ms", lambda r: f"{r['digest']['context']['p50_ms']:.1f}"),
              ("hook floor p50 ms", lambda r: f"{r['digest']['floor']['p50_ms']:.1f}"),
              ("digest / floor", lambda r: f"{r['digest']['ratio']:.2f}")]
+    if any(r.get("marks") for r in results.values()):
+        rows.append(("marking rules (s / marks)",
+                     lambda r: f"{r['marks']['seconds']} / {r['marks']['active']:,}" if r.get("marks") else "-"))
     for label, cell in rows:
         print(f"{label:28}" + "".join(f"{cell(r):>18}" for r in results.values()))
     for size, r in results.items():
@@ -524,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="what embeds the stored documents while building: MiniLM, or the sum of MiniLM's vectors of"
                         " their words, each embedded once (an hour less for 100000; queries are embedded by MiniLM either way)")
     parser.add_argument("--build-only", action="store_true", help="prepare the sizes under --data-dir, measure nothing")
+    parser.add_argument("--marks", action="store_true", help="run the marking rules over every observation before measuring")
     args = parser.parse_args(argv)
     try:
         sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})

@@ -5,7 +5,7 @@ Chroma server that a teammate shares.
 
 1. upgrade   an embedded index as claude-mem wrote it before installation ids (bare document
              ids, index_state on the bare collection id) is brought to them by the next
-             `index_missing` (`Index._upgrade_legacy`: documents renamed with their stored
+             `index_missing` (`recall/legacy.py`: documents renamed with their stored
              vectors), timed against `reindex` of the same data (every document embedded again).
 2. shared    hybrid `search()` p50/p95 on a real `chroma run` on 127.0.0.1, for installation A
              alone in a collection against A in a collection that also holds teammate B's memory

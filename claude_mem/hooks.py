@@ -1,6 +1,7 @@
 """The four hook commands: Claude Code's hook JSON in, durable rows out.
 
-  context  SessionStart        print the project's digest
+  context  SessionStart        print the project's digest; start the memory service for the
+                               session's first prompt when there is memory to search
   new      UserPromptSubmit    record the prompt, make sure a worker runs, push the memories
                                that bear on it (claude_mem/push/prompt.py)
   pre      PreToolUse          push what earlier sessions did with the file about to be read
@@ -65,6 +66,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     """Run one hook command. Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
+    spawn.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
     output = "" if command == "context" else QUIET
     config: Config | None = None
     try:
@@ -241,6 +243,7 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     cwd = optional_str(payload, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     if not os.path.exists(config.db_path):
         return None  # nothing remembered yet; don't create anything on a read
+    from claude_mem.push import has_memory
     from claude_mem.push.digest import build_digest, digest_refs
     from claude_mem.store import injections
 
@@ -255,8 +258,15 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
         # empty digest is recorded: what was pushed before it is no longer in the context.
         if session_id and (text or source == "compact"):
             injections.record(conn, session_id, project, "digest", digest_refs(text), len(text), note=source)
+        searchable = config.semantic_index and has_memory(conn, project, session_id or "")
     finally:
         conn.close()
+    if searchable:
+        # It loads (seconds) while the user types, so the session's first prompt is searched
+        # semantically, not by keywords alone. Spawned, never waited for.
+        from claude_mem.service import client
+
+        client.ensure_started(config.data_dir)
     if not text:
         return None
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},

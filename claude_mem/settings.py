@@ -129,6 +129,9 @@ SETTINGS: dict[str, Setting] = {
                 minimum=1),
         Setting("observer_timeout_s", "float", 120.0, "Seconds the model may take to answer one message before the try fails.",
                 minimum=1),
+        Setting("observer_start_give_up_s", "float", 1800.0,
+                "Seconds the observer CLI may keep failing to start (killed, exiting, hanging) before the session counts it"
+                " as unable to start: synthesizer auto then switches to heuristics, model skips its events.", minimum=0),
         Setting("retry_backoff_s", "float", 5.0,
                 "First wait after a model failure: then x2 per failed try of an outage (with jitter), x4 per attempt of an event.",
                 minimum=0),

@@ -199,7 +199,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
-    """The hardening suite's numbers, one table (the README's reliability section shows it)."""
+    """The hardening suite's numbers, one table (docs/reliability.md shows it)."""
     if not _reliability_rows:
         return
     from tests.hardening.support import Row, report_table

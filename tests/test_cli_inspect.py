@@ -193,9 +193,9 @@ def test_status_reports_counts_queue_workers_model_and_errors(stored: Stored, li
     for expected in ("3 sessions, 4 prompts, 5 observations, 3 summaries", "1 pending, 0 processing, 1 done, 0 skipped",
                      "1 live: pid", "no credentials found", "auth: invalid api key", "model timed out", "error: disk full",
                      "not built yet (12 rows to index", "minilm (all-MiniLM-L6-v2: English): set by the embedder setting",
-                     "model unreachable since 1970-01-01"):
+                     "model cannot be used since 1970-01-01"):
         assert expected in text, expected
-    assert "model unreachable since 1970-01-01" in invoke("show", "sess-beta").output
+    assert "model cannot be used since 1970-01-01" in invoke("show", "sess-beta").output
     labels = [line.split("  ")[0] for line in text.splitlines()]
     assert len({len(line) - len(line.lstrip()) for line in labels}) == 1
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")

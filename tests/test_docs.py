@@ -1,8 +1,9 @@
-"""The README cannot drift from the code: its test command is the one CI runs, and every command
-and setting it should describe is there."""
+"""The README and docs/ cannot drift from the code: the README's test command is the one CI runs,
+every command, option, setting and hook is described, links resolve, and figures are current."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -10,26 +11,77 @@ import subprocess
 import sys
 import tempfile
 
+import click
 import pytest
 
 from claude_mem.cli import cli
 from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
-from claude_mem.entry import HOOK_COMMANDS
 from claude_mem.settings import SETTINGS
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {path.name: path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))}
+DOCS = {"README.md": README, **{f"docs/{name}": text for name, text in PAGES.items()}}
+README_MAX_LINES = 200
+FIRST_LINES = 40  # a new user finds how to run it and how to test it on the first screen
 
 
-def fenced_commands() -> list[str]:
-    return [line.strip() for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", README, re.S) for line in block.splitlines()]
+def fenced_commands(text: str = README) -> list[str]:
+    return [line.strip() for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, re.S) for line in block.splitlines()]
 
+
+def ci_test_command() -> str:
+    return (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1].strip()
+
+
+def hook_table() -> list[tuple[str, str, str | None]]:
+    """(Claude Code event, hook command, matcher) from the plugin's hooks/hooks.json, which
+    tests/test_plugin.py holds to the code's own hook table."""
+    hooks = json.loads((ROOT / "hooks" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+    return [(event, entry["command"].rsplit(" ", 1)[-1], group.get("matcher"))
+            for event, groups in hooks.items() for group in groups for entry in group["hooks"]
+            if not entry["command"].endswith(" plugin-check")]
+
+
+HOOK_COMMANDS = {command for _, command, _ in hook_table()}
+
+
+def sections(text: str) -> dict[str, str]:
+    """Each heading's text (without `#`s and backticks) -> its body, up to the next heading."""
+    parts = re.split(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.M)
+    return {title.replace("`", "").strip(): body for title, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower()).replace(" ", "-")
+
+
+def long_options(command: click.Command) -> list[str]:
+    return [opt for param in command.params if isinstance(param, click.Option)
+            for opt in (*param.opts, *param.secondary_opts) if opt.startswith("--") and opt != "--json"]
+
+
+# The README: a front door.
 
 def test_ci_runs_the_readmes_test_command() -> None:
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    command = ci[-1].strip()
+    command = ci_test_command()
     assert command.startswith("python3 -m venv .venv && ") and "pytest" in command
     assert command in fenced_commands(), "README's test command and .ci/run's last line must be the same"
+
+
+def test_the_two_commands_sit_in_the_readmes_first_lines() -> None:
+    first = "\n".join(README.splitlines()[:FIRST_LINES])
+    commands = fenced_commands(first + "\n```")  # a fence the cut may have left open
+    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/claude-mem demo" in commands, "run it"
+    assert "/plugin install memory@claude-mem" in commands, "run it inside Claude Code"
+    assert ci_test_command() in commands, "test it"
+
+
+def test_the_readme_is_short_and_links_every_page() -> None:
+    assert len(README.splitlines()) <= README_MAX_LINES
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)(?:#[^)]*)?\)", README))
+    assert sorted(set(PAGES) - linked) == []
 
 
 def test_readme_has_the_inner_loop_and_the_marker_is_registered() -> None:
@@ -38,26 +90,119 @@ def test_readme_has_the_inner_loop_and_the_marker_is_registered() -> None:
     assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M), "pytest knows the slow marker"
 
 
-def test_readme_has_the_run_it_command() -> None:
-    assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/claude-mem demo" in fenced_commands()
-
-
-def test_every_command_is_documented() -> None:
-    missing = [name for name in cli.commands if name not in HOOK_COMMANDS and f"`claude-mem {name}" not in README
-               and f"`{name}`" not in README]
-    assert missing == []
-
-
-def test_every_setting_is_documented() -> None:
-    missing = [key for key in SETTINGS if f"`{key}`" not in README]
-    assert missing == []
-
-
 def test_the_screenshot_exists() -> None:
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
     assert images, "the README shows the viewer"
     for path in images:
         assert (ROOT / path).is_file(), path
+
+
+def test_the_readme_names_every_hook() -> None:
+    """What `install` writes into Claude Code's settings: each event followed by its command (the
+    next one in backticks), and the tools PreToolUse matches in between."""
+    text = sections(README)["Use it with Claude Code"]
+    for event, command, matcher in hook_table():
+        said = re.search(rf"\b{event}\b([^`]*)`(\w+)`", text)
+        assert said and said.group(2) == command, (event, command)
+        for tool in (matcher or "*").split("|"):
+            assert tool == "*" or re.search(rf"\b{tool}\b", said.group(1)), (event, tool)
+
+
+# docs/: every command, option, setting and hook.
+
+def test_every_command_and_option_is_documented() -> None:
+    """docs/commands.md has a section per command naming each of its long options, and each
+    subcommand of a group with its options; the hook commands are named there too."""
+    page = PAGES["commands.md"]
+    by_title = sections(page)
+    missing: list[str] = []
+    for name, command in cli.commands.items():
+        if name in HOOK_COMMANDS:
+            if f"`claude-mem {name}`" not in page and f"`claude-mem {name}" not in page:
+                missing.append(name)
+            continue
+        body = by_title.get(f"claude-mem {name}")
+        if body is None:
+            missing.append(f"{name}: no section")
+            continue
+        missing += [f"{name} {opt}" for opt in long_options(command) if opt not in body]
+        for sub_name, sub in getattr(command, "commands", {}).items():
+            if f"{name} {sub_name}" not in body:
+                missing.append(f"{name} {sub_name}")
+            missing += [f"{name} {sub_name} {opt}" for opt in long_options(sub) if opt not in body]
+    assert missing == []
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    """docs/configuration.md has one row per setting, none stale, each with the code's default."""
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", PAGES["configuration.md"], re.M)
+    keys = [key for key, _ in rows]
+    assert sorted(keys) == sorted(SETTINGS), "one row per setting, and no row for a setting that is gone"
+    for key, cell in rows:
+        default = SETTINGS[key].default
+        if isinstance(default, bool):
+            assert cell.strip() == f"`{str(default).lower()}`", key
+        elif isinstance(default, (int, float)):
+            assert cell.strip() == f"`{default:g}`", key
+        elif isinstance(default, str) and default:
+            assert cell.strip() == f"`{default}`", key
+
+
+def test_the_hook_table_is_documented() -> None:
+    """docs/how-it-works.md has, for each Claude Code event, a row naming its hook command (and
+    the tools PreToolUse matches)."""
+    rows = re.findall(r"^\| ([^|]+) \| ([^|]+) \|$", PAGES["how-it-works.md"], re.M)
+    for event, command, matcher in hook_table():
+        row = [cells for cells in rows if re.search(rf"\b{event}\b", cells[0]) and f"`{command}`" in cells[1]]
+        assert row, (event, command)
+        for tool in (matcher or "*").split("|"):
+            assert tool == "*" or re.search(rf"\b{tool}\b", row[0][0]), (event, tool)
+    assert "`plugin-check`" in PAGES["plugin.md"]
+
+
+def test_links_and_paths_resolve() -> None:
+    """Relative links (and their anchors) point at files and headings that exist; a `.py` path
+    named in the docs is a file of the repository or of claude_mem/."""
+    broken: list[str] = []
+    for name, text in DOCS.items():
+        base = ROOT / os.path.dirname(name)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (base / path) if path else ROOT / name
+            if not file.exists():
+                broken.append(f"{name}: {target}")
+            elif anchor and file.suffix == ".md" and anchor not in {slug(t) for t in sections(file.read_text(encoding="utf-8"))}:
+                broken.append(f"{name}: {target} (no such heading)")
+        for path in re.findall(r"`((?:[\w.-]+/)+[\w.-]+\.py)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+            if not (ROOT / path).is_file() and not (ROOT / "claude_mem" / path).is_file():
+                broken.append(f"{name}: {path}")
+    assert broken == []
+
+
+def test_benchmark_tables_carry_current_figures_only() -> None:
+    """Figures live in docs/benchmarks.md, current ones: how they came to be belongs to the
+    experiment logs (search-tuning.md and its kind)."""
+    rows = [line for line in PAGES["benchmarks.md"].splitlines() if line.startswith("| ")]
+    assert len(rows) > 10
+    history = re.compile(r"\bused to\b|\bwas\b|\bwere\b|\bmain:|\bnow\b|\(before\b|\bbefore the\b|\bsince\)", re.I)
+    assert [row[:80] for row in rows if history.search(row)] == []
+
+
+@pytest.mark.slow
+def test_the_suite_size_is_stated_once_and_current() -> None:
+    """One place says how big the suite is, close to what pytest collects; any other "N tests"
+    near that size would be a second, stale statement of it (other counts, a transcript's own
+    test run, are far from it)."""
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300)
+    count = int(re.search(r"^(\d+) tests collected", collected.stdout, re.M).group(1))
+    stated = [(name, int(number.replace(",", ""))) for name, text in DOCS.items()
+              for number in re.findall(r"\b(\d[\d,]*) tests\b", text)]
+    statements = [(name, number) for name, number in stated if abs(number - count) <= count * 0.3]
+    assert len(statements) == 1, (statements, count)
+    assert abs(statements[0][1] - count) <= count * 0.1, (statements, count)
 
 
 def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProcess[str]:
@@ -79,7 +224,8 @@ def _browser_tests_without_chromium(ci: str | None) -> subprocess.CompletedProce
 def test_without_chromium_the_browser_tests_skip_locally_and_fail_under_ci() -> None:
     local = _browser_tests_without_chromium(None)
     assert local.returncode == 0, local.stdout[-2000:]
-    assert re.search(r"\b4 skipped\b", local.stdout) and "no chromium on PATH" in local.stdout, local.stdout[-2000:]
+    browser_tests = len(re.findall(r"^def test_", (ROOT / "tests" / "test_viewer_browser.py").read_text(encoding="utf-8"), re.M))
+    assert re.search(rf"\b{browser_tests} skipped\b", local.stdout) and "no chromium on PATH" in local.stdout, local.stdout[-2000:]
     ci = _browser_tests_without_chromium("true")
     assert ci.returncode != 0 and "apt-get install -y chromium" in ci.stdout, ci.stdout[-2000:]
     assert "CI=\"${CI:-true}\"" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -3,9 +3,10 @@ claude-agent-sdk against the fake Anthropic Messages API (tests/fakes/messages_a
 ours is mocked. Delays are shortened through settings (first backoff 0.2 s, cap 1 s).
 
 - the observer CLI killed five times in a row on the same batch: processed once, by the model;
-- a 529 outage longer than the whole old retry budget, with the CLI killed twice inside it, then
-  recovery and one more prompt: every event done by the model, none skipped, none heuristic, and
-  no `retry` (`pytest --long` makes it the 60 s outage of the issue);
+- a 529 outage longer than the whole old retry budget, with the CLI killed twice inside it (while
+  it answers, or while it starts: a killed CLI is an outage, not a missing model), then recovery
+  and one more prompt: every event done by the model, none skipped, none heuristic, and no
+  `retry` (`pytest --long` makes it the 60 s outage of the issue);
 - one event the API rejects (400) in a batch: its batch-mate is processed by the model, it gets
   heuristic observations (synthesizer auto) or is skipped with its reason (model);
 - events left waiting with no worker are picked up by a hook of another session, and by `status`.
@@ -100,6 +101,46 @@ def kill_observer_clis(data_dir: Path) -> int:
     return killed
 
 
+START_DELAY_S = 1.5  # what slow_cli adds to the real CLI's start-up
+START_AGE_S = 0.8  # a CLI of slow_cli younger than this is still starting, whatever the machine's load
+
+
+def slow_cli(directory: Path) -> str:
+    """The real bundled CLI behind a wrapper that spends START_DELAY_S starting up first (one
+    process: it execs the CLI), so a kill can be aimed at a CLI that is surely still starting."""
+    import claude_agent_sdk
+
+    real = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    directory.mkdir(parents=True, exist_ok=True)
+    wrapper = directory / "claude"
+    wrapper.write_text(f"#!{sys.executable}\nimport os, sys, time\ntime.sleep({START_DELAY_S})\n"
+                       f"os.execv({str(real)!r}, [{str(real)!r}, *sys.argv[1:]])\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def kill_observer_clis_while_starting(data_dir: Path, until: float, limit: int) -> list[int]:
+    """From a thread: SIGKILL observer CLIs of this data dir younger than START_AGE_S (with
+    slow_cli: still starting), up to `limit` of them, until the monotonic time `until`. Returns
+    the pids killed so far."""
+    killed: list[int] = []
+
+    def run() -> None:
+        while len(killed) < limit and time.monotonic() < until:
+            for proc in psutil.process_iter():
+                try:
+                    young = time.time() - proc.create_time() < START_AGE_S
+                    if young and proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(str(data_dir)):
+                        proc.kill()
+                        killed.append(proc.pid)
+                except (psutil.Error, OSError):
+                    continue
+            time.sleep(0.02)
+
+    threading.Thread(target=run, daemon=True).start()
+    return killed
+
+
 def worker(session_id: str, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -158,11 +199,14 @@ def test_cli_killed_five_times_on_one_batch_is_processed_once_by_the_model(tmp_p
 # --- an outage longer than the whole retry budget ---------------------------------------------------
 
 @pytest.mark.slow
-def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, data_dir: Path, long_run: bool,
+@pytest.mark.parametrize("kill_while", ["answering", "starting"])
+def test_outage_with_kills_then_one_more_prompt_loses_nothing(kill_while: str, tmp_path: Path, data_dir: Path, long_run: bool,
                                                                 cli_env: Callable[..., dict[str, str]]) -> None:
     """The issue's "Done when" scenario, shortened (a 6 s outage, first backoff 0.2 s, capped at
     1 s) unless --long runs it as written (60 s, first backoff 1 s, the default cap): with
-    max_attempts=2 the old policy skipped every event of it."""
+    max_attempts=2 the old policy skipped every event of it. The CLI is killed twice inside the
+    outage, while it answers or while it starts: under synthesizer=auto a CLI killed while
+    starting once handed the whole session to the heuristic synthesizer."""
     outage_s = 60.0 if long_run else 6.0
     backoff = {"CLAUDE_MEM_RETRY_BACKOFF_S": "1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "180"} if long_run else {}
     failed: list[str] = []
@@ -176,8 +220,10 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
             end = state.setdefault("end", time.monotonic() + outage_s)
             if time.monotonic() < end:
                 failed.append(last_message(request)[:80])
-                if len(failed) in (1, 2):  # the OOM killer, twice inside the outage (then 529s)
+                if kill_while == "answering" and len(failed) in (1, 2):  # the OOM killer, twice inside the outage
                     kills.append(kill_observer_clis(data_dir))
+                elif kill_while == "starting" and len(failed) == 1:  # the next two CLIs, while they start
+                    state["start_kills"] = kill_observer_clis_while_starting(data_dir, end, 2)
                 return ApiError(529, "overloaded_error", "Overloaded")
         return observer_reply(request)
 
@@ -191,6 +237,8 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
         # session's end lets it exit once everything is done.
         env = cli_env(api, CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_WORKER_AUTOSTART="1", CLAUDE_MEM_WORKER_IDLE_S=str(2 * outage_s + 30),
                       **backoff)
+        if kill_while == "starting":
+            env["CLAUDE_MEM_CLI_PATH"] = slow_cli(tmp_path / "slow-cli")
         assert all(r.returncode == 0 and not r.stderr for r in play_subprocess(first_turns, env=env))
         # While the model is down, status says so and how many events wait.
         assert wait_until(lambda: len(failed) >= 2, 60), "the worker tried during the outage"
@@ -207,12 +255,19 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(tmp_path: Path, da
         after = status_json(env)
     queue = queue_rows(data_dir)
     observations, summaries = memories(data_dir, session)
-    record(f"faults: {outage_s:.0f} s 529 outage + 2 CLI kills", events=len(queue), lost=sum(r["status"] != "done" for r in queue),
+    if kill_while == "starting":
+        kills = [1 for _ in state.get("start_kills", [])]
+    log = (data_dir / "logs" / "claude-mem.log").read_text()
+    record(f"faults: {outage_s:.0f} s 529 outage + 2 CLI kills ({kill_while})", events=len(queue),
+           lost=sum(r["status"] != "done" for r in queue),
            leaked=len(leftover_processes(data_dir, timeout=40)),
            note=f"max_attempts 2, backoff {env['CLAUDE_MEM_RETRY_BACKOFF_S']}..{env['CLAUDE_MEM_RETRY_BACKOFF_MAX_S']} s;"
                 f" {len(failed)} failed tries, 0 skipped, 0 heuristic; done {elapsed:.0f} s after it began")
     assert done, queue
     assert len(kills) == 2 and all(kills), kills
+    if kill_while == "starting":
+        assert log.count("while starting") >= 2, "both kills landed before the handshake"
+    assert "cannot be used" not in log and "heuristic synthesizer" not in log
     assert all(r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), queue
     assert observations and {o["source"] for o in observations} == {"model"}
     assert len(summaries) == 2 and {s["source"] for s in summaries} == {"model"}
@@ -324,4 +379,6 @@ def test_outage_backoff_doubles_with_jitter_up_to_the_cap() -> None:
     assert faults.outage_backoff_s(config, 10_000, rng) <= 180.0
     assert [faults.attempt_backoff_s(config, a) for a in range(5)] == [1.0, 4.0, 16.0, 64.0, 180.0]
     assert not faults.is_transient("invalid_request") and not faults.is_transient("unparseable")
-    assert all(faults.is_transient(c) for c in ("overloaded", "rate_limit", "api_error", "timeout", "crashed", "auth"))
+    assert all(faults.is_transient(c) for c in ("overloaded", "rate_limit", "api_error", "timeout", "crashed", "auth", "killed",
+                                                "start_failed"))
+    assert not faults.is_transient("cannot_start"), "nothing will run the model: waiting would be forever"

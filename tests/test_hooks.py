@@ -21,10 +21,12 @@ from typing import Any
 import pytest
 
 from claude_mem import hooks, settings
+from claude_mem.service import client as service_client
 from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
 from tests.conftest import run_hook
+from tests.hardening.support import wait_until
 
 QUIET = {"continue": True, "suppressOutput": True}
 SESSION = "5f2b6c1e-hooks-test"
@@ -589,10 +591,11 @@ def on_hook_path(module: str) -> bool:
     return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push."))
 
 
-@pytest.mark.parametrize("command", ["context", "new", "pre", "pre-bash", "save", "summary"])
+@pytest.mark.parametrize("command", ["context", "context-service", "new", "pre", "pre-bash", "save", "summary"])
 def test_hooks_import_only_the_standard_library(command: str, data_dir: Path, project: Path) -> None:
     # With memories of an earlier session present, so the digest and the pushes run too (the
-    # prompt's from keywords: the memory service is a process of its own).
+    # prompt's from keywords: the memory service is a process of its own). "context-service":
+    # SessionStart with the semantic index on, which starts the memory service (a spawn).
     conn = connect(str(data_dir.parent / "seed.db"))
     conn.close()
     data_dir.mkdir()
@@ -607,14 +610,16 @@ def test_hooks_import_only_the_standard_library(command: str, data_dir: Path, pr
                            is_error=True, duration_ms=5, agent_id=None, cwd=str(project), prompt_id=None)
     conn.close()
     payload = {"context": event("SessionStart", project, source="startup"), "new": prompt(project, "the seeded widget parser?"),
+               "context-service": event("SessionStart", project, source="startup"),
                "pre": event("PreToolUse", project, tool_name="Read", tool_input={"file_path": str(project / "parser.py")}),
                "pre-bash": event("PreToolUse", project, tool_name="Bash", tool_input={"command": "pytest tests/test_widget.py"}),
                "save": tool(project, "t1"), "summary": stop(project)}[command]
     code = ("import sys\nsite = sorted(sys.modules)\nfrom claude_mem.entry import main\nrc = main([sys.argv[1]])\n"
             "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\nSITE ' + ' '.join(site) + '\\n')\n"
             "sys.exit(rc)\n")
+    semantic = "1" if command == "context-service" else "0"
     proc = subprocess.run([sys.executable, "-c", code, command.split("-")[0]], input=json.dumps(payload).encode(),
-                          capture_output=True, timeout=60, env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+                          capture_output=True, timeout=60, env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": semantic})
     assert proc.returncode == 0
     err = proc.stderr.decode()
     [line, site_line] = err.splitlines()
@@ -628,7 +633,9 @@ def test_hooks_import_only_the_standard_library(command: str, data_dir: Path, pr
     ours = loaded - set(site_line.split()[1:])
     assert sorted({m.split(".")[0] for m in ours} - set(sys.stdlib_module_names) - {"claude_mem"}) == []
     assert sorted(m for m in loaded if m.startswith("claude_mem") and not on_hook_path(m)) == []
-    assert sorted(m for m in loaded if m in SLOW_STDLIB) == []
+    assert sorted(m for m in loaded if m in SLOW_STDLIB) == []  # the service is started by os.posix_spawn
+    if command == "context-service":
+        assert wait_until(lambda: service_client.running(str(data_dir)), 30), "SessionStart started the memory service"
     if command != "save" and command != "summary":
         said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
         assert ("Seeded widget failure" if command == "pre-bash" else "Seeded widget parser") in said

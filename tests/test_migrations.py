@@ -137,6 +137,9 @@ FIXTURES: dict[str, dict[str, Any]] = {
                     "created_at": "2026-09-01T00:00:04.000Z", "created_at_epoch": NOW + 4000},
     "worker_runs": {"session_id": SESSION, "pid": 4242, "create_time": 1.5, "worker_id": "w-1", "synthesizer": "model",
                     "started_at_epoch": NOW, "events_done": 3},
+    "memory_links": {"old_id": 1, "new_id": 1, "relation": "supersedes", "author": "person", "reason": "moved to 8443",
+                     "created_at_epoch": NOW + 5000},
+    "link_sweep": {"through_id": 3, "upto_id": 9},
 }
 FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
 

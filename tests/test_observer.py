@@ -249,7 +249,7 @@ def test_cli_killed_between_turns(fake: FakeCLI, observer_dir: str) -> None:
 
     first, second = run(scenario())
     assert first.error is None
-    assert second.error == "crashed" and second.detail
+    assert second.error == "killed" and "killed by SIGKILL" in second.detail, second.detail
     assert fake.processes() == []
 
 
@@ -354,7 +354,56 @@ def test_missing_cli_is_reported_not_raised(tmp_path: Path, observer_dir: str) -
             return await observer.send("hello")
 
     reply = run(scenario())
-    assert reply.error == "crashed" and "could not start" in reply.detail
+    assert reply.error == "cannot_start" and "cannot start" in reply.detail and "not found" in reply.detail
+
+
+# What happened while the CLI started, not where: a kill is an outage, only an unrunnable CLI is
+# "cannot_start" (the class that may hand a session to heuristics).
+
+def test_cli_killed_while_starting_is_killed_not_cannot_start(fake: FakeCLI, observer_dir: str) -> None:
+    async def scenario() -> tuple[Reply, Observer]:
+        observer = make(fake, observer_dir, env={**fake.env, "FAKE_CLAUDE_START_SLEEP": "30"})
+        starting = asyncio.ensure_future(observer.start())
+        assert await asyncio.to_thread(lambda: wait_for(lambda: fake.entries("start"), 15)), "the CLI started"
+        for proc in marked(OBSERVER_ENV, observer.observer_id):
+            proc.kill()  # the OOM killer, while the CLI loads
+        await starting
+        reply = await observer.send("hello")
+        await observer.close()
+        return reply, observer
+
+    reply, observer = run(scenario())
+    assert reply.error == "killed" and "killed by SIGKILL while starting" in reply.detail, reply.detail
+    assert observer.failed_to_start and not fake.entries("recv"), "killed before the handshake"
+    assert fake.processes() == []
+
+
+@pytest.mark.parametrize("case", ["not executable", "not a program", "exits 2"])
+def test_cli_that_cannot_run_or_exits_while_starting(case: str, tmp_path: Path, observer_dir: str) -> None:
+    cli = tmp_path / "claude"
+    cli.write_text({"not executable": "#!/bin/sh\nexit 0\n", "not a program": "\x7fELF garbage",
+                    "exits 2": "#!/bin/sh\necho 'error: unknown option --tools' >&2\nexit 2\n"}[case])
+    cli.chmod(0o644 if case == "not executable" else 0o755)
+
+    async def scenario() -> tuple[Reply, Observer]:
+        async with Observer(model=MODEL, system_prompt="x", cwd=observer_dir, cli_path=str(cli)) as observer:
+            return await observer.send("hello"), observer
+
+    reply, observer = run(scenario())
+    assert observer.failed_to_start
+    if case == "exits 2":
+        assert reply.error == "start_failed" and "exited while starting" in reply.detail, reply.detail
+    else:
+        assert reply.error == "cannot_start" and "cannot start" in reply.detail, reply.detail
+
+
+def wait_for(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_hung_handshake_times_out(tmp_path: Path, observer_dir: str) -> None:
@@ -370,7 +419,7 @@ def test_hung_handshake_times_out(tmp_path: Path, observer_dir: str) -> None:
 
     began = time.monotonic()
     reply, observer_id = run(scenario())
-    assert reply.error == "timeout" and "did not start" in reply.detail
+    assert reply.error == "start_failed" and "did not start" in reply.detail
     assert time.monotonic() - began < 8
     assert marked(OBSERVER_ENV, observer_id) == []
 

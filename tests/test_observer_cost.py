@@ -96,6 +96,32 @@ def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_pat
     assert "observer CLI ended after" in output and "observer_idle_s" in output
 
 
+def test_a_conversation_that_cannot_be_resumed_starts_again_with_the_request_it_is_about(tmp_path: Path, data_dir: Path) -> None:
+    steps = scripted_session(str(tmp_path / "proj"), "sess-demo")
+    first, second = steps[:4], steps[4:]  # the second burst begins with more of request #1
+    play(first)
+    sessions = tmp_path / "sessions"
+    env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(sessions), CLAUDE_MEM_OBSERVER_IDLE_S="1")
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "120"],
+                              env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_until(all_done, 60), "the first burst is stored"
+        assert wait_until(lambda: not [p for p in our_processes(data_dir) if p.pid != worker.pid], 20), "the CLI sleeps"
+        sent_before = len(user_messages(tmp_path))
+        for known in sessions.iterdir():  # the conversation is lost: the next resume fails
+            known.unlink()
+        play(second)
+        assert wait_until(all_done, 60), "the second burst is stored"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output = worker.communicate(timeout=30)[0]
+    assert "could not resume the observer conversation" in output
+    fresh = user_messages(tmp_path)[sent_before:][0]
+    assert "continues an earlier observation" in fresh, "a recap of what is recorded"
+    assert "User's request #1: test_add fails" in fresh, "and the request its events belong to"
+    assert {o["source"] for o in invoke_json("observations")} == {"model"}
+
+
 def test_a_reached_budget_hands_the_rest_of_the_day_to_heuristics_and_reprocess_redoes_it(tmp_path: Path, data_dir: Path) -> None:
     first, second = demo_bursts(tmp_path / "proj")
     play(first + second)

@@ -19,12 +19,14 @@ from mcp import Client
 from claude_mem.mcp_server import build_server
 from claude_mem.push.commands import command_key, error_line
 from claude_mem.service import client
+from claude_mem.service.control import stop_service
 from claude_mem.store import queue
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
 from tests.conftest import cli_json, run_hook
 from tests.git_layout import git_checkout, git_worktree
+from tests.hardening.support import wait_until
 from tests.stores import config_for
 
 KEYWORDS_ONLY = {"CLAUDE_MEM_SEMANTIC_INDEX": "0"}
@@ -156,15 +158,7 @@ def test_prompt_recall_leaves_out_what_the_digest_gave(data_dir: Path, tmp_path:
     assert ask(shop, "s1", "Why does the login crash after logout?") is None
 
 
-@pytest.mark.slow
-def test_prompt_recall_through_the_memory_service(data_dir: Path, tmp_path: Path) -> None:
-    """Meaning, not words: the memory asked for shares one word with the prompt, too few for
-    the keyword bar; the hybrid search of a warm service finds it. An off-topic prompt gets nothing."""
-    shop = tmp_path / "shop"
-    shop.mkdir()
-    mem = Memory(data_dir)
-    mem.session("old", "shop", shop)
-    topics = [("decision", "Chose PostgreSQL over MongoDB for the orders service", "relational joins for invoices"),
+TOPICS = [("decision", "Chose PostgreSQL over MongoDB for the orders service", "relational joins for invoices"),
               ("bugfix", "Login crashed when the refresh token expired after logout", "a lock now guards the refresh"),
               ("feature", "Dark mode toggle added to the settings page", "the theme is kept in local storage"),
               ("change", "CI pipeline now caches pip downloads", "build time went from 9 to 4 minutes"),
@@ -172,19 +166,80 @@ def test_prompt_recall_through_the_memory_service(data_dir: Path, tmp_path: Path
               ("refactor", "Split the payment module into gateway and ledger", "the ledger is pure"),
               ("bugfix", "Off-by-one in pagination of the search results", "the last page repeated an item"),
               ("discovery", "Rate limiter counts per IP, not per user", "users behind one proxy share a limit")]
-    ids = [mem.obs("old", "shop", title, type_, facts=[fact]) for type_, title, fact in topics]
+
+
+def shop_memory(data_dir: Path, shop: Path) -> list[int]:
+    """TOPICS as an earlier session's memory of the project "shop", indexed by a memory service
+    that is left running."""
+    shop.mkdir()
+    mem = Memory(data_dir)
+    mem.session("old", "shop", shop)
+    ids = [mem.obs("old", "shop", title, type_, facts=[fact]) for type_, title, fact in TOPICS]
     mem.close()
     assert client.call(str(data_dir), "ping", timeout_s=60, wait=True)["version"]
     deadline = time.monotonic() + 60
     while client.call(str(data_dir), "status", timeout_s=10)["index_lag"] != 0:
         assert time.monotonic() < deadline, "the service did not index the memory"
         time.sleep(0.1)
+    return ids
+
+
+@pytest.mark.slow
+def test_prompt_recall_through_the_memory_service(data_dir: Path, tmp_path: Path) -> None:
+    """Meaning, not words: the memory asked for shares one word with the prompt, too few for
+    the keyword bar; the hybrid search of a warm service finds it. An off-topic prompt gets nothing."""
+    shop = tmp_path / "shop"
+    ids = shop_memory(data_dir, shop)
     semantic = {"CLAUDE_MEM_SEMANTIC_INDEX": "1", "CLAUDE_MEM_PUSH_TIMEOUT_MS": "5000"}
     text = ask(shop, "s1", "which database did we pick for orders", **semantic)
     assert text is not None and text.splitlines()[1].startswith(f"- obs:{ids[0]} ")
     [row] = injections(data_dir, "s1")
     assert row["note"] == "hybrid"
     assert ask(shop, "s2", "please bake a chocolate cake for the party tonight", **semantic) is None
+
+
+@pytest.mark.slow
+def test_session_start_starts_the_service_for_the_first_prompt(data_dir: Path, tmp_path: Path) -> None:
+    """SessionStart → (the service loads) → UserPromptSubmit, with no service running at first:
+    the context hook starts it without waiting for it, a prompt that comes while it still loads
+    waits for it within push_timeout_ms, and one that comes after it loaded is searched by it
+    too: `hybrid`, not keywords alone."""
+    shop = tmp_path / "shop"
+    ids = shop_memory(data_dir, shop)
+    stop_service(str(data_dir))  # its idle time passed: the index is built, no service runs
+    assert not client.running(str(data_dir))
+    # A short digest (the latest memories): the ones asked for below are not in it already.
+    semantic = {"CLAUDE_MEM_SEMANTIC_INDEX": "1", "CLAUDE_MEM_CONTEXT_CHARS": "200"}
+
+    digest = hook("context", payload("SessionStart", shop, "s1", source="startup"), semantic)
+    assert digest is not None and f"obs:{ids[0]} " not in digest and f"obs:{ids[1]} " not in digest
+    with pytest.raises(client.ServiceUnavailable):  # the hook did not wait for it to load
+        client.call(str(data_dir), "ping", timeout_s=0.05, start=False)
+    assert wait_until(lambda: client.running(str(data_dir)), 10), "SessionStart started the memory service"
+    text = ask(shop, "s1", "which database did we pick for orders", **semantic, CLAUDE_MEM_PUSH_TIMEOUT_MS="60000")
+    assert text is not None and text.splitlines()[1].startswith(f"- obs:{ids[0]} ")
+
+    assert hook("context", payload("SessionStart", shop, "s2", source="startup"), semantic) is not None
+    text = ask(shop, "s2", "was the login crash after the token expired fixed", **semantic, CLAUDE_MEM_PUSH_TIMEOUT_MS="5000")
+    assert text is not None and f"- obs:{ids[1]} " in text
+    assert [(r["session_id"], r["kind"], r["note"]) for r in injections(data_dir, "s1") + injections(data_dir, "s2")] == [
+        ("s1", "digest", "startup"), ("s1", "prompt", "hybrid"), ("s2", "digest", "startup"), ("s2", "prompt", "hybrid")]
+
+
+def test_session_start_starts_no_service_without_memory_to_search(data_dir: Path, tmp_path: Path) -> None:
+    shop, empty = tmp_path / "shop", tmp_path / "empty"
+    shop.mkdir()
+    empty.mkdir()
+    mem = Memory(data_dir)
+    mem.session("old", "shop", shop)
+    mem.obs("old", "shop", "Chose PostgreSQL over MongoDB for the orders service", "decision")
+    mem.close()
+    semantic = {"CLAUDE_MEM_SEMANTIC_INDEX": "1"}
+    quiet = run_hook("context", payload("SessionStart", empty, "e1", source="startup"), env=semantic)
+    assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
+    assert hook("context", payload("SessionStart", shop, "s1", source="startup"), KEYWORDS_ONLY) is not None
+    time.sleep(1.0)  # a spawned service takes its lock within milliseconds
+    assert not client.running(str(data_dir)), "no memory of this project (or no semantic index): nothing to start"
 
 
 # --- a file -------------------------------------------------------------------------------------

@@ -94,5 +94,7 @@ def test_files_touched_come_from_the_events_in_order_once_each() -> None:
 
 
 def test_templates_fill_what_they_are_given_and_keep_the_rest() -> None:
-    assert fill("observation", request_line="The user asked: fix add\n", events="EVENTS") == "The user asked: fix add\nEVENTS\n"
-    assert fill("observation", events="EVENTS", unused=1) == "$request_lineEVENTS\n"
+    assert fill("observation", memory="", events="EVENTS") == "EVENTS\n"
+    assert fill("observation", memory="Memory already holds:\nobs:3 2026-01-02 x\n\n", events="EVENTS") == (
+        "Memory already holds:\nobs:3 2026-01-02 x\n\nEVENTS\n")
+    assert fill("observation", events="EVENTS", unused=1) == "$memoryEVENTS\n"

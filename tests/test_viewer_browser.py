@@ -206,3 +206,21 @@ def test_the_page_says_when_the_server_is_gone(browser: Any, store: Any) -> None
             proc.kill()
     assert took < 1.5  # the open stream ended at its next poll; shutdown did not wait it out
     assert all("ERR_CONNECTION_REFUSED" in e for e in errors), errors  # only the reconnection attempts
+
+
+def test_a_person_marks_an_observation_superseded_and_takes_it_back(page: Any, viewer: str,
+                                                                      store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
+    conn, ids = store
+    old, new = ids["checkout"]  # the finding, then the fix that made it no longer true
+    open_viewer(page, viewer)
+    page.goto(f"{viewer}#/observation/{old}")
+    page.wait_for_selector("#detail form.mark-form")
+    page.fill("#detail form.mark-form input", f"obs:{new}")
+    page.click("#detail form.mark-form button")
+    expect(page.locator("#detail header .mark")).to_contain_text(f"superseded by obs:{new}")
+    expect(page.locator("#detail ul.marks li")).to_contain_text("said by person")
+    page.goto(f"{viewer}#/observation/{new}")
+    expect(page.locator("#detail ul.marks li")).to_contain_text(f"Replaces obs:{old}")
+    page.click("#detail ul.marks button.undo")
+    expect(page.locator("#detail ul.marks")).to_have_count(0)
+    assert conn.execute("SELECT undone_at_epoch IS NOT NULL FROM memory_links WHERE old_id = ? AND new_id = ?", (old, new)).fetchone()[0]

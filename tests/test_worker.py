@@ -248,6 +248,83 @@ def test_no_login_is_one_outage_and_heuristics_take_over(tmp_path: Path, data_di
     assert log_text.count("the model cannot be used") == 1
 
 
+def kill_clis_while_starting(tmp_path: Path, count: int) -> list[int]:
+    """SIGKILL the next `count` fake CLIs that start, before they answer the handshake (each
+    spends FAKE_CLAUDE_START_SLEEP starting up); returns the pids killed, from a thread."""
+    import threading
+
+    killed: list[int] = []
+
+    def run() -> None:
+        deadline = time.monotonic() + 60
+        while len(killed) < count and time.monotonic() < deadline:
+            log = fake_log(tmp_path)
+            answered = {e["pid"] for e in log if e["event"] == "recv"}
+            for entry in log:
+                if entry["event"] == "start" and entry["pid"] not in answered and entry["pid"] not in killed and len(killed) < count:
+                    with contextlib.suppress(psutil.Error):
+                        psutil.Process(entry["pid"]).kill()
+                        killed.append(entry["pid"])
+            time.sleep(0.02)
+
+    threading.Thread(target=run, daemon=True).start()
+    return killed
+
+
+@pytest.mark.slow
+def test_cli_killed_while_starting_is_an_outage_not_a_missing_model(tmp_path: Path, data_dir: Path) -> None:
+    """synthesizer=auto: a CLI killed while it starts is waited out like a 529, not "no usable model"."""
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [], CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_MAX_ATTEMPTS="1", FAKE_CLAUDE_START_SLEEP="1",
+                   CLAUDE_MEM_RETRY_BACKOFF_S="0.1", CLAUDE_MEM_RETRY_BACKOFF_MAX_S="0.2")
+    killed = kill_clis_while_starting(tmp_path, 2)
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(killed) == 2
+    assert proc.stdout.count("model failed (killed: the Claude CLI was killed by SIGKILL while starting") == 2, proc.stdout
+    queue = invoke_json("queue")
+    assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), queue
+    assert {o["source"] for o in invoke_json("observations")} == {"model"}
+    assert "heuristic" not in proc.stdout and "cannot be used" not in (data_dir / "logs" / "claude-mem.log").read_text()
+    assert not list((data_dir / "workers").glob("*.starts")), "the start that worked ended the run of failed starts"
+
+
+@pytest.mark.slow
+def test_a_cli_that_keeps_failing_to_start_counts_as_cannot_start_after_the_limit(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    failing = tmp_path / "failing-claude"
+    failing.write_text("#!/bin/sh\necho 'error: this CLI is too old for --input-format' >&2\nexit 2\n")
+    failing.chmod(0o755)
+    env = fake_env(tmp_path, [], CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_CLI_PATH=str(failing),
+                   CLAUDE_MEM_OBSERVER_START_GIVE_UP_S="1", CLAUDE_MEM_RETRY_BACKOFF_S="0.2", CLAUDE_MEM_RETRY_BACKOFF_MAX_S="0.4")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    tries = proc.stdout.count("model failed (start_failed: the Claude CLI exited while starting")
+    assert tries >= 3, proc.stdout  # an outage first: waited out, no attempt counted
+    assert "switching this session to the heuristic synthesizer" in proc.stdout
+    queue = invoke_json("queue")
+    assert all(r["status"] == "done" and r["processed_by"] == "heuristic" for r in queue), queue
+    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
+    assert log_text.count("the model cannot be used (cannot_start: the Claude CLI has failed to start") == 1, log_text
+    status = subprocess.run([sys.executable, "-m", "claude_mem", "status"], capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=30)
+    assert "model cannot be used since" in status.stdout and "cannot_start" in status.stdout, status.stdout
+
+
+@pytest.mark.slow
+def test_a_missing_cli_with_synthesizer_model_skips_the_events_with_the_reason(tmp_path: Path, data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [], CLAUDE_MEM_CLI_PATH=str(tmp_path / "no-such-claude"))
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    queue = invoke_json("queue")
+    assert queue and all(r["status"] == "skipped" and r["last_error"].startswith("cannot_start: the Claude CLI cannot start")
+                         for r in queue), queue
+    log_text = (data_dir / "logs" / "claude-mem.log").read_text()
+    assert log_text.count("the model cannot be used (cannot_start") == 1, "reported once, not per batch"
+    assert "claude-mem retry --session sess-demo" in log_text
+
+
 @pytest.mark.slow
 def test_reprocess_sends_heuristic_events_through_the_model(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")

@@ -10,7 +10,7 @@ import click
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_when
-from claude_mem.store import injections, outages, overview
+from claude_mem.store import injections, links, outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.store.outages import describe
@@ -70,6 +70,8 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         row = overview.get_row(conn, kind, row_id)
         if row is None:
             raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
+        if kind == "observation":
+            links.annotate(conn, [row])
         if as_json:
             emit_json({"kind": kind, **row})
         else:
@@ -83,6 +85,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
+    links.annotate(conn, timeline["observations"])
     timeline["outage"] = outages.for_session(conn, matches[0])
     timeline["injections"] = injections.for_session(conn, matches[0])
     if as_json:
@@ -135,7 +138,8 @@ def _show_session(t: dict[str, Any]) -> None:
             click.echo(f"  > {cut(prompt['prompt_text'], 300)}")
         for o in (o for o in t["observations"] if o["prompt_number"] == n):
             source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
-            click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}")
+            mark = paint(f" [{o['mark']}]", "yellow") if o.get("mark") else ""
+            click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}{mark}")
         for m in (m for m in t["summaries"] if m["prompt_number"] == n):
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
             echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
@@ -162,7 +166,8 @@ def _show_observation(o: dict[str, Any]) -> None:
     echo_fields([("type", o["type"] + (f" (model said {o['raw_type']!r})" if o["raw_type"] else "")),
                  ("subtitle", o["subtitle"] or None), ("session", o["session_id"]), ("project", o["project"]),
                  ("prompt", f"#{o['prompt_number']}"), ("source", o["source"] + (f" ({o['model']})" if o["model"] else "")),
-                 ("created", local_time(o["created_at_epoch"]))])
+                 ("created", local_time(o["created_at_epoch"])),
+                 ("status", paint(o["mark"], "yellow") if o.get("mark") else "current")])
     if o["narrative"]:
         click.echo()
         click.echo(o["narrative"])
@@ -234,14 +239,15 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
     from claude_mem.store.memories import list_observations
 
     conn = app.db()
-    rows = list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit))
+    rows = links.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
     if limit:
         rows.reverse()
     if as_json:
         emit_json(rows)
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
-               [(o["id"], local_time(o["created_at_epoch"]), o["type"], o["source"], o["project"], o["title"]) for o in rows],
+               [(o["id"], local_time(o["created_at_epoch"]), o["type"], o["source"], o["project"],
+                 o["title"] + (f" [{o['mark']}]" if o["mark"] else "")) for o in rows],
                empty=_no_match("observations", session_id, project, since, until, file, type_))
 
 

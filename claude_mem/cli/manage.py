@@ -22,6 +22,7 @@ from claude_mem.cli.params import (
     parse_when,
     warn_index_error,
 )
+from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.reads import parse_ref
 
@@ -79,8 +80,11 @@ def _apply(app: AppContext, planned: forget_mod.Plan, *, yes: bool, vacuum: bool
         _preview(conn, planned)
         click.echo(paint("dry run: nothing was removed; run again with --yes to forget these", "yellow"))
         return
-    outcome = forget_mod.forget(conn, planned, open_index(app.config, create=False))
-    compact_error = forget_mod.compact(conn) if vacuum else None
+    with Bar("forgetting", as_json, interrupted=FORGET_INTERRUPTED) as bar:
+        outcome = forget_mod.forget(conn, planned, open_index(app.config, create=False), progress=bar.progress)
+        if vacuum:
+            bar.note("compacting the database (VACUUM)")
+        compact_error = forget_mod.compact(conn) if vacuum else None
     if as_json:
         emit_json({"dry_run": False, "counts": outcome.counts, "index_error": outcome.index_error,
                    "vacuumed": vacuum and compact_error is None, "vacuum_error": compact_error})
@@ -255,18 +259,24 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
         return
     if project_map:
         raise UsageProblem("--project-map applies to the npm claude-mem's database only; an export keeps its projects")
+    from claude_mem.cli.marks import echo_marked, marks_counts
+    from claude_mem.marks.apply import last_id, mark_added
     from claude_mem.store.transfer import BadImportLine, import_lines
 
     lines = _read_lines(file)
     conn = create_db(app)
-    try:
-        result = import_lines(conn, lines, dry_run=dry_run)
-    except BadImportLine as exc:
-        raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
-    indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else index_new_rows(app.config, conn)
+    before = last_id(conn)
+    with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
+        try:
+            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"))
+        except BadImportLine as exc:
+            raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
+        marks = mark_added(conn, before) if result.added["observation"] and not dry_run else []
+        indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else \
+            index_new_rows(app.config, conn, bar.progress("indexing the new rows"))
     if as_json:
         emit_json({"dry_run": dry_run, "added": result.added, "already_present": result.present, "indexed": indexed,
-                   "index_error": index_error})
+                   "index_error": index_error, "marked": marks_counts(marks)})
         return
     added = _describe(result.added)
     present = sum(result.present.values())
@@ -274,6 +284,7 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
         click.echo(f"nothing new: all {plural(present, 'row')} of {file} are already here")
         return
     click.echo(f"{'would import' if dry_run else 'imported'} {added}" + (f" ({present} already here)" if present else ""))
+    echo_marked(marks)
     warn_index_error(index_error)
 
 

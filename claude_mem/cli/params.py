@@ -71,14 +71,14 @@ def open_index(config: Config, *, create: bool, conn: Any = None) -> Index | Non
     return readable_index(config)[0]
 
 
-def index_new_rows(config: Config, conn: Any) -> tuple[dict[str, int] | None, str | None]:
+def index_new_rows(config: Config, conn: Any, progress: Any = None) -> tuple[dict[str, int] | None, str | None]:
     """Add the rows the semantic index lacks (after an import): (counts indexed, why it could not)."""
     from claude_mem.recall.index import IndexUnavailable
 
     if not config.semantic_index:
         return None, None
     try:
-        return open_index(config, create=True, conn=conn).index_missing(conn), None  # type: ignore[union-attr]
+        return open_index(config, create=True, conn=conn).index_missing(conn, progress), None  # type: ignore[union-attr]
     except IndexUnavailable as exc:
         return None, str(exc)
 

@@ -10,6 +10,7 @@ import click
 from claude_mem.cli import AppContext, emit_json
 from claude_mem.cli.format import Column, echo_table, plural
 from claude_mem.cli.params import UsageProblem, create_db, index_new_rows, warn_index_error
+from claude_mem.cli.progress import IMPORT_INTERRUPTED, Bar
 from claude_mem.store import peer as peer_mod
 
 _COLUMNS = {"session": "SESSIONS", "prompt": "PROMPTS", "observation": "OBSERVATIONS", "summary": "SUMMARIES"}
@@ -38,23 +39,32 @@ def parse_project_map(values: tuple[str, ...]) -> dict[str, str]:
 
 def import_peer_database(app: AppContext, path: str, project_map: tuple[str, ...], *, dry_run: bool, no_index: bool,
                          as_json: bool) -> None:
+    from claude_mem.cli.marks import echo_marked, marks_counts
+    from claude_mem.marks.apply import last_id, mark_added
+
     mapping = parse_project_map(project_map)
     conn = create_db(app)
-    try:
-        imported = peer_mod.import_peer(conn, path, project_map=mapping, workdir=app.config.data_dir, dry_run=dry_run)
-    except peer_mod.PeerImportError as exc:
-        raise click.ClickException(f"{exc}; nothing was imported") from None
-    result = imported.result
-    indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else index_new_rows(app.config, conn)
+    before = last_id(conn)
+    with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
+        try:
+            imported = peer_mod.import_peer(conn, path, project_map=mapping, workdir=app.config.data_dir, dry_run=dry_run,
+                                            progress=bar.progress("adding rows"))
+        except peer_mod.PeerImportError as exc:
+            raise click.ClickException(f"{exc}; nothing was imported") from None
+        result = imported.result
+        marks = mark_added(conn, before) if result.added["observation"] and not dry_run else []
+        indexed, index_error = (None, None) if not result.total_added or dry_run or no_index else \
+            index_new_rows(app.config, conn, bar.progress("indexing the new rows"))
     if as_json:
         emit_json({"dry_run": dry_run, "source": path, "format": "claude-mem-npm", "schema_version": imported.schema_version,
                    "added": result.added, "already_present": result.present, "indexed": indexed, "index_error": index_error,
                    "projects": [{"peer_project": p.peer, "project": p.project, "why": p.why, "added": p.added,
                                  "already_present": p.present,
                                  "skipped": [{"kind": s.kind, "ref": s.ref, "reason": s.reason} for s in p.skipped]}
-                                for p in imported.projects.values()]})
+                                for p in imported.projects.values()], "marked": marks_counts(marks)})
         return
     _report(imported, dry_run)
+    echo_marked(marks)
     warn_index_error(index_error)
 
 

@@ -6,18 +6,22 @@ matches, 1 when nothing matched (or nothing is stored yet), 2 for bad input.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict
+from typing import Any
 
 import click
 
 from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, local_time, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
+from claude_mem.cli.progress import Bar, say_interrupted
 from claude_mem.store.memories import OBSERVATION_TYPES
 from claude_mem.store.reads import ref
 
 REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
+PROGRESS_POLL_S = 0.3  # how often a command asks the memory service how far its work is
 _FILES_SHOWN = 2
 
 
@@ -68,7 +72,11 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
         if note:
             click.echo(paint(f"note: {note}", "yellow", err=True), err=True)
         if result.hits:
-            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind, h.title or h.snippet,
+            from claude_mem.recall.views import replaced_notes
+
+            notes = replaced_notes(conn, result.hits)
+            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind,
+                     (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
             click.echo(paint(f"{len(result.hits)} result(s), {result.mode}, {elapsed_ms:.0f} ms."
@@ -91,38 +99,79 @@ def _filtered(*values: str | None) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_app
 def reindex_command(app: AppContext, as_json: bool) -> None:
-    """Rebuild the semantic index from the database (the source of truth)."""
+    """Rebuild the semantic index from the database (the source of truth).
+
+    On a terminal a bar shows how far it is. Ctrl-C keeps what is rebuilt; running it again goes
+    on from there."""
     from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.service import client
 
     config = app.config
     if not config.semantic_index:
         raise click.ClickException("the semantic index is off (setting semantic_index); turn it on to build it")
     conn = app.db()
+    in_service = True
+    try:
+        with Bar("rebuilding the index", as_json) as bar:
+            # The memory service indexes; the rebuild runs there, between its own catch-ups. Without
+            # one that answers, this process rebuilds (the file lock keeps the two apart).
+            try:
+                done = _rebuild_in_service(config, bar)
+                counts, location, seconds, resumed = done, done["location"], done["seconds"], done.get("resumed", False)
+            except client.ServiceError as exc:
+                raise click.ClickException(str(exc)) from None
+            except client.ServiceUnavailable:
+                in_service = False
+                index = open_index(config, create=True, conn=conn)
+                assert index is not None
+                started = time.perf_counter()
+                try:
+                    counts = index.reindex(conn, bar.progress())
+                except IndexUnavailable as exc:
+                    raise click.ClickException(str(exc)) from None
+                location, seconds, resumed = index.location, time.perf_counter() - started, index.resumed
+            bar.complete()
+    except KeyboardInterrupt:
+        say_interrupted("the memory service goes on rebuilding the index in the background (`claude-mem status` shows"
+                        " how far); `claude-mem reindex` again waits for it" if in_service else
+                        "the rows rebuilt so far stay indexed and searchable; `claude-mem reindex` again goes on from"
+                        " there (the memory service also catches up by itself)")
+    if as_json:
+        emit_json({"location": location, "seconds": round(seconds, 2), "resumed": bool(resumed),
+                   **{k: v for k, v in counts.items() if k in ("observation", "summary", "prompt")}})
+        return
+    click.echo(f"{'finished the interrupted rebuild: ' if resumed else ''}reindexed {counts['observation']} observations,"
+               f" {counts['summary']} summaries and {counts['prompt']} prompts into {location} in {seconds:.1f} s")
+
+
+def _rebuild_in_service(config: Any, bar: Bar) -> dict[str, Any]:
+    """Ask the memory service to rebuild, drawing its progress meanwhile. A rebuild already under
+    way there (a `reindex` stopped by Ctrl-C) is joined, not started again."""
     from claude_mem.service import client
 
-    # The memory service indexes; the rebuild runs there, between its own catch-ups. Without
-    # one that answers, this process rebuilds (the file lock keeps the two apart).
-    try:
-        done = client.call(config.data_dir, "reindex", {"settings": client.index_settings(config)}, timeout_s=REINDEX_TIMEOUT_S,
-                           wait=True)
-        counts, location, seconds = done, done["location"], done["seconds"]
-    except client.ServiceError as exc:
-        raise click.ClickException(str(exc)) from None
-    except client.ServiceUnavailable:
-        index = open_index(config, create=True, conn=conn)
-        assert index is not None
-        started = time.perf_counter()
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
         try:
-            counts = index.reindex(conn)
-        except IndexUnavailable as exc:
-            raise click.ClickException(str(exc)) from None
-        location, seconds = index.location, time.perf_counter() - started
-    if as_json:
-        emit_json({"location": location, "seconds": round(seconds, 2),
-                   **{k: v for k, v in counts.items() if k != "removed"}})
-        return
-    click.echo(f"reindexed {counts['observation']} observations, {counts['summary']} summaries and {counts['prompt']} prompts"
-               f" into {location} in {seconds:.1f} s")
+            answer["done"] = client.call(config.data_dir, "reindex", {"settings": client.index_settings(config)},
+                                         timeout_s=REINDEX_TIMEOUT_S, wait=True)
+        except Exception as exc:  # handed to the main thread, which reports it
+            answer["error"] = exc
+
+    asking = threading.Thread(target=ask, name="reindex", daemon=True)
+    asking.start()
+    while asking.is_alive():
+        asking.join(PROGRESS_POLL_S)
+        if bar.enabled and asking.is_alive():
+            try:
+                job = client.call(config.data_dir, "progress", timeout_s=PROGRESS_POLL_S, start=False)["job"]
+            except (client.ServiceUnavailable, client.ServiceError, TypeError):
+                continue  # still loading, or a service from before this op: no bar, the same result
+            if job:
+                bar.update(job)
+    if "error" in answer:
+        raise answer["error"]
+    return answer["done"]
 
 
 @cli.command("mcp")

@@ -8,6 +8,7 @@ from typing import Any
 from claude_mem.cli import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import echo_fields, human_bytes, local_time, paint, plural, status_colour
 from claude_mem.cli.inspect import json_option
+from claude_mem.progress import describe as describe_job
 from claude_mem.store import budget
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import cut
@@ -25,7 +26,7 @@ def _embedder_line(health: dict[str, Any]) -> str:
     return line
 
 
-def _index_line(health: dict[str, Any]) -> str:
+def _index_line(health: dict[str, Any], job: dict[str, Any] | None = None) -> str:
     state = health["state"]
     if state == "off":
         return "off (setting semantic_index): search is by keyword only"
@@ -40,6 +41,8 @@ def _index_line(health: dict[str, Any]) -> str:
         return f"{paint('in sync', 'green')} ({line} indexed)"
     missing = sum(health[k]["missing"] for k in kinds)
     stale = sum(health[k]["stale"] for k in kinds)
+    if job:  # the memory service is on it: nothing to repair
+        return paint(f"catching up by itself: {missing} rows to go ({line}); the memory service is {describe_job(job)}", "cyan")
     return paint(f"drift: {missing} rows missing, {stale} stale ({line}); `claude-mem doctor --fix` repairs it", "yellow")
 
 
@@ -86,6 +89,8 @@ def _service_line(service: dict[str, Any]) -> str:
         parts.append(paint("not answering (starting, or hung: `claude-mem doctor --fix` ends a hung one)", "yellow"))
     elif service["index_lag"] is not None:
         parts.append(f"index lag {service['index_lag']} row(s)")
+    if service.get("index_job"):
+        parts.append(describe_job(service["index_job"]))
     return ", ".join(parts)
 
 
@@ -123,7 +128,7 @@ def _print_status(info: dict[str, Any]) -> None:
                        f"{plural(c['observations'], 'observation')}, {plural(c['summaries'], 'summary')}"),
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
                                 for s in ("pending", "processing", "done", "skipped"))),
-            ("index", _index_line(info["index"])),
+            ("index", _index_line(info["index"], info["service"].get("index_job"))),
             *([("embedder", _embedder_line(info["index"]))] if "embedder" in info["index"] else []),
             ("sharing", _sharing_line(info["sharing"])),
         ]

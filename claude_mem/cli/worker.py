@@ -97,7 +97,10 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json
 @pass_app
 def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> None:
     """Send events the heuristic synthesizer handled through the model again, and the events
-    that wait for tomorrow's observer budget (setting observer_daily_tokens) now."""
+    that wait for tomorrow's observer budget (setting observer_daily_tokens) now.
+
+    With --wait, on a terminal a bar shows how many are done; Ctrl-C leaves the rest queued, and
+    running it again goes on with them."""
     from claude_mem.store import budget, memories, queue
     from claude_mem.store.db import transaction
 
@@ -107,22 +110,67 @@ def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> No
         if n:
             memories.delete_heuristic(conn, session_id)
         n += budget.requeue_waiting(conn, session_id)
-    if not n:
+    waiting = queue.counts_by_status(conn, session_id)
+    left = waiting["pending"] + waiting["processing"]
+    if not n and not (wait and left):
         raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}, none waiting for the budget")
     if not as_json:
-        click.echo(f"re-queued {n} event(s) of {session_id} for the model")
+        click.echo(f"re-queued {n} event(s) of {session_id} for the model" if n else
+                   f"going on with the {left} event(s) of {session_id} still queued for the model")
     if wait:
-        from claude_mem.worker.loop import run_worker
-
-        # The worker narrates on stdout; with --json that must stay one JSON document.
-        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            reason = run_worker(app.config, session_id, drain=True, synthesizer="model")
+        reason = _reprocess_in_foreground(app, session_id, left, as_json)
         if as_json:
             emit_json({"requeued": n, "session": session_id, "worker": reason})
     else:
         if as_json:
             emit_json({"requeued": n, "session": session_id})
         _start_workers(app, [session_id])
+
+
+def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_json: bool) -> str:
+    """Run the session's worker here until its queue is empty, a bar following the events done.
+    Ctrl-C (the worker's own SIGINT handling) hands its batch back: the rest stay queued."""
+    import threading
+
+    from claude_mem.cli.progress import Bar, bars_wanted, say_interrupted
+    from claude_mem.progress import Progress
+    from claude_mem.store import queue
+    from claude_mem.store.db import connect
+    from claude_mem.worker.loop import run_worker
+
+    finished = threading.Event()
+    done = Progress("events redone by the model", total)
+
+    def follow(bar: Bar) -> None:  # its own connection: the worker's is busy in this process's main thread
+        conn = connect(app.config.db_path)
+        try:
+            while not finished.wait(0.5):
+                counts = queue.counts_by_status(conn, session_id)
+                done.advance(max(0, total - counts["pending"] - counts["processing"] - done.done))
+                bar.update(done.as_dict())
+        finally:
+            conn.close()
+
+    left = (f"the events not redone yet stay queued for the model (a worker takes them at the next hook or `claude-mem"
+            f" status`); `claude-mem reprocess --session {session_id} --wait` goes on with them")
+    with Bar("reprocessing", as_json, unit="events", interrupted={"reprocessing": left, done.what: left}) as bar, \
+            open(os.devnull, "w", encoding="utf-8") as sink:
+        watcher = threading.Thread(target=follow, args=(bar,), name="reprocess-progress", daemon=True)
+        watcher.start()
+        # The worker narrates on stdout: with --json on stderr (stdout stays one JSON document),
+        # under a bar to the log only.
+        narration = sys.stderr if as_json else sink if bars_wanted(as_json) else None
+        try:
+            with contextlib.redirect_stdout(narration) if narration else contextlib.nullcontext():
+                reason = run_worker(app.config, session_id, drain=True, synthesizer="model")
+        finally:
+            finished.set()
+            watcher.join()
+        if reason != "signal":
+            bar.complete()
+    if reason == "signal":
+        say_interrupted(f"the batch under way went back to the queue; {left}")
+    return reason
 
 
 def _start_workers(app: AppContext, sessions: list[str]) -> None:
@@ -217,7 +265,7 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     note("spool", not waiting_files, f"{len(waiting_files)} event(s) waiting in {config.spool_dir}", fixed)
 
     note(*_service_check(config, info["service"], fix))
-    note(*_index_check(app, conn, info["index"], fix))
+    note(*_index_check(app, conn, info["index"], fix, as_json))
 
     if as_json:
         emit_json(findings)
@@ -255,11 +303,12 @@ def _service_check(config: settings.Config, found: dict[str, Any], fix: bool) ->
     return "memory service", False, f"pid {found['pid']} holds the lock but did not answer within 5 s", fixed
 
 
-def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool) -> tuple[str, bool, str, str]:
+def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool, as_json: bool) -> tuple[str, bool, str, str]:
     """Index drift, as `status` reports it (status.index_health): rows SQLite has and Chroma
     lacks, documents of rows SQLite no longer has. --fix indexes the missing rows and drops the
     stale documents (Index.index_missing), building the index when there is none yet."""
     from claude_mem.cli.params import open_index
+    from claude_mem.cli.progress import Bar
     from claude_mem.recall.index import KINDS, IndexUnavailable
 
     state = health["state"]
@@ -276,7 +325,8 @@ def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool) 
         return "index drift", ok, detail, ""
     try:
         # index_missing may succeed where reading failed: it rebuilds a removed folder.
-        done = open_index(app.config, create=True, conn=conn).index_missing(conn)  # type: ignore[union-attr]
+        with Bar("indexing the missing rows", as_json) as bar:
+            done = open_index(app.config, create=True, conn=conn).index_missing(conn, bar.progress())  # type: ignore[union-attr]
     except IndexUnavailable as exc:
         return "index drift", False, f"{detail}; could not repair: {exc}" if state == "drift" else f"{detail} (could not repair)", ""
     indexed = sum(done[k] for k in KINDS)

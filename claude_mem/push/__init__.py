@@ -28,6 +28,16 @@ if TYPE_CHECKING:
     import sqlite3
 
 
+def has_memory(conn: sqlite3.Connection, project: str, session_id: str) -> bool:
+    """Anything from another session of this project: without it there is nothing to find, and
+    no reason to start the memory service."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM observations WHERE project = ? AND session_id != ?)"
+        " OR EXISTS (SELECT 1 FROM session_summaries WHERE project = ? AND session_id != ?)",
+        (project, session_id, project, session_id)).fetchone()
+    return bool(row[0])
+
+
 def project_of(conn: sqlite3.Connection, session_id: str, cwd: str | None) -> str:
     """The project the session's memories are filed under (its row, made by its first prompt),
     else the one its working directory names."""

@@ -13,7 +13,7 @@ import json
 from claude_mem.push import project_of, shell
 from claude_mem.push.digest import local_day
 from claude_mem.push.lines import hook_answer
-from claude_mem.store import injections
+from claude_mem.store import injections, links
 from claude_mem.store.reads import cut, like_escape
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -41,6 +41,11 @@ def command_key(command: str) -> str | None:
         if key:
             return key
     return None
+
+
+def command_keys(command: str) -> list[str]:
+    """`program subcommand` of every command of interest in a shell line, in order, each once."""
+    return list(dict.fromkeys(key for part in shell.commands(command) if not part.setup and (key := _key(part))))
 
 
 def _key(part: shell.Command) -> str | None:
@@ -98,8 +103,8 @@ def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key
             failure = dict(row)
             # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
             failure["fix"] = conn.execute(
-                "SELECT id, title FROM observations WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
-                " AND created_at_epoch >= ? ORDER BY created_at_epoch, id LIMIT 1",
+                "SELECT id, title FROM observations o WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
+                f" AND created_at_epoch >= ? AND {links.current_clause('o')} ORDER BY created_at_epoch, id LIMIT 1",
                 (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
             failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
                 "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"

@@ -30,7 +30,7 @@ FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor
 
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
     summaries = list_summaries(conn, project=project, limit=1, newest_first=True)
-    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True)
+    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True)
     if not summaries and not observations:
         return ""
     header = f"# claude-mem: what happened recently in {project}\n"

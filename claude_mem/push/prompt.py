@@ -1,8 +1,9 @@
 """Prompt recall: the `new` hook (UserPromptSubmit) searches the project's memory with the
 prompt and pushes the best memories from earlier sessions, or nothing.
 
-Semantic through the memory service when it answers within `push_timeout_ms` (a missing service
-is started for next time, never waited for), else SQLite FTS5 from here. Nothing is pushed for
+Semantic through the memory service when it answers within `push_timeout_ms` (one still loading,
+as after SessionStart started it, is waited for within that budget; a missing one is started for
+next time, never waited for), else SQLite FTS5 from here. Nothing is pushed for
 trivial prompts (slash commands, a word or two, machine-made lines), from this session (Claude
 already has it), from another project, or already given to this session (the digest, an earlier
 push, a fetch). Memories are redacted before they are stored, so no `<private>` text can come back.
@@ -39,9 +40,10 @@ whose text is in the injected context, questions whose evidence has no fact coun
 from __future__ import annotations
 
 from claude_mem.logs import log_line
+from claude_mem.push import has_memory
 from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
 from claude_mem.push.terms import fts_match, query_terms, stem, word_count, words
-from claude_mem.store import injections
+from claude_mem.store import injections, links
 from claude_mem.store.cjk import has_cjk
 from claude_mem.store.reads import cut, json_list
 
@@ -88,7 +90,7 @@ def run(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
 def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
            prompt: str) -> tuple[str, list[str], str] | None:
     """(context text, refs shown, "hybrid" | "fts"), or None when nothing clears the bar."""
-    if is_trivial(prompt) or not _has_memory(conn, project, session_id):
+    if is_trivial(prompt) or not has_memory(conn, project, session_id):
         return None
     query = prompt.strip()[:QUERY_CHARS]
     semantic = _semantic(config, project, query) if config.semantic_index else None
@@ -100,7 +102,7 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     # Keyword matches that clear their own bar come after: they alone answer while the service is
     # away, and they still speak when a memory too small for the fused score has few neighbours
     # (its cosines are taken around the candidates' own mean).
-    hits += keyword_hits(conn, project, session_id, query)
+    hits = current(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
     given = injections.given_refs(conn, session_id)
     lines: list[tuple[str, str]] = []
     for h in hits:
@@ -115,25 +117,41 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     return (text, refs, "hybrid" if semantic is not None else "fts") if refs else None
 
 
-def _has_memory(conn: sqlite3.Connection, project: str, session_id: str) -> bool:
-    """Anything from another session of this project: without it there is nothing to find, and
-    no reason to start the service."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM observations WHERE project = ? AND session_id != ?)"
-        " OR EXISTS (SELECT 1 FROM session_summaries WHERE project = ? AND session_id != ?)",
-        (project, session_id, project, session_id)).fetchone()
-    return bool(row[0])
+def current(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str) -> list[dict[str, Any]]:
+    """The hits with each observation something newer replaced (store/links.py) given way to what
+    replaced it: never pushed itself, whatever the service's answer says (the service already put
+    the replacement in its place; the keyword matches here did not)."""
+    replaced = links.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
+    if not replaced:
+        return hits
+    heads = links.current_heads(conn, sorted(replaced))
+    wanted = sorted({h for hs in heads.values() for h in hs})
+    rows = {r["id"]: dict(r) for r in conn.execute(
+        f"SELECT id, session_id, type, title, subtitle, created_at_epoch FROM observations WHERE id IN ({','.join('?' * len(wanted))})"
+        " AND project = ? AND session_id != ?", [*wanted, project, session_id])} if wanted else {}
+    out: list[dict[str, Any]] = []
+    for h in hits:
+        if h.get("kind") != "observation" or int(h["id"]) not in replaced:
+            out.append(h)
+            continue
+        out += [{"kind": "observation", "id": r["id"], "session_id": r["session_id"], "type": r["type"],
+                 "title": cut(r["title"], 120), "snippet": cut(r["subtitle"] or "", DETAIL_CHARS),
+                 "created_at_epoch": r["created_at_epoch"], "score": h.get("score")}
+                for r in (rows.get(i) for i in heads.get(int(h["id"]), [])) if r]
+    return out
 
 
 def _semantic(config: Config, project: str, query: str) -> list[dict[str, Any]] | None:
     """The service's hybrid hits, or None when it cannot give them within the budget (not
-    running: started now for next time; loading; busy; index not built)."""
+    running: started now for next time; still loading past the budget; busy; index not built)."""
     from claude_mem.service import client
 
     args = {"query": query, "project": project, "kinds": list(KINDS), "limit": SEARCH_LIMIT, "mode": "hybrid",
             "settings": client.index_settings(config)}
     try:
-        answer = client.call(config.data_dir, "search", args, timeout_s=config.push_timeout_ms / 1000, wait=False)
+        # A service that holds its lock is loading (SessionStart started it): worth the budget.
+        answer = client.call(config.data_dir, "search", args, timeout_s=config.push_timeout_ms / 1000,
+                             wait=client.running(config.data_dir))
     except client.ServiceUnavailable:
         return None
     except client.ServiceError as exc:

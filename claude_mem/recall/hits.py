@@ -3,7 +3,7 @@ made from a candidate's row, or from a teammate's documents."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from claude_mem.push.terms import first_position, stem, words
 from claude_mem.recall.candidates import Candidate
@@ -32,6 +32,8 @@ class Hit:
     # None for this installation's memory; a teammate's installation name for a memory found on a
     # shared Chroma server (`id` is then the row's id in their database: ref `obs:12@laptop-b`).
     origin: str | None = None
+    # The refs of the newer observations that replaced this one (store/links.py), empty while it is current.
+    superseded_by: list[str] = field(default_factory=list)
 
 
 def _best_text(texts: list[str], terms: list[str]) -> str:

@@ -9,14 +9,15 @@ way a team shares one memory. SQLite is the source of truth: `index_state` (migr
 records which rows were sent to which collection, so `index_missing` picks up rows missed while
 Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma side surfaces as one
 `IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
-deletes this installation's documents only. Around it: documents.py (a row's documents and ids),
-connection.py, chroma.py and locking.py (the way in), drift.py; the measurements behind them are
+deletes this installation's documents only. The long ones report to a `Progress` (progress.py),
+and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over.
+Around it: documents.py (a row's documents and ids), connection.py, chroma.py and locking.py
+(the way in), drift.py, legacy.py (documents from before installation ids); the measurements behind them are
 in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,6 +41,7 @@ from claude_mem.recall.documents import (
     split_doc_id,
 )
 from claude_mem.recall.embedders import Embedder, embedder_for
+from claude_mem.recall.legacy import upgrade_legacy
 from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
@@ -47,7 +49,7 @@ from claude_mem.store.reads import KIND, KINDS, TABLES, ref
 if TYPE_CHECKING:
     import numpy as np
 
-    from claude_mem.recall.chroma import Store
+    from claude_mem.progress import Progress
     from claude_mem.settings import Config
 
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
@@ -85,6 +87,7 @@ class Index(IndexConnection):
         self._installation = installation
         self._config = config
         self._embedder = embedder
+        self.resumed = False  # the last reindex() went on with one cut short
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
         # Only a server is "sent to": an embedded index is this machine's own.
@@ -119,7 +122,7 @@ class Index(IndexConnection):
     def _state_key(self, collection_id: str) -> str:
         # index_state.collection_id says where a row's documents are: which collection, and under
         # which installation's ids (rows sent before installation ids, under the bare collection
-        # id, count as not there: see _upgrade_legacy).
+        # id, count as not there: see recall/legacy.py).
         return f"{collection_id}@{self.installation.id}"
 
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
@@ -134,15 +137,18 @@ class Index(IndexConnection):
     def index_prompts(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
         return self._index(conn, "prompt", ids)
 
-    def index_rows(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int]) -> int:
-        return self._index(conn, kind, ids)
+    def index_rows(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int], progress: Progress | None = None) -> int:
+        return self._index(conn, kind, ids, progress)
 
-    def _index(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int]) -> int:
+    def _index(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int], progress: Progress | None = None) -> int:
         """(Re)index these rows; returns how many were found in SQLite. Rows gone from SQLite
-        lose their documents."""
+        lose their documents. Each chunk is committed on its own: a stop between two (Ctrl-C,
+        or `progress.stopping`) leaves index_state saying exactly which rows are in."""
         wanted = sorted({int(i) for i in ids})
         found = 0
         for chunk in _chunks(wanted, UPSERT_BATCH):
+            if progress is not None and progress.stopping:
+                break
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in BUILD[kind](row)]
@@ -177,6 +183,8 @@ class Index(IndexConnection):
                     [(kind, row_id, now, cid) for row_id in present],
                 )
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
+            if progress is not None:
+                progress.advance(len(chunk))
         return found
 
     def _stale_documents(self, collection: Any, kind: str, rows: list[int], keep: set[str]) -> list[str]:
@@ -211,43 +219,47 @@ class Index(IndexConnection):
         with self._guard("embed"):
             return self._embedder.query(texts[0]) if query else self._embedder.passages(texts)
 
-    def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None) -> None:
-        """Remove the documents of these rows (pass `conn` to forget them in index_state too)."""
+    def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None,
+               progress: Progress | None = None) -> None:
+        """Remove the documents of these rows (pass `conn` to forget them in index_state too,
+        chunk by chunk: a stop between two leaves the rest to the next catch-up, as orphans)."""
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}")
         wanted = sorted({int(i) for i in ids})
-        if not wanted:
-            return
-        with self._use(f"delete {kind}s", write=True) as store:
-            for chunk in _chunks(wanted, 500):
+        for chunk in _chunks(wanted, 500):
+            with self._use(f"delete {kind}s", write=True) as store:
                 store.collection.delete(where=self._owned(kind_where(kind, chunk)))
-        if conn is not None:
-            with transaction(conn):
-                conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in wanted])
+            if conn is not None:
+                with transaction(conn):
+                    conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in chunk])
+            if progress is not None:
+                progress.advance(len(chunk))
 
-    def index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
+    def index_missing(self, conn: sqlite3.Connection, progress: Progress | None = None) -> dict[str, int]:
         """Index every row not yet in this collection, and drop documents of rows deleted from
         SQLite. Returns rows indexed per kind, and `removed`. One catch-up at a time per embedded
         index: workers starting together each embedded the same missing rows; the next one waits,
-        then finds nothing left to do."""
+        then finds nothing left to do. `progress` grows by the rows to index, and advances."""
         with FileLock(self._store.lock_path and self._store.lock_path + ".catch-up", exclusive=True,
                        timeout_s=CATCH_UP_WAIT_S):
-            return self._index_missing(conn)
+            return self._index_missing(conn, progress)
 
-    def _index_missing(self, conn: sqlite3.Connection) -> dict[str, int]:
+    def _index_missing(self, conn: sqlite3.Connection, progress: Progress | None) -> dict[str, int]:
         with self._use("open", recover=True) as store:
             collection_id = str(store.collection.id)
         cid = self._state_key(collection_id)
         if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
-            self._upgrade_legacy(conn, collection_id)
+            upgrade_legacy(self, conn, collection_id)
+        missing = {kind: [r[0] for r in conn.execute(
+            f"SELECT t.id FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
+            " WHERE s.row_id IS NULL OR s.collection_id != ? ORDER BY t.id", (kind, cid))] for kind in KINDS}
+        if progress is not None:
+            progress.grow(sum(len(ids) for ids in missing.values()))
         counts: dict[str, int] = {}
         removed = 0
         for kind in KINDS:
             table = TABLES[kind]
-            missing = [r[0] for r in conn.execute(
-                f"SELECT t.id FROM {table} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
-                " WHERE s.row_id IS NULL OR s.collection_id != ? ORDER BY t.id", (kind, cid))]
-            counts[kind] = self._index(conn, kind, missing) if missing else 0
+            counts[kind] = self._index(conn, kind, missing[kind], progress) if missing[kind] else 0
             orphans = [r[0] for r in conn.execute(
                 f"SELECT s.row_id FROM index_state s LEFT JOIN {table} t ON t.id = s.row_id"
                 " WHERE s.kind = ? AND t.id IS NULL", (kind,))]
@@ -257,57 +269,42 @@ class Index(IndexConnection):
         counts["removed"] = removed
         return counts
 
-    def reindex(self, conn: sqlite3.Connection) -> dict[str, int]:
+    def reindex(self, conn: sqlite3.Connection, progress: Progress | None = None) -> dict[str, int]:
         """Rebuild this installation's documents from SQLite (the source of truth). An embedded
         collection is dropped whole; on a server only this installation's documents go (a
-        teammate's reindex once took everyone's memory with it, issue 16)."""
+        teammate's reindex once took everyone's memory with it, issue 16). A rebuild cut short
+        left its marker file: the next one goes on from where it stopped (every row indexed since
+        the drop is fresh), and sets `resumed`."""
+        marker = self._rebuild_marker()
+        self.resumed = os.path.exists(marker)
+        if self.resumed:
+            counts = self.index_missing(conn, progress)
+            os.unlink(marker)
+            return counts
+        with open(marker, "w", encoding="utf-8") as fh:
+            fh.write(f"{now_ms()}\n")
+        counts = self._rebuild(conn, progress)
+        os.unlink(marker)
+        return counts
+
+    def _rebuild_marker(self) -> str:
+        folder = self._config.data_dir if self._config is not None else os.path.dirname(self.path or "") or "."
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return os.path.join(folder, "reindex.unfinished")
+
+    def _rebuild(self, conn: sqlite3.Connection, progress: Progress | None) -> dict[str, int]:
         with self._use("reset", write=True, recover=True) as store:
             if self.url:
                 collection_id = str(store.collection.id)
                 if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
-                    self._upgrade_legacy(conn, collection_id, store)
+                    upgrade_legacy(self, conn, collection_id, store)
                 store.collection.delete(where={"installation": self.installation.id})
             else:
                 store.client.delete_collection(self.collection_name)
                 store.drop()
         with transaction(conn):
             conn.execute("DELETE FROM index_state")
-        return self.index_missing(conn)
-
-    def _upgrade_legacy(self, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
-        """Documents written before installation ids (`obs:12:main`; index_state marks them with
-        the bare collection id). Embedded, they are all this data dir's: each is renamed with its
-        stored vector (`obs:12:main@<id>`), those of rows gone from SQLite dropped. On a server,
-        installations overwrote each other's under these ids, so this installation's are deleted
-        and its rows sent again (their state keeps the bare id, which counts as missing)."""
-        if self.url:
-            for kind in KINDS:
-                rows = [r[0] for r in conn.execute(
-                    "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ?", (kind, collection_id))]
-                for chunk in _chunks(rows, 500):
-                    with contextlib.nullcontext(store) if store else self._use("upgrade", write=True) as held:
-                        found = held.collection.get(where=kind_where(kind, chunk), include=[])["ids"]
-                        legacy = [doc_id for doc_id in found if split_doc_id(doc_id)[1] is None]
-                        if legacy:
-                            held.collection.delete(ids=legacy)
-            return
-        legacy = [doc_id for page in self.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
-        live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
-        owner = {"installation": self.installation.id, "origin": self.installation.name}
-        for chunk in _chunks(legacy, UPSERT_BATCH * 4):
-            with self._use("upgrade", write=True) as held:
-                got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
-                keep = [n for n, doc_id in enumerate(got["ids"])
-                        if (parsed := parse_doc_id(doc_id)) is not None and parsed[1] in live[parsed[0]]]
-                if keep:
-                    held.collection.upsert(ids=[document_id(got["ids"][n], owner["installation"]) for n in keep],
-                                           embeddings=[got["embeddings"][n] for n in keep],
-                                           documents=[got["documents"][n] for n in keep],
-                                           metadatas=[{**(got["metadatas"][n] or {}), **owner} for n in keep])
-                held.collection.delete(ids=list(chunk))
-        with transaction(conn):
-            conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
-                         (self._state_key(collection_id), collection_id))
+        return self.index_missing(conn, progress)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text], query=True)
@@ -400,7 +397,7 @@ class Index(IndexConnection):
             return out
         me = self.installation.id
         full = {doc_id if "@" in doc_id else document_id(doc_id, me): doc_id for doc_id in wanted}
-        # An embedded index not yet upgraded (see _upgrade_legacy) still names them by key alone.
+        # An embedded index not yet upgraded (see recall/legacy.py) still names them by key alone.
         legacy = {} if self.url else {doc_id: doc_id for doc_id in wanted if "@" not in doc_id}
         with self._use("get") as store:
             for names in (full, legacy):

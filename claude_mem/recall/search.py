@@ -6,9 +6,10 @@
 Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
 candidates with every filter applied inside the search, not after it, then the two are fused
 (a weighted blend of cosine and BM25, boosted by named dates and by session context); a prompt
-hit stands for its turn. Without an index, or when it fails, the keyword side answers alone and
-the result says so. Teammates' documents on a shared Chroma server come back from the semantic
-side, as hits with an `origin` (recall/remote.py). Importing this module is cheap: chromadb and
+hit stands for its turn; a memory something newer replaced ranks below that (recall/current.py).
+Without an index, or when it fails, the keyword side answers alone and the result says so.
+Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
+`origin` (recall/remote.py). Importing this module is cheap: chromadb and
 the model load only when an Index is used.
 
 Why the weights and shortcuts are what they are (every experiment, its numbers, the speed
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from claude_mem.push.terms import query_terms
 from claude_mem.recall import remote, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
+from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
@@ -110,7 +112,11 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
     floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
-    hits = [hit(c, score, terms) for c, score in forward(conn, kept, scores, kinds, filters, limit)]
+    current, replaced = rank_current(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
+    hits = [hit(c, score, terms) for c, score in current]
+    for h in hits:
+        if h.kind == "observation" and h.origin is None and h.id in replaced:
+            h.superseded_by = [f"obs:{r.new_id}" for r in replaced[h.id]]
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]

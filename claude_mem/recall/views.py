@@ -14,6 +14,7 @@ from typing import Any
 
 from claude_mem.push.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.hits import Hit
+from claude_mem.store import links
 from claude_mem.store.memories import SUMMARY_FIELDS
 from claude_mem.store.reads import TABLES, TURN_RANK, cut, get_observations, json_list, ref
 
@@ -58,20 +59,30 @@ def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
     return 100 + sum(len(str(row[k] or "")) for k in keys)
 
 
+def replaced_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str]:
+    """What views say of this installation's observation hits: `superseded by obs:N, DATE` for
+    those something replaced, `seen N times since DATE` for the newest copy of a repeated claim."""
+    ids = [h.id for h in hits if h.kind == "observation" and h.origin is None]
+    return {r["id"]: r["mark"] for r in links.annotate(conn, [{"id": i} for i in ids]) if r["mark"]}
+
+
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
-    """A header and one `ref | date | type | title | files | ~tokens` row per hit."""
+    """A header and one `ref | date | type | title | files | ~tokens` row per hit; a replaced
+    observation's title ends with what replaced it."""
     costs: dict[tuple[str, int], int] = {}
     for kind, table in TABLES.items():
         ids = [h.id for h in hits if h.kind == kind and h.origin is None]
         if ids:
             for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
                 costs[(kind, row["id"])] = tokens(record_chars(kind, row))
+    notes = replaced_notes(conn, hits)
     lines = ["ref | date | type | title | files | ~tokens"]
     for h in hits:
         # A teammate's record is what their documents hold: about as long as the matched text.
         cost = costs.get((h.kind, h.id), "?") if h.origin is None else tokens(len(h.title) + len(h.snippet) + 100)
         lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
-                                 cut(h.title, 120) or "(untitled)", files_text(h.files) or "-", str(cost)]))
+                                 (cut(h.title, 120) or "(untitled)") + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
+                                 files_text(h.files) or "-", str(cost)]))
     return lines
 
 
@@ -81,6 +92,8 @@ def observation_record(row: dict[str, Any]) -> str:
     lines = [f"## {ref('observation', row['id'])} · {row['type']} · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
              f" · session {row['session_id']} turn {row['prompt_number']}",
              cut(row["title"], 300) + (f" — {cut(row['subtitle'], 300)}" if row["subtitle"] else "")]
+    if row.get("mark"):
+        lines.append(f"Note: {row['mark']}.")
     narrative = (row["narrative"] or "").strip()
     if narrative:
         lines.append(narrative if len(narrative) <= NARRATIVE_CHARS else narrative[:NARRATIVE_CHARS - 1] + "…")
@@ -103,7 +116,7 @@ def observation_record(row: dict[str, Any]) -> str:
 def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) -> tuple[str, list[int]]:
     """Full records in the order asked, up to `limit` characters; returns the text and the ids
     that do not exist."""
-    rows = {r["id"]: r for r in get_observations(conn, ids)}
+    rows = {r["id"]: r for r in links.annotate(conn, get_observations(conn, ids))}
     missing = [i for i in ids if i not in rows]
     tail = [f"Not found: {', '.join(ref('observation', i) for i in missing)}."] if missing else []
     parts: list[str] = []
@@ -139,6 +152,7 @@ def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict
         for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
             items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
     items.sort(key=lambda i: (i["prompt_number"], TURN_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
+    links.annotate(conn, [i for i in items if i["kind"] == "observation"])
     return items
 
 
@@ -175,6 +189,7 @@ def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, befor
         elif item["kind"] == "observation":
             files = json_list(item["files_modified"]) or json_list(item["files_read"])
             extra = f" [{files_text(files)}]" if files else ""
+            extra += f" ({item['mark']})" if item.get("mark") else ""
             cost = tokens(record_chars("observation", item))
             lines.append(f"{prefix} {item['type']}: {cut(item['title'], width)}{extra} ~{cost}t")
         else:

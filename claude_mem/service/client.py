@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 from claude_mem.service import protocol
@@ -18,6 +17,7 @@ from claude_mem.worker import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from typing import Any
 
 
@@ -60,6 +60,8 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
 
 
 def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> socket.socket:
+    import socket  # here: the SessionStart hook imports this module only to start the service
+
     path = protocol.socket_path(data_dir)
     started = False
     while True:

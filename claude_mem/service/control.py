@@ -25,6 +25,7 @@ class ServiceState:
     index_lag: int | None = None  # rows SQLite has and the index does not yet
     requests: int | None = None
     last_index_error: str | None = None
+    index_job: dict[str, Any] | None = None  # the indexing under way (progress.py): what, done of total, rate, time left
     stale_files: tuple[str, ...] = ()  # socket or info file left by a service that is gone
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,6 +72,7 @@ def state(data_dir: str, *, timeout_s: float = 3.0) -> ServiceState:
     found.index_lag = status.get("index_lag")
     found.requests = status.get("requests")
     found.last_index_error = (status.get("index") or {}).get("last_error")
+    found.index_job = (status.get("index") or {}).get("job")
     return found
 
 

@@ -7,6 +7,8 @@ it indexed them, are found here). After that, new rows are found by id: ids only
 a hook storing a prompt). A worker's notice adds the ids of rows it rewrote (a summary replaced
 for the same prompt keeps its id). Jobs that queue up while one runs go in a single pass. When
 the index fails, the failure is logged once and the next job after a pause catches up fully.
+The job under way (a catch-up, a rebuild, a batch of new rows) keeps a `Progress` that `status`
+and the viewer show; a rebuild asked for while one is under way is that one, not another.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from claude_mem.progress import Progress
 from claude_mem.recall.embedders import Choice, choose
 from claude_mem.recall.index import Index, IndexUnavailable
 from claude_mem.settings import Config
@@ -66,6 +69,8 @@ class Indexer:
         self._done = threading.Condition()
         self._poll_conn: sqlite3.Connection | None = None  # the event loop's, for data_version only
         self._version: int | None = None
+        self.job: Progress | None = None  # the indexing under way, when it has rows to do
+        self._rebuilding: Future[dict[str, int]] | None = None
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
@@ -78,9 +83,14 @@ class Indexer:
     def rebuild(self) -> Future[dict[str, int]]:
         """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
         so the counts are this rebuild's own)."""
-        done: Future[dict[str, int]] = Future()
         with self._done:
+            if self._rebuilding is not None and not self._rebuilding.done():
+                return self._rebuilding  # asked again (a second `reindex`): the same rebuild, not a new one
+            done: Future[dict[str, int]] = Future()
+            self._rebuilding = done
             self._unfinished += 1
+            if self.job is not None:
+                self.job.stopping = True  # a catch-up under way would index rows the rebuild indexes again
         self.jobs.put((_REBUILD, [], [], done))  # type: ignore[arg-type]
         return done
 
@@ -111,6 +121,10 @@ class Indexer:
             self.log(f"the {self.index.embedder} index holds every row: it answers searches now")
         return previous if previous is not None else self.index
 
+    def embedder(self) -> dict[str, Any]:
+        """The embedder chosen and why, and the one answering searches now."""
+        return {"name": self.index.embedder, "reason": self.choice.reason if self.choice else "", "answering": self.answering().embedder}
+
     def idle(self) -> bool:
         with self._done:
             return self._unfinished == 0
@@ -120,7 +134,9 @@ class Indexer:
             return self._done.wait_for(lambda: self._unfinished == 0, timeout_s)
 
     def state(self) -> dict[str, Any]:
-        return {"indexed": self.indexed, "failing": self.failing, "last_error": self.last_error, "busy": not self.idle()}
+        job = self.job
+        return {"indexed": self.indexed, "failing": self.failing, "last_error": self.last_error, "busy": not self.idle(),
+                "job": job.as_dict() if job is not None and job.total else None}
 
     def close(self, timeout_s: float) -> bool:
         if self._poll_conn is not None:
@@ -166,10 +182,14 @@ class Indexer:
         try:
             if self.conn is None:
                 self.conn = connect(self.config.db_path)
-            counts = self.index.reindex(self.conn)
+            self.job = Progress("rebuilding the index")
+            counts = self.index.reindex(self.conn, self.job)
         except Exception as exc:
+            self.behind = True  # whatever is not indexed now, the next job catches up
             done.set_exception(exc)
             return
+        finally:
+            self.job = None
         self.behind, self.failing, self.last_error = False, False, None
         self.last_full = time.monotonic()
         self.high = {kind: self._max_id(self.conn, kind) for kind in KINDS}
@@ -199,7 +219,11 @@ class Indexer:
         if self.behind:
             if self.previous is not None and not self.caught_up and not self._holds(self.previous):
                 self.previous = None
-            counts = self.index.index_missing(conn)
+            self.job = Progress("catching up")
+            try:
+                counts = self.index.index_missing(conn, self.job)
+            finally:
+                self.job = None
             caught_up = sum(v for k, v in counts.items() if k != "removed")
             self.indexed += caught_up
             if caught_up or counts.get("removed"):
@@ -220,7 +244,11 @@ class Indexer:
                 wanted[kind].update(r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id > ?", (above,)))
                 grown = grown or kind != "summary"
             if wanted[kind]:
-                self.indexed += self.index.index_rows(conn, kind, wanted[kind])
+                self.job = Progress(f"indexing new {kind}s", len(wanted[kind]))
+                try:
+                    self.indexed += self.index.index_rows(conn, kind, wanted[kind], self.job)
+                finally:
+                    self.job = None
             self.high[kind] = max(top, above)
         if grown:
             self._judge(conn)

@@ -196,8 +196,7 @@ class Service:
             if self._adopted != choice:
                 return  # a later request asked for other settings while these loaded
         # Only the model changed: the index in use answers until the new one holds every row.
-        same_place = (url, enabled) == (self.config.chroma_url or "", bool(self.config.semantic_index))
-        answering = self.index if same_place else None
+        answering = self.index if (url, enabled) == (self.config.chroma_url or "", bool(self.config.semantic_index)) else None
         if self.indexer is not None:
             self.indexer.close(0.0)  # its thread ends after the job under way; answering must not wait for it
         self.indexer = None
@@ -209,11 +208,10 @@ class Service:
         indexer = self.indexer
         self.log(f"embedder {indexer.switch_to.name} ({indexer.switch_to.reason}): its index is filled from SQLite")
         await asyncio.to_thread(self._import, self.config)
-        if self.indexer is not indexer:
-            return  # the settings changed meanwhile (_adopt): that new index judged the store again
-        answering = self.index
-        indexer.close(0.0)
-        self._start_index(answering)
+        if self.indexer is indexer:  # else the settings changed meanwhile (_adopt), and the store was judged again
+            answering = self.index
+            indexer.close(0.0)
+            self._start_index(answering)
 
     @property
     def index(self) -> Any:
@@ -332,10 +330,13 @@ class Service:
         }
         if self.indexer is not None:
             status["index"] = self.indexer.state()
-            status["embedder"] = {"name": self.indexer.choice.name, "reason": self.indexer.choice.reason,
-                                  "answering": self.index.embedder}
+            status["embedder"] = self.indexer.embedder()
             status["index_lag"] = await asyncio.get_running_loop().run_in_executor(self.pool, self._lag)
         return status
+
+    async def op_progress(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The indexing job under way, if any: cheap, for a command drawing its progress bar."""
+        return {"job": self.indexer.state()["job"] if self.indexer is not None else None}
 
     def _lag(self) -> int:
         from claude_mem.service.indexer import unindexed_rows
@@ -401,7 +402,8 @@ class Service:
             raise ValueError("the semantic index is off (setting semantic_index)")
         started = time.monotonic()
         counts = await asyncio.wrap_future(self.indexer.rebuild())
-        return {**counts, "location": self.indexer.index.location, "seconds": round(time.monotonic() - started, 2)}
+        return {**counts, "location": self.indexer.index.location, "seconds": round(time.monotonic() - started, 2),
+                "resumed": self.indexer.index.resumed}
 
     async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
         self.stop_asked = True
@@ -412,7 +414,8 @@ class Service:
 
 SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode", "exclude")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
-       "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "stop": Service.op_stop}
+       "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "progress": Service.op_progress,
+       "stop": Service.op_stop}
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

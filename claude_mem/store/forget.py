@@ -16,7 +16,7 @@ Standard library only.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +33,7 @@ class ForgetError(LookupError):
 
 
 class SemanticIndex(Protocol):
-    def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None) -> None: ...
+    def delete(self, kind: str, ids: Iterable[int], conn: sqlite3.Connection | None = None, progress: Any = None) -> None: ...
 
 
 @dataclass
@@ -153,17 +153,23 @@ def _plan_refs(conn: sqlite3.Connection, refs: Sequence[tuple[str, int]]) -> Pla
     return Plan(prompts=found["prompt"], observations=found["observation"], summaries=found["summary"])
 
 
-def _delete_ids(conn: sqlite3.Connection, table: str, column: str, ids: Sequence[Any]) -> int:
+def _delete_ids(conn: sqlite3.Connection, table: str, column: str, ids: Sequence[Any], progress: Any = None) -> int:
     removed = 0
     for chunk in _chunks(ids):
         marks = ",".join("?" * len(chunk))
         removed += conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", list(chunk)).rowcount
+        if progress is not None:
+            progress.advance(len(chunk))
     return removed
 
 
-def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None = None) -> Outcome:
-    """Remove the planned rows from SQLite in one transaction, then their documents from the
-    index. An index that cannot be reached is reported in `index_error`, not raised."""
+def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None = None,
+           progress: Callable[[str], Any] | None = None) -> Outcome:
+    """Remove the planned rows from SQLite in one transaction (all or nothing, an interrupt
+    included), then their documents from the index, chunk by chunk (an interrupt there leaves
+    tombstones the next catch-up completes). An index that cannot be reached is reported in
+    `index_error`, not raised. `progress(what)` gives a progress.Progress for each of the two."""
+    rows = progress("forgetting rows") if progress else None
     with transaction(conn):
         # Rows stored in a whole-session forget since the plan was made (a hook meanwhile) go by
         # cascade: name them, so they get tombstones and lose their documents too.
@@ -175,12 +181,15 @@ def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None 
                 marks = ",".join("?" * len(chunk))
                 # Tombstones: see the module docstring.
                 conn.execute(f"UPDATE index_state SET collection_id = '' WHERE kind = ? AND row_id IN ({marks})", [kind, *chunk])
+        if rows is not None:
+            rows.grow(sum(len(ids) for ids in (planned.observations, planned.summaries, planned.prompts, planned.queue,
+                                               planned.raw_replies)))
         removed = {
-            "observations": _delete_ids(conn, "observations", "id", planned.observations),
-            "summaries": _delete_ids(conn, "session_summaries", "id", planned.summaries),
-            "prompts": _delete_ids(conn, "user_prompts", "id", planned.prompts),
-            "queued_events": _delete_ids(conn, "observation_queue", "id", planned.queue),
-            "raw_replies": _delete_ids(conn, "raw_replies", "id", planned.raw_replies),
+            "observations": _delete_ids(conn, "observations", "id", planned.observations, rows),
+            "summaries": _delete_ids(conn, "session_summaries", "id", planned.summaries, rows),
+            "prompts": _delete_ids(conn, "user_prompts", "id", planned.prompts, rows),
+            "queued_events": _delete_ids(conn, "observation_queue", "id", planned.queue, rows),
+            "raw_replies": _delete_ids(conn, "raw_replies", "id", planned.raw_replies, rows),
         }
         _delete_ids(conn, "worker_runs", "session_id", planned.sessions)
         _delete_ids(conn, "injections", "session_id", planned.sessions)
@@ -188,9 +197,12 @@ def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None 
     counts = {key: removed[key] for key in planned.counts()}  # in the order the plan reports them
     outcome = Outcome(counts)
     if index is not None:
+        documents = progress("dropping their documents from the semantic index") if progress else None
+        if documents is not None:
+            documents.grow(sum(len(ids) for ids in planned.by_kind().values()))
         try:
             for kind, ids in planned.by_kind().items():
-                index.delete(kind, ids, conn)
+                index.delete(kind, ids, conn, documents)
         except RuntimeError as exc:  # IndexUnavailable (the store does not import recall/)
             outcome.index_error = str(exc)
     return outcome

@@ -51,6 +51,7 @@ class Observation:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     raw_type: str | None = None  # set when the model used a type we do not know
+    supersedes: list[int] = field(default_factory=list)  # older observations the model said this one replaces
 
     def content_hash(self) -> str:
         def norm(text: str) -> str:

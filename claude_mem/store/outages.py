@@ -13,6 +13,10 @@ from typing import Any
 from claude_mem.store import queue
 from claude_mem.store.db import now_ms
 
+# The failure classes (the first word of observer_error, worker/faults.py) that waiting will not
+# fix: no login, and a Claude CLI that cannot be run at all. Every other class is an outage.
+NO_MODEL = ("auth", "cannot_start")
+
 
 def record_failure(conn: sqlite3.Connection, session_id: str, message: str) -> tuple[int, int]:
     """Count one more failed try; returns (tries failed in a row, outage start in epoch ms)."""
@@ -63,10 +67,12 @@ def _with_waiting(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[
 
 
 def describe(outage: dict[str, Any], when: Any) -> str:
-    """One line for people: "model unreachable since 2026-11-22 14:02, 12 events waiting (overloaded: ...)".
-    `when` formats an epoch-ms time."""
+    """One line for people: "model unreachable since 2026-11-22 14:02, 12 events waiting (overloaded: ...)",
+    or "model cannot be used since ..." for a class waiting will not fix. `when` formats an epoch-ms time."""
     n = outage["waiting"]
-    line = f"model unreachable since {when(outage['outage_since_epoch'])}, {n} event{'' if n == 1 else 's'} waiting"
+    unusable = str(outage["observer_error"] or "").split(":", 1)[0] in NO_MODEL
+    head = "model cannot be used" if unusable else "model unreachable"
+    line = f"{head} since {when(outage['outage_since_epoch'])}, {n} event{'' if n == 1 else 's'} waiting"
     if n and outage.get("next_try_epoch"):
         line += f", next try {when(outage['next_try_epoch'])}"
     return f"{line} ({outage['observer_error']})"

@@ -381,8 +381,9 @@ class _Reader:
 # --- the import -------------------------------------------------------------------------------------
 
 def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, str] | None = None,
-                workdir: str | None = None, dry_run: bool = False) -> PeerImport:
-    """Import the peer's database at `path` into ours (`conn`); see the module docstring."""
+                workdir: str | None = None, dry_run: bool = False, progress: Any = None) -> PeerImport:
+    """Import the peer's database at `path` into ours (`conn`); see the module docstring.
+    `progress` (a progress.Progress) follows the rows going in."""
     project_map = project_map or {}
     with open_copy(path, workdir) as peer:
         version = check_schema(peer, path)
@@ -394,7 +395,7 @@ def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, s
         plan = plan_projects(names, our_projects(conn), project_map)
         read = _Reader(peer, plan).read()
     try:
-        result = import_rows(conn, read.rows, dry_run=dry_run)
+        result = import_rows(conn, read.rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:
         raise PeerImportError(f"{exc.label} of {path}: {exc}") from None
     projects = {name: PeerProject(name, *where) for name, where in plan.items()}

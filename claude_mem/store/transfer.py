@@ -4,12 +4,14 @@ The first line is a header (`{"kind": "header", "format": "claude-mem", "version
 every other line is one row with a `kind` of session, prompt, observation or summary, holding
 every column of its table except the surrogate `id` (rows refer to their session by Claude
 Code's session id, which is the same on every machine). A session's line comes before its
-rows. The queue, raw replies and worker bookkeeping are not memory and are not exported.
+rows. Then the marks between the exported observations (`kind` mark: which observation
+supersedes or repeats which, who said so; each named by its session and content hash). The
+queue, raw replies and worker bookkeeping are not memory and are not exported.
 
 Import validates every line before writing anything, then writes in one transaction, so a file
 with one bad line imports nothing. It is idempotent: a session is matched by its Claude session
 id, a prompt by (session, prompt number), an observation by (session, content hash) and a
-summary by (session, prompt number); rows already present are left as they are.
+summary by (session, prompt number), a mark by its pair; rows already present are left as they are.
 
 Standard library only.
 """
@@ -20,15 +22,20 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from claude_mem.store import links
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import OBSERVATION_TYPES, Observation
 from claude_mem.store.overview import session_scope
 
+if TYPE_CHECKING:
+    from claude_mem.progress import Progress
+
 FORMAT = "claude-mem"
 VERSION = 1
 KINDS = ("session", "prompt", "observation", "summary")
+COUNTED = (*KINDS, "mark")
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,7 @@ class RejectedRow(ValueError):
 
 @dataclass
 class ImportResult:
-    added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    added: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))  # and "mark" when the file has marks
     present: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     present_labels: set[Any] = field(default_factory=set)  # the rows (by label) that were already here
 
@@ -146,12 +153,15 @@ def export_objects(conn: sqlite3.Connection, *, project: str | None = None,
     yield {"kind": "header", "format": FORMAT, "version": VERSION, "schema_version": latest_version(),
            "exported_at": now_iso(), "filters": {"project": project, "session": session_id}}
     where, params = session_scope(project=project, session_id=session_id)
+    exported: set[int] = set()
     for session in conn.execute(f"SELECT s.* FROM sdk_sessions s{where} ORDER BY s.started_at_epoch, s.id", params).fetchall():
         yield _row_object("session", session)
         sid = session["claude_session_id"]
         for kind in ("prompt", "observation", "summary"):
             for row in conn.execute(f"SELECT * FROM {TABLES[kind]} WHERE session_id = ? ORDER BY {_ORDER[kind]}", (sid,)):
+                exported.update([row["id"]] if kind == "observation" else [])
                 yield _row_object(kind, row)
+    yield from links.export_marks(conn, exported)
 
 
 def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None = None,
@@ -163,8 +173,8 @@ def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None =
     try:
         for obj in export_objects(conn, project=project, session_id=session_id):
             out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
-            if obj["kind"] in counts:
-                counts[obj["kind"]] += 1
+            if obj["kind"] in COUNTED:
+                counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
     finally:
         conn.execute("COMMIT")
     return counts
@@ -226,7 +236,7 @@ def _check_header(obj: Any) -> None:
 def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     """Every row of an export, validated, by kind (with its line number). Raises BadImportLine
     for the first bad line. Rows must belong to a session in the file or in `known_sessions`."""
-    rows: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in KINDS}
+    rows: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in COUNTED}
     header_seen = False
     number = 0
     for number, text in enumerate(lines, start=1):
@@ -244,9 +254,9 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             if not isinstance(obj, dict):
                 raise ValueError("expected a JSON object")
             kind = obj.get("kind")
-            if kind not in KINDS:
-                raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(KINDS)}")
-            rows[kind].append((number, validate_row(kind, obj)))
+            if kind not in COUNTED:
+                raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(COUNTED)}")
+            rows[kind].append((number, links.check_mark(obj) if kind == "mark" else validate_row(kind, obj)))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:
@@ -256,6 +266,10 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
         for line, row in rows[kind]:
             if row["session_id"] not in sessions:
                 raise BadImportLine(line, f"{kind}: session {row['session_id']!r} is neither in the file nor in the database")
+    for line, mark in rows["mark"]:
+        for side in ("old", "new"):
+            if mark[side]["session_id"] not in sessions:
+                raise BadImportLine(line, f"mark: session {mark[side]['session_id']!r} is neither in the file nor in the database")
     return rows
 
 
@@ -286,7 +300,8 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
     return row
 
 
-def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False) -> ImportResult:
+def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False,
+                 progress: Progress | None = None) -> ImportResult:
     """Validate every line, then add the rows not already present, all in one transaction
     (rolled back with `dry_run`, which still counts what would be added)."""
     # Reading and checking a large file takes seconds: done before taking the write lock, which
@@ -294,17 +309,20 @@ def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: boo
     known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
     rows = parse_lines(lines, known)
     try:
-        return import_rows(conn, rows, dry_run=dry_run)
+        return import_rows(conn, rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:
         raise BadImportLine(exc.label, str(exc)) from None
 
 
 def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[str, Any]]]], *,
-                dry_run: bool = False) -> ImportResult:
+                dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
     """Add validated rows (`(label, row)` by kind, sessions before the rows that refer to them)
-    that are not already present, in one transaction (rolled back with `dry_run`). Raises
-    RejectedRow, with nothing added, when the database refuses one."""
+    that are not already present, in one transaction (rolled back with `dry_run`, or by an
+    interrupt: all or nothing). Raises RejectedRow, with nothing added, when the database
+    refuses one. `progress` grows by the rows and advances as they go in."""
     result = ImportResult()
+    if progress is not None:
+        progress.grow(sum(len(r) for r in rows.values()))
     conn.execute("BEGIN IMMEDIATE")
     try:
         projects = dict(conn.execute("SELECT claude_session_id, project FROM sdk_sessions").fetchall())
@@ -319,6 +337,14 @@ def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[s
                 result.present[kind] += not added
                 if not added:
                     result.present_labels.add(label)
+                if progress is not None:
+                    progress.advance()
+        for label, mark in rows.get("mark", ()):  # after the observations they name
+            added = links.import_mark(conn, mark)
+            if added is None:
+                raise RejectedRow(label, "mark: an observation it names is neither in the file nor in the database")
+            result.added["mark"] = result.added.get("mark", 0) + added
+            result.present["mark"] = result.present.get("mark", 0) + (not added)
         # A later prompt in an imported session must not reuse an imported prompt's number.
         touched = {r["session_id"] for _, r in rows.get("prompt", ())} | {r["claude_session_id"] for _, r in rows.get("session", ())}
         conn.executemany(

@@ -7,6 +7,10 @@ Guarding (a pure ASGI wrapper, so the event stream is not buffered):
   when opened as `/?token=...` (EventSource cannot send headers), or `?token=` for scripts.
   Tokens are compared in constant time and never logged (uvicorn's access log is off).
 
+The one write, a person's mark or undo (POST /api/marks), takes a JSON body: a web page of
+another origin cannot send one without the browser asking first (CORS preflight, which is not
+answered), and a request whose Origin names another host is refused.
+
 The stream polls `PRAGMA data_version` (a counter SQLite bumps when another connection commits;
 reading it costs microseconds) and sends the rows past the client's cursor when it moves.
 """
@@ -23,7 +27,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -226,7 +230,12 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         else:
             result = read(search, query, index=None, mode=mode, **filters)
         note = result.note
-        return _json({"query": query, "mode": result.mode, "note": note, "hits": [asdict(h) for h in result.hits]})
+        from claude_mem.recall.views import replaced_notes
+
+        notes = read(replaced_notes, result.hits)
+        hits = [{**asdict(h), "mark": notes.get(h.id, "") if h.kind == "observation" and h.origin is None else ""}
+                for h in result.hits]
+        return _json({"query": query, "mode": result.mode, "note": note, "hits": hits})
 
     def api_observation(request: Request) -> Response:
         raw = request.path_params["observation_id"]
@@ -276,6 +285,16 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         if found is None:
             raise BadRequest(f"no session {session_id[:80]!r}", 404)
         return _json(found)
+
+    async def api_marks(request: Request) -> Response:
+        """A person says an observation is no longer true (or takes that back)."""
+        body = _mark_request(request.headers, await request.body())
+        try:
+            done = await run_in_threadpool(data.change_mark, db_path, body["old"], body.get("new"), undo=bool(body.get("undo")),
+                                           duplicate=bool(body.get("duplicate")), reason=body["reason"])
+        except data.MarkRefused as exc:
+            raise BadRequest(str(exc), 409) from None
+        return _json(done)
 
     def api_health(request: Request) -> Response:
         return _json(read(health_of))
@@ -349,6 +368,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/observation/{observation_id}", api_observation),
         Route("/api/session/{session_id:path}", api_session),
         Route("/api/remote/{ref}", api_remote),
+        Route("/api/marks", api_marks, methods=["POST"]),
         Route("/api/health", api_health),
         Route("/api/stats", api_stats),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
@@ -357,6 +377,31 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         BadRequest: bad_request, HTTPException: http_error, data.DatabaseMissing: missing_db, Exception: server_error}
     app = Starlette(routes=routes, exception_handlers=handlers)
     return Guard(app, token=token, loopback_only=loopback_only)
+
+
+def _mark_request(headers: Any, raw: bytes) -> dict[str, Any]:
+    """The checked body of a mark request, from this viewer's own page only."""
+    origin = headers.get("origin")
+    if origin and urlsplit(origin).netloc != headers.get("host", ""):
+        raise BadRequest("marks are changed from this viewer's own page only", 403)
+    if headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise BadRequest("send the mark as a JSON body (content-type application/json)", 415)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise BadRequest("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest('the body is a JSON object: {"old": ID, "new": ID} ("undo": true to take a mark back)')
+    for name in ("old", "new"):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63):
+            raise BadRequest(f"{name} must be an observation id (a positive whole number)")
+    if body.get("old") is None:
+        raise BadRequest("old is required: the observation that is no longer true")
+    reason = body.get("reason") or ""
+    if not isinstance(reason, str) or len(reason) > 300:
+        raise BadRequest("reason is a short text (at most 300 characters)")
+    return {**body, "reason": reason.strip()}
 
 
 def _json(body: Any) -> JSONResponse:

@@ -2,7 +2,8 @@
 
 Store functions are used wherever they exist; the few queries here are ones nothing else needs
 (rows after a cursor, the newest prompts across sessions, table counts, the last error). Every
-connection is opened with `query_only`, so SQLite itself refuses a write from the viewer.
+reading connection is opened with `query_only`, so SQLite itself refuses a write from it; the
+one thing the viewer writes, a person's mark or undo (`change_mark`), opens its own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, memories, overview, records
-from claude_mem.store.db import connect
+from claude_mem.store import costs, injections, links, memories, overview, records
+from claude_mem.store.db import connect, transaction
 from claude_mem.store.reads import TURN_RANK, cut
 
 FEED_TEXT_CHARS = 400
@@ -78,7 +79,9 @@ def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | No
 
 
 def observation_item(row: dict[str, Any]) -> dict[str, Any]:
-    return _item("observation", row, row["title"], row.get("subtitle") or row.get("narrative") or "", row["type"])
+    """An observation for the list; its `mark` says what replaced it (rows passed through links.annotate)."""
+    return {**_item("observation", row, row["title"], row.get("subtitle") or row.get("narrative") or "", row["type"]),
+            "mark": row.get("mark", ""), "superseded_by": row.get("superseded_by", [])}
 
 
 def summary_item(row: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +123,8 @@ def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 5
     """The newest prompts, observations and summaries (newest first) and the cursor to stream from."""
     with snapshot(conn):
         cursor = current_cursor(conn)
-        items = [observation_item(r) for r in memories.list_observations(conn, project=project, limit=limit, newest_first=True)]
+        rows = links.annotate(conn, memories.list_observations(conn, project=project, limit=limit, newest_first=True))
+        items = [observation_item(r) for r in rows]
         items += [summary_item(r) for r in memories.list_summaries(conn, project=project, limit=limit, newest_first=True)]
         items += [prompt_item(r) for r in _prompts(conn, project=project, limit=limit, newest_first=True)]
     return sort_items(items, newest_first=True)[:limit], cursor
@@ -133,8 +137,8 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     Ids only grow as rows commit (one writer at a time) and are never reused, even after a
     forget (migration 0004), which is what makes a cursor enough.
     """
-    obs = [memories.decode(r) for r in conn.execute(
-        "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))]
+    obs = links.annotate(conn, [memories.decode(r) for r in conn.execute(
+        "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))])
     sums = [memories.decode(r) for r in conn.execute(
         "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (cursor.summary, STREAM_BATCH))]
     prompts = _prompts(conn, after=cursor.prompt, limit=STREAM_BATCH)
@@ -158,13 +162,15 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
     """One observation with its session and the prompt that led to it."""
-    rows = memories.get_observations(conn, [observation_id])
+    rows = links.annotate(conn, memories.get_observations(conn, [observation_id]))
     if not rows:
         return None
     obs = rows[0]
     session = records.get_session(conn, obs["session_id"])
     prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
-    return {"observation": obs, "session": session, "prompt": prompt}
+    marks = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
+                                 "new_title", "old_epoch", "new_epoch")} for m in links.list_links(conn, ids=[observation_id])]
+    return {"observation": obs, "session": session, "prompt": prompt, "marks": marks}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
@@ -174,10 +180,42 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         given = injections.for_session(conn, session_id)
     if found is None:
         return None
+    links.annotate(conn, found["observations"])
     entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
                                                         ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
     return {"session": found["session"], "entries": entries, "injections": given}
+
+
+class MarkRefused(ValueError):
+    """A mark or an undo that cannot be made (an unknown observation, nothing to undo)."""
+
+
+def change_mark(db_path: str, old_id: int, new_id: int | None, *, undo: bool, duplicate: bool = False,
+                reason: str = "") -> dict[str, Any]:
+    """A person's mark (`new_id` makes `old_id` no longer true) or undo, on a connection of its own."""
+    if not os.path.exists(db_path):
+        raise DatabaseMissing(f"no database at {db_path}")
+    conn = connect(db_path, migrate=False)
+    try:
+        wanted = [i for i in (old_id, new_id) if i is not None]
+        known = {r[0] for r in conn.execute(f"SELECT id FROM observations WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
+        missing = [i for i in wanted if i not in known]
+        if missing:
+            raise MarkRefused(f"no observation obs:{missing[0]}")
+        with transaction(conn):
+            if undo:
+                undone = links.undo(conn, old_id, new_id)
+                if not undone:
+                    raise MarkRefused(f"obs:{old_id} has no mark to undo")
+                return {"old": old_id, "undone": undone}
+            if new_id is None or new_id == old_id:
+                raise MarkRefused("name the newer observation that replaces this one (not itself)")
+            relation = "duplicates" if duplicate else "supersedes"
+            links.add(conn, old_id, new_id, relation, "person", reason=reason)
+            return {"old": old_id, "new": new_id, "relation": relation}
+    finally:
+        conn.close()
 
 
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -5,6 +5,13 @@ MAX_TURNS_PER_CONVERSATION turns, ended by any failed turn, put to sleep between
 written to the worker's run and to the day's total at once. Once the day's total reaches the
 budget (setting observer_daily_tokens), no request is sent: every turn answers "budget".
 
+A CLI that fails to start again and again (killed, exiting, hanging while it starts) is an
+outage like any other, until it has failed for `observer_start_give_up_s` and at least
+GIVE_UP_MIN_STARTS times in a row with no start that worked: then the failure is reported as
+"cannot_start" (worker/faults.py), so no event waits forever. The run of failed starts is kept in
+a file beside the session's worker lock: it outlives the workers that an outage comes and goes
+through.
+
 The model is reached only through an `ObserverLike`: worker/observer.py's Observer (the
 claude-agent-sdk client, imported on first use) in production; tests reach the same seam with
 the fake Claude CLI behind it.
@@ -12,6 +19,8 @@ the fake Claude CLI behind it.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import sqlite3
 import time
@@ -23,6 +32,7 @@ from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.memories import list_observations
+from claude_mem.worker import spawn
 from claude_mem.worker.render import fill
 
 if TYPE_CHECKING:
@@ -33,6 +43,7 @@ if TYPE_CHECKING:
 MAX_TURNS_PER_CONVERSATION = 40
 # The error of a turn not sent because the day's token budget is spent.
 OVER_BUDGET = "budget"
+GIVE_UP_MIN_STARTS = 3  # a run of failed starts this short is not "without end", however long it took
 
 
 @runtime_checkable
@@ -40,6 +51,7 @@ class ObserverLike(Protocol):
     """What the worker needs of an observer: one conversation, a turn at a time."""
 
     resume_failed: str | None  # why the conversation asked for could not be resumed
+    failed_to_start: bool  # start() ended without a running CLI
 
     async def start(self) -> None: ...
 
@@ -64,10 +76,14 @@ class Conversation:
         self._recap_prefix = ""
         self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
 
-    async def send(self, text: str) -> Reply:
+    async def send(self, text: str, request: tuple[int, str] | None = None) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
         resumes the conversation cut at the last stored batch (sdk_resume_at), so the failed
-        message is never merged into a later request (PLATFORM-NOTES)."""
+        message is never merged into a later request (PLATFORM-NOTES).
+
+        `request` (its number, its header line) goes in front of the text when this conversation
+        has not seen it: decided here, after the CLI is opened, since a conversation that could
+        not be resumed or was renewed starts without it."""
         over = budget.reached(self.conn, self.config.observer_daily_tokens)
         if over is not None:
             from claude_mem.worker.observer import Reply
@@ -77,16 +93,20 @@ class Conversation:
                          detail=f"{over['total']:,} of {self.config.observer_daily_tokens:,} tokens spent today")
         if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
             await self._open(fresh=self.fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
-            text = self._recap_prefix + text
-            self._recap_prefix = ""
+        if request is not None and request[0] != self.last_request_number:
+            text = request[1] + text
+        text, self._recap_prefix = self._recap_prefix + text, ""
         assert self.observer is not None
-        reply = await self.observer.send(text)
+        observer = self.observer
+        reply = await observer.send(text)
         self.turns += 1
         self._record_usage(reply)
         if reply.error:
             await self.drop()
-            return reply
+            return self._given_up(reply) if observer.failed_to_start else reply
         self.turn = (reply.session_id, reply.uuid)
+        if request is not None:
+            self.last_request_number = request[0]
         with transaction(self.conn):
             since = outages.clear(self.conn, self.session_id)
         if since is not None:
@@ -146,6 +166,7 @@ class Conversation:
                             turn_timeout_s=self.config.observer_timeout_s)
         self.observer = observer
         await observer.start()
+        self._count_start(observer.failed_to_start)
         if observer.resume_failed:
             self.log(f"could not resume the observer conversation ({observer.resume_failed}); starting a new one")
         self.fresh = resume is None or bool(observer.resume_failed)
@@ -159,6 +180,47 @@ class Conversation:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"
+
+    # --- a CLI that keeps failing to start ------------------------------------------------------
+
+    def _starts_path(self) -> str:
+        return os.path.join(self.config.workers_dir, spawn.session_key(self.session_id) + ".starts")
+
+    def _count_start(self, failed: bool) -> None:
+        """One more failed start in the run, or the run ended by a start that worked."""
+        path = self._starts_path()
+        try:
+            if not failed:
+                if os.path.exists(path):
+                    os.unlink(path)
+                return
+            run = self._failed_starts() or {"since": now_ms(), "failures": 0}
+            run["failures"] += 1
+            with open(path + ".tmp", "w", encoding="utf-8") as fh:
+                json.dump(run, fh)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:  # the count is a safeguard: never a reason to stop the worker
+            self.log(f"could not keep the count of failed observer starts: {exc}")
+
+    def _failed_starts(self) -> dict[str, int] | None:
+        try:
+            with open(self._starts_path(), encoding="utf-8") as fh:
+                run = json.load(fh)
+            return {"since": int(run["since"]), "failures": int(run["failures"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _given_up(self, reply: Reply) -> Reply:
+        """A start failure, as "cannot_start" once the CLI has kept failing to start long enough."""
+        run = self._failed_starts()
+        if reply.error == "cannot_start" or run is None or run["failures"] < GIVE_UP_MIN_STARTS:
+            return reply
+        minutes = (now_ms() - run["since"]) / 60_000
+        if minutes * 60 < self.config.observer_start_give_up_s:
+            return reply
+        detail = (f"the Claude CLI has failed to start {run['failures']} times in a row over {minutes:.0f} min"
+                  f" (setting observer_start_give_up_s); last: {reply.error}: {reply.detail}")
+        return dataclasses.replace(reply, error="cannot_start", detail=detail)
 
     async def close(self) -> None:
         if self.observer is not None:

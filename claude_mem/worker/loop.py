@@ -6,14 +6,15 @@ crash (or the CLI re-sending a failed message) inserts nothing new. A worker kil
 point leaves rows pending or processing; the next worker (holding the session's lock, so no
 other worker can own them) takes processing rows back.
 
-Model failures (worker/faults.py): a transient one (CLI killed, timeout, 429, 5xx, 529, refused
-connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
+Model failures (worker/faults.py): a transient one (CLI killed or failing while it starts or
+answers, timeout, 429, 5xx, 529, refused connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
 A failure of the batch itself (rejected as invalid or too long, no parseable reply after a nudge)
 splits the batch in halves until the event that fails alone is found; only that event uses up
 attempts, and then gets heuristic observations (synthesizer=auto) or is skipped with its reason
 (synthesizer=model). Any failure ends the observer CLI: the next one resumes the conversation cut
 at the last stored batch, so nothing failed is ever in front of the model twice. A missing login
-with synthesizer=auto hands the session to the heuristic synthesizer so capture never stops.
+or a CLI that cannot start with synthesizer=auto hands the session to the heuristic synthesizer
+so capture never stops; with synthesizer=model a CLI that cannot start gets the events skipped.
 A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
 
 Between bursts of work the observer sleeps: after `observer_idle_s` without a batch its CLI is
@@ -34,6 +35,7 @@ import time
 from typing import Any
 
 from claude_mem.logs import log_line
+from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, queue, records, runs
@@ -48,6 +50,7 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
+SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
 
 
 class Stopping(Exception):
@@ -130,6 +133,15 @@ class Worker:
             if reason != "signal":
                 self._hand_off()
 
+    def _sweep(self) -> bool:
+        """A slice of the marking rules over observations stored before they existed (idle time
+        only: events come first); False once there is nothing left, or it failed."""
+        try:
+            return sweep_step(self.conn, SWEEP_S) > 0
+        except sqlite3.Error as exc:
+            self.log(f"marking older observations failed ({exc}); the next worker tries again")
+            return False
+
     def _hand_off(self) -> None:
         """With its slot free, start the session that has waited longest, this one first: events
         that came after the last look found this worker's lock held and started no worker."""
@@ -194,6 +206,7 @@ class Worker:
         idle_since = time.monotonic()
         next_yield_check = idle_since + YIELD_CHECK_S
         last_version = None
+        sweeping = True
         while True:
             if self.stop_requested:
                 return "signal"
@@ -212,6 +225,10 @@ class Worker:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
                     if self._others_waiting():
                         return "idle, yielding its slot to a waiting session"
+                if sweeping:
+                    sweeping = self._sweep()
+                    await asyncio.sleep(0)
+                    continue
                 # Sleep until another connection commits (data_version moves) or a poll passes.
                 version = data_version(conn)
                 if version == last_version:
@@ -289,6 +306,14 @@ class Worker:
             self._keep_raw_reply([e.id for e in events], outcome)
         if outcome.error == OVER_BUDGET:
             return self._over_budget(events, outcome)
+        if outcome.error == "cannot_start":
+            # Only with synthesizer=model (auto has switched to heuristics): nothing will run the
+            # model, so the events are skipped with the reason rather than waiting forever.
+            reason = f"{outcome.error}: {outcome.detail}"
+            with transaction(self.conn):
+                queue.mark_failed(self.conn, [e.id for e in events], reason, max_attempts=1, backoff_s=0)
+            self.log(f"{len(events)} event(s) skipped ({reason}); `claude-mem retry --session {self.session_id}` re-queues them")
+            return "failed"
         if faults.is_transient(outcome.error):
             self._defer_for_outage([e.id for e in events], outcome)
             return "outage"
@@ -345,6 +370,9 @@ class Worker:
                                             source=synth, model=model)
                 if new_id is not None:
                     new_ids.append(new_id)
+                    if obs.supersedes and self.synthesis is not None:
+                        self.synthesis.recalled.accept(new_id, obs.supersedes, model)
+            mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
             if outcome.summary is not None:
                 summary_model = model if outcome.summary_source == "model" else None
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,

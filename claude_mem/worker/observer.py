@@ -12,11 +12,17 @@ back as `Reply.error`, one of ERROR_CATEGORIES:
               sending the same events again fails the same way.
   api_error   any other API or CLI error result (500, a refused or reset connection, max turns...).
   timeout     the turn took longer than `turn_timeout_s`.
-  crashed     the CLI could not start, died, or broke the protocol.
+  killed      the CLI died by a signal (the OOM killer, `pkill claude`), while starting or answering.
+  start_failed  the CLI exited while starting (non-zero, or after reporting an error), or did not
+              finish the handshake within `start_timeout_s`.
+  cannot_start  the CLI cannot be run at all: no binary at the path, or not executable.
+  crashed     the CLI exited mid-turn or broke the protocol; also "observer is closed".
   empty       the turn ended without any assistant text.
 
-After "timeout" and "crashed" the CLI child has been stopped and the Observer is closed: every
-later `send()` returns "crashed" ("observer is closed ...") at once. To go on, make a new Observer with
+Only "auth" and "cannot_start" say that waiting will not help (worker/faults.py). After a
+failed start, `failed_to_start` is true. After "timeout", "killed" and "crashed" the CLI child has
+been stopped and the Observer is closed: every later `send()` returns "crashed" ("observer is
+closed ...") at once. To go on, make a new Observer with
 `resume=observer.session_id` (the conversation up to the last completed turn, as the CLI saved it),
 or without `resume` for a fresh one. Other errors leave the CLI running, but the failed user message
 stays in the conversation: the CLI merges it into the next request (and keeps it on a plain
@@ -46,9 +52,11 @@ from typing import Any
 
 import psutil
 
+from claude_mem.worker import faults
 from claude_mem.worker.processes import alive
 
-ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "crashed", "empty")
+ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "killed", "start_failed",
+                    "cannot_start", "crashed", "empty")
 OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
 
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
@@ -94,6 +102,7 @@ class Observer:
         self.grace_s = grace_s
         self.session_id: str | None = resume
         self.resume_failed: str | None = None  # the CLI's message when `resume` could not be resumed
+        self.failed_to_start = False  # start() ended without a running CLI
         self.turns = 0  # turns completed (with or without an API error)
         self.observer_id = uuid.uuid4().hex
         self._client: Any = None
@@ -134,7 +143,8 @@ class Observer:
             self.session_id = None
             failure = await self._connect(None)
         if failure is not None:
-            category = "crashed" if failure[0] == "resume" else failure[0]
+            self.failed_to_start = True
+            category = "start_failed" if failure[0] == "resume" else failure[0]
             await self._shutdown(category, failure[1], graceful=False)
 
     async def close(self) -> None:
@@ -186,17 +196,18 @@ class Observer:
                 task.cancel()
             await self._disconnect(client)
             await self._kill_tree()
-            return "timeout", f"the Claude CLI did not start within {self.start_timeout_s:g}s"
+            return "start_failed", f"the Claude CLI did not start within {self.start_timeout_s:g}s"
         exc = task.exception()
         if isinstance(exc, ResultError):
             # The CLI reported an error before the first turn and exited; with --resume this
             # is "No conversation found with session ID: ..." (or a title it does not know).
             detail = _one_line("; ".join(exc.errors) or exc.result or str(exc))
             await self._kill_tree()
-            return ("resume" if resume else "crashed"), detail
+            return ("resume" if resume else "start_failed"), detail
         if exc is not None:  # CLINotFoundError, CLIConnectionError, ProcessError, ...
             await self._kill_tree()
-            return "crashed", self._describe(exc, "the Claude CLI could not start")
+            category, what = faults.cli_failure(exc, starting=True)
+            return category, self._describe(exc, what)
         if self._closed:  # close() ran while the handshake was under way
             await self._disconnect(client)
             await self._kill_tree()
@@ -222,9 +233,9 @@ class Observer:
                 reply = Reply(text="", session_id=self.session_id, error="timeout",
                               detail=f"no reply within {self.turn_timeout_s:g}s; the Claude CLI was stopped")
             except Exception as exc:  # the CLI died or broke the protocol
-                reply = Reply(text="", session_id=self.session_id, error="crashed",
-                              detail=self._describe(exc, "the Claude CLI failed"))
-            if reply.error in ("timeout", "crashed"):
+                category, what = faults.cli_failure(exc, starting=False)
+                reply = Reply(text="", session_id=self.session_id, error=category, detail=self._describe(exc, what))
+            if reply.error in ("timeout", "killed", "crashed"):
                 await self._shutdown("crashed", f"observer is closed after {reply.error}: {reply.detail}", graceful=False)
             else:
                 self.turns += 1

@@ -19,7 +19,7 @@ from lxml import etree
 from claude_mem.store.memories import SUMMARY_FIELDS, Observation, Summary, known_type
 
 BLOCKS = ("observation", "summary")
-TEXT_FIELDS = ("type", "title", "subtitle", "narrative", *SUMMARY_FIELDS)
+TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", *SUMMARY_FIELDS)
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
 ITEMS = ("fact", "concept", "file", "item")  # interchangeable: a <file> inside <facts> is still an entry
 CAPS = {"type": 100, "title": 200, "subtitle": 500, "fact": 1000, "narrative": 5000, "summary": 5000}
@@ -37,6 +37,7 @@ _CUT_TAG = re.compile(r"</?([A-Za-z_]{0,14})$")
 _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_OBS_REF = re.compile(r"\bobs:\s*([1-9][0-9]{0,17})\b|^\s*#?([1-9][0-9]{0,17})\s*$", re.IGNORECASE)
 
 _CANON = {n: "item" if n in ITEMS else n for n in (*BLOCKS, *TEXT_FIELDS, *LIST_FIELDS, *ITEMS)}
 # (innermost open element or None, tag, is closing) for every tag that is markup at that level.
@@ -220,7 +221,8 @@ def _observation(el: etree._Element, label: str, problems: list[str]) -> Observa
                        concepts=_list(kids, ("concepts",), split_commas=True),
                        files_read=_list(kids, ("files_read",), split_commas=True),
                        files_modified=_list(kids, ("files_modified", "files_edited"), split_commas=True),
-                       raw_type=raw_type if flagged else None)
+                       raw_type=raw_type if flagged else None,
+                       supersedes=[i for c in kids.get("supersedes", ()) for i in refs_in("".join(c.itertext()))])
 
 
 def _summary(el: etree._Element, label: str, problems: list[str]) -> Summary | None:
@@ -245,6 +247,11 @@ def _map_type(raw: str) -> tuple[str, str]:
     if kind:
         return kind, f"type {raw!r} mapped to {kind!r}"
     return "change", f"unknown type {raw!r} stored as 'change'"
+
+
+def refs_in(text: str) -> list[int]:
+    """The observation ids a `<supersedes>` names ("obs:12", "12", "obs:12, obs:15")."""
+    return list(dict.fromkeys(int(m.group(1) or m.group(2)) for m in _OBS_REF.finditer(text or "")))
 
 
 def _children(el: etree._Element) -> dict[str, list[etree._Element]]:

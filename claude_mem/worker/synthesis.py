@@ -2,10 +2,11 @@
 observer conversation (worker/conversation.py), or by the heuristic synthesizer.
 
 A reply with nothing usable is answered with one firm nudge; a summary request answered with
-observations is retried once, then derived from the turn's observations. A missing login (or a
-CLI that cannot start) with synthesizer=auto switches the session to the heuristic synthesizer,
-reported once. What fails otherwise comes back as an Outcome with an error, for the worker to
-settle (worker/loop.py, worker/faults.py).
+observations is retried once, then derived from the turn's observations. A missing login or a
+CLI that cannot start at all (not one killed or failing while it starts: that is an outage) with
+synthesizer=auto switches the session to the heuristic synthesizer, reported once. What fails
+otherwise comes back as an Outcome with an error, for the worker to settle (worker/loop.py,
+worker/faults.py).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from claude_mem.store import outages, queue, records
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, Summary, list_observations
 from claude_mem.store.reads import cut
-from claude_mem.worker import heuristic
+from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.parse import ParseResult, parse_reply
+from claude_mem.worker.recalled import Recalled
 from claude_mem.worker.render import Event, files_touched, fill, render_batch
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Synthesis:
         self.use_model = mode != "heuristic"  # auto turns it off when the model cannot be used
         self.conversation = conversation
         self.log = log
+        self.recalled = Recalled(conn, session_id, log)  # what memory holds about each batch, shown to the model
 
     def heuristic(self, event: Event) -> Outcome:
         """Observations, or the turn's summary, without a model."""
@@ -64,17 +67,15 @@ class Synthesis:
     async def observe(self, events: list[Event]) -> Outcome:
         if not self.use_model:
             return Outcome(observations=heuristic.observe(events))
-        body = render_batch(events)
         prompt_number = events[0].prompt_number
-        header = ""
-        if prompt_number != self.conversation.last_request_number:
-            request = self._prompt_text(prompt_number)
-            header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        message = fill("observation", request_line=header, events=body)
-        reply = await self.conversation.send(message)
+        request = self._prompt_text(prompt_number)
+        header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
+        # What memory holds about the request is looked up once, with the request's first batch.
+        about = request if prompt_number != self.conversation.last_request_number else ""
+        message = fill("observation", memory=self._memory(events, about), events=render_batch(events))
+        reply = await self.conversation.send(message, request=(prompt_number, header))
         if reply.error:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
-        self.conversation.last_request_number = prompt_number
         result = parse_reply(reply.text)
         if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
             return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
@@ -92,6 +93,14 @@ class Synthesis:
         await self.conversation.drop()  # the next try resumes the conversation before this batch
         return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
                        raw_error=problems)
+
+    def _memory(self, events: list[Event], request: str) -> str:
+        """What memory holds about the batch; nothing (logged) when it cannot be read."""
+        try:
+            return self.recalled.block(events, request)
+        except sqlite3.Error as exc:
+            self.log(f"could not read what memory holds about the batch ({exc}); sent without it")
+            return ""
 
     def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
         """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
@@ -150,22 +159,26 @@ class Synthesis:
         return {"raw": text, "raw_error": "; ".join(result.problems)[:500] or "no usable block"}
 
     async def _model_failed(self, reply: Reply, fallback: Callable[[], Outcome]) -> Outcome:
-        # No login, or a CLI that cannot even start: with synthesizer=auto carry on without a
-        # model so capture never stops (reported once). Otherwise it is an outage like any
-        # transient failure: the events wait for the model (faults.py).
-        cannot_start = reply.error == "crashed" and "could not start" in (reply.detail or "")
-        if (reply.error == "auth" or cannot_start) and self.mode == "auto":
-            message = f"{reply.error}: {reply.detail}"
-            known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error")
-            with transaction(self.conn):
-                outages.record_failure(self.conn, self.session_id, message)
-            if known != message:  # reported once per session, not per worker
-                log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message})",
-                         stderr=True)
-            self.use_model = False
-            self.log("no usable model; switching this session to the heuristic synthesizer")
-            return fallback()
-        return Outcome(error=reply.error, detail=reply.detail)
+        # No login, or a CLI that cannot start at all (worker/faults.py NO_MODEL): with
+        # synthesizer=auto carry on without a model so capture never stops, reported once.
+        # Anything else, a CLI killed or failing while it starts included, is an outage: the
+        # events wait for the model.
+        if reply.error not in faults.NO_MODEL or (self.mode != "auto" and reply.error != "cannot_start"):
+            return Outcome(error=reply.error, detail=reply.detail)
+        message = f"{reply.error}: {reply.detail}"
+        known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error") or ""
+        with transaction(self.conn):
+            outages.record_failure(self.conn, self.session_id, message)
+        instead = "heuristic observations instead" if self.mode == "auto" else \
+            f"its events are skipped; `claude-mem retry --session {self.session_id}` re-queues them"
+        if not known.startswith(reply.error + ":"):  # reported once per session, not per worker or batch
+            log_line(self.config.logs_dir, "worker", f"session {self.session_id}: the model cannot be used ({message}); {instead}",
+                     stderr=True)
+        if self.mode != "auto":
+            return Outcome(error=reply.error, detail=reply.detail)
+        self.use_model = False
+        self.log(f"no usable model ({reply.error}); switching this session to the heuristic synthesizer")
+        return fallback()
 
     def _prompt_text(self, prompt_number: int) -> str:
         return cut(records.prompt_text(self.conn, self.session_id, prompt_number) or "", 1500)

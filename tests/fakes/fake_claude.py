@@ -13,6 +13,8 @@ Environment:
   FAKE_CLAUDE_SESSIONS  optional directory of known session ids. When set, `--resume ID` with an
                         unknown ID fails the way the real CLI does; new sessions are recorded there.
   FAKE_CLAUDE_MODEL     model reported when no `--model` flag is given.
+  FAKE_CLAUDE_START_SLEEP  optional seconds to spend starting up (before the handshake), as the real CLI
+                        does for about a second: a window in which tests kill a CLI while it starts.
   FAKE_CLAUDE_OUTAGE    optional file holding "START:END" (epoch seconds): every turn in that window
                         answers {"error": "overloaded"} instead of its step (the step is still consumed);
                         "arm:SECONDS" starts such a window at the next turn of any CLI.
@@ -252,6 +254,8 @@ def main() -> int:
     if 'project "' in system:
         PROJECT = system.split('project "', 1)[1].split('"', 1)[0]
     log("start", argv=argv, cwd=os.getcwd(), env={k: os.environ[k] for k in LOGGED_ENV if k in os.environ})
+    if os.environ.get("FAKE_CLAUDE_START_SLEEP"):
+        time.sleep(float(os.environ["FAKE_CLAUDE_START_SLEEP"]))
     model = flag(argv, "--model") or os.environ.get("FAKE_CLAUDE_MODEL", "claude-haiku-4-5")
     resume = flag(argv, "--resume")
     session_id = resume or str(uuid.uuid4())

@@ -2,7 +2,7 @@
 process census that proves nothing was left running.
 
 Every scenario calls `record(...)` with its numbers; tests/conftest.py prints them as one table
-at the end of the run (the README's reliability section shows the latest). `--long` (see
+at the end of the run (docs/reliability.md shows the latest). `--long` (see
 tests/conftest.py) makes every scenario deeper: more events, more kills, more fuzz cases.
 """
 

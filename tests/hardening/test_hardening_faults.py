@@ -73,21 +73,38 @@ def titles(data_dir: Path, session_id: str) -> list[str]:
 
 class CliKiller(threading.Thread):
     """SIGKILLs the observer CLIs of a data dir at random moments (the OOM killer, a closed lid),
-    up to `limit` times, until stopped."""
+    up to `limit` times, until stopped: every other kill, the next CLI while it starts (the fake
+    CLI has logged its start and not yet received the handshake), else whatever runs."""
 
-    def __init__(self, data_dir: Path, rng: random.Random, limit: int) -> None:
+    def __init__(self, data_dir: Path, fake_log: Path, rng: random.Random, limit: int) -> None:
         super().__init__(daemon=True)
-        self.data_dir, self.rng, self.limit = str(data_dir), rng, limit
+        self.data_dir, self.fake_log, self.rng, self.limit = str(data_dir), fake_log, rng, limit
         self.kills = 0
+        self.starting_kills = 0
         self.stopping = threading.Event()
+
+    def starting(self) -> set[int]:
+        """Pids of fake CLIs that have started and received nothing yet."""
+        started, received = set(), set()
+        with contextlib.suppress(OSError):
+            for line in self.fake_log.read_text().splitlines():
+                entry = json.loads(line) if line.strip().endswith("}") else {}
+                (started if entry.get("event") == "start" else received).add(entry.get("pid"))
+        return started - received
 
     def run(self) -> None:
         while self.kills < self.limit and not self.stopping.wait(self.rng.uniform(0.5, 2.0)):
+            at_start = self.kills % 2 == 0
+            while at_start and not self.starting() and not self.stopping.wait(0.02):
+                pass
+            targets = self.starting() if at_start else None
             for proc in psutil.process_iter():
                 try:
-                    if proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(self.data_dir):
+                    if (proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(self.data_dir)
+                            and (targets is None or proc.pid in targets)):
                         proc.kill()
                         self.kills += 1
+                        self.starting_kills += at_start
                 except (psutil.Error, OSError):
                     continue
 
@@ -98,7 +115,10 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     events = session_events(path, session, tmp_path / "proj", None if long_run else 30)
     turn_s = 0.5  # wide enough for a kill to land mid-turn on a loaded machine
     # Not about search: no memory service (a model load for each of the two data dirs) beside the workers.
-    env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s}, CLAUDE_MEM_SEMANTIC_INDEX="0")
+    # synthesizer=auto: a CLI killed while it starts once handed the whole session to the heuristic
+    # synthesizer; each CLI spends a while starting, as the real one does, for the kills to land in.
+    env = model_env(tmp_path, default={"per_event": True, "tag_project": True, "sleep": turn_s}, CLAUDE_MEM_SEMANTIC_INDEX="0",
+                    CLAUDE_MEM_SYNTHESIZER="auto", FAKE_CLAUDE_START_SLEEP="0.4")
 
     reference_dir = tmp_path / "reference"
     store(reference_dir, events)
@@ -117,7 +137,8 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     outage = tmp_path / "outage"
     env = {**env, "FAKE_CLAUDE_OUTAGE": str(outage), "CLAUDE_MEM_MAX_ATTEMPTS": "2", "CLAUDE_MEM_BATCH_CHARS": "3000",
            "CLAUDE_MEM_RETRY_BACKOFF_S": "0.1", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "0.5"}
-    killer = CliKiller(data_dir, random.Random(7), 12 if long_run else 4)  # its own: the kill targets stay those of the seed
+    # Its own rng: the worker kills stay those of the seed.
+    killer = CliKiller(data_dir, tmp_path / "fake.log", random.Random(7), 12 if long_run else 4)
     killer.start()
     interrupted = 0
     try:
@@ -143,13 +164,16 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     log = (data_dir / "logs" / "claude-mem.log").read_text()
     overloaded = log.count("model failed (overloaded")
     record("faults: kill -9 of workers and CLIs, 529s", events=len(queue), lost=lost, duplicated=duplicated, leaked=len(leaked),
-           note=f"{interrupted} worker + {killer.kills} CLI kills, {outage_s:.0f} s of 529 ({overloaded} tries); 0 skipped, no retry")
+           note=f"{interrupted} worker + {killer.kills} CLI kills ({killer.starting_kills} while starting), {outage_s:.0f} s of 529"
+                f" ({overloaded} tries); 0 skipped, 0 heuristic, no retry")
     assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), \
         [r for r in queue if r["status"] != "done" or r["attempts"]]
     assert sorted(stored) == sorted(reference), "the same memories as an undisturbed run: none lost, none twice"
     assert leaked == []
     assert interrupted >= min(kills, 3), f"only {interrupted} kill(s) landed while work was left"
-    assert killer.kills >= 1 and overloaded >= 1, "the CLIs were killed and the outage was met"
+    assert killer.kills >= 2 and killer.starting_kills >= 1 and overloaded >= 1, "CLIs were killed, one while starting; the outage was met"
+    assert log.count("while starting") >= killer.starting_kills, "each kill at start-up was seen as one"
+    assert "heuristic synthesizer" not in log and "cannot be used" not in log, "no session switched to heuristics"
 
 
 # --- a model that fails in every way -----------------------------------------------------------

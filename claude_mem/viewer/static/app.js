@@ -40,6 +40,15 @@ async function api(path, params) {
   return body;
 }
 
+// The one write: a person's mark or undo (a JSON body, which another site's page cannot send).
+async function post(path, body) {
+  const res = await fetch(new URL(path, location.origin), {
+    method: "POST", headers: { Accept: "application/json", "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(answer.error || `the server answered ${res.status}`);
+  return answer;
+}
+
 function whenText(ms) {
   const date = new Date(ms);
   const minutes = Math.floor((Date.now() - ms) / 60000);
@@ -71,9 +80,11 @@ const badge = (item) => el("span", { class: `badge t-${token(item.type || item.k
 // -- the list pane: live feed and search results ------------------------------------------------
 
 function itemNode(item, extra) {
-  return el("li", { class: `item kind-${token(item.kind)}`, dataset: { kind: item.kind, id: item.id } },
+  const replaced = item.superseded_by && item.superseded_by.length;
+  return el("li", { class: `item kind-${token(item.kind)}${replaced ? " superseded" : ""}`, dataset: { kind: item.kind, id: item.id } },
     el("a", { href: itemHref(item) },
       el("div", { class: "item-head" }, badge(item), el("span", { class: "title" }, item.title || "(untitled)")),
+      item.mark ? el("p", { class: "mark" }, item.mark) : null,
       item.text ? el("p", { class: "text" }, item.text) : null,
       extra || null,
       el("div", { class: "meta" },
@@ -224,8 +235,22 @@ function serviceStat(service) {
   if (service.rss_bytes) parts.push(`${Math.round(service.rss_bytes / 1048576)} MiB`);
   if (service.answering && service.index_lag !== null) parts.push(`index lag ${service.index_lag}`);
   if (!service.answering) parts.push("not answering");
+  if (service.index_job) parts.push(describeJob(service.index_job));
   return stat("service", "Memory service", parts.join(" · "), service.answering ? "ok" : "warn",
     service.uptime_s ? `up ${Math.round(service.uptime_s)} s` : null);
+}
+
+// The service's indexing under way, as claude_mem/progress.py describes it: done of total, rate, time left.
+function describeJob(job) {
+  const done = job.done || 0, total = job.total || 0;
+  let line = `${job.what}: ${done.toLocaleString()} of ${total.toLocaleString()} rows`;
+  if (total) line += ` (${Math.floor((100 * done) / total)}%)`;
+  if (job.rate_per_s) line += `, ${Math.round(job.rate_per_s).toLocaleString()} rows/s`;
+  if (job.seconds_left !== null && job.seconds_left !== undefined) {
+    const s = job.seconds_left;
+    line += `, about ${s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`} left`;
+  }
+  return line;
 }
 
 // What memory put into Claude's context and what the observer spent (claude-mem stats).
@@ -294,12 +319,47 @@ function field(label, value) {
   return value === null || value === undefined || value === "" ? null : [el("dt", {}, label), el("dd", {}, value)];
 }
 
-function renderObservation({ observation: o, session, prompt }) {
+function markEntry(m, o) {
+  const older = m.old_id === o.id;
+  const other = older ? m.new_id : m.old_id;
+  const by = m.author === "rule" && m.rule ? `rule ${m.rule}` : m.author;
+  const undo = el("button", { type: "button", class: "undo" }, "Undo");
+  undo.addEventListener("click", () => changeMark({ old: m.old_id, new: m.new_id, undo: true }, undo));
+  return el("li", {}, older ? (m.relation === "duplicates" ? "The same claim again in " : "Superseded by ") : "Replaces ",
+    el("a", { href: `#/observation/${other}` }, `obs:${other}`), ` (${new Date(older ? m.new_epoch : m.old_epoch).toLocaleDateString()}): `,
+    older ? m.new_title : m.old_title, el("span", { class: "meta" }, ` — said by ${by}${m.reason ? `: ${m.reason}` : ""} `), undo);
+}
+
+async function changeMark(body, button) {
+  button.disabled = true;
+  try {
+    await post("/api/marks", body);
+    route();
+  } catch (err) {
+    button.disabled = false;
+    button.after(el("span", { class: "load-error" }, ` ${err.message}`));
+  }
+}
+
+function markForm(o) {
+  const input = el("input", { type: "text", inputmode: "numeric", placeholder: "newer obs id", "aria-label": "newer observation id", size: 12 });
+  const button = el("button", { type: "submit" }, "Mark as superseded");
+  const form = el("form", { class: "mark-form" }, "No longer true? Superseded by obs:", input, " ", button);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const newer = Number(String(input.value).replace(/^obs:/i, "").trim());
+    if (Number.isInteger(newer) && newer > 0) changeMark({ old: o.id, new: newer }, button);
+  });
+  return form;
+}
+
+function renderObservation({ observation: o, session, prompt, marks }) {
   const files = [];
   if (o.files_read.length) files.push(section("Files read", list(o.files_read, "files")));
   if (o.files_modified.length) files.push(section("Files modified", list(o.files_modified, "files")));
   return el("article", { class: "observation", dataset: { id: o.id } },
-    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null),
+    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null,
+      o.mark ? el("p", { class: "mark" }, o.mark) : null),
     el("dl", { class: "facts-meta" },
       field("Project", o.project),
       [el("dt", {}, "Session"), el("dd", {}, el("a", { href: sessionHref(o.session_id) }, o.session_id))],
@@ -311,7 +371,8 @@ function renderObservation({ observation: o, session, prompt }) {
     o.narrative ? section("Narrative", el("p", { class: "narrative" }, o.narrative)) : null,
     o.facts.length ? section("Facts", list(o.facts)) : null,
     o.concepts.length ? section("Concepts", el("p", { class: "chips" }, o.concepts.map((c) => el("span", { class: "chip" }, c)))) : null,
-    ...files);
+    ...files,
+    section("Still true?", marks && marks.length ? el("ul", { class: "marks" }, marks.map((m) => markEntry(m, o))) : null, markForm(o)));
 }
 
 function renderRemote(r) {
@@ -337,6 +398,7 @@ function timelineEntry(entry) {
     return el("li", { class: "t-entry tl-observation", dataset: { kind: "observation", id: entry.id } },
       el("a", { href: `#/observation/${entry.id}` },
         el("div", { class: "t-head" }, badge(entry), el("span", { class: "title" }, entry.title)),
+        entry.mark ? el("p", { class: "mark" }, entry.mark) : null,
         entry.subtitle ? el("p", { class: "text" }, entry.subtitle) : null));
   }
   return el("li", { class: "t-entry tl-summary", dataset: { kind: "summary", id: entry.id } },

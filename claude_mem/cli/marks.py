@@ -1,0 +1,147 @@
+"""Marks from the command line: which observations are no longer current, and why; running the
+rules over what is stored (a dry run unless --yes, like `forget`); a person's own marks and undos."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
+from claude_mem.cli.inspect import json_option
+from claude_mem.cli.params import UsageProblem
+from claude_mem.store import links
+from claude_mem.store.db import transaction
+from claude_mem.store.reads import parse_ref
+
+
+def marks_counts(marks: list[Any]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for m in marks:
+        found[m.rule] = found.get(m.rule, 0) + 1
+    return found
+
+
+def echo_marked(marks: list[Any]) -> None:
+    """One line: how many older observations the new ones make no longer current."""
+    if marks:
+        rules = ", ".join(f"{n} {rule}" for rule, n in sorted(marks_counts(marks).items()))
+        click.echo(f"marked {plural(len(marks), 'older observation')} as no longer current ({rules});"
+                   " `claude-mem marks` lists them")
+
+
+def _observation_id(value: str) -> int:
+    ref = parse_ref(value, loose=True)
+    if ref is None or ref[0] != "observation":
+        raise UsageProblem(f"{value!r} is not an observation; give its id like 12 or obs:12")
+    return ref[1]
+
+
+def _require(conn: Any, *ids: int) -> None:
+    for row_id in ids:
+        if conn.execute("SELECT 1 FROM observations WHERE id = ?", (row_id,)).fetchone() is None:
+            raise NotFound(f"no observation obs:{row_id}")
+
+
+@cli.group("marks", invoke_without_command=True, short_help="Which observations are no longer current, and why.")
+@click.option("--project", help="Only this project's marks.")
+@click.option("--undone", is_flag=True, help="Also the marks a person took back.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Most marks shown.")
+@json_option
+@click.pass_context
+def marks(ctx: click.Context, project: str | None, undone: bool, limit: int, as_json: bool) -> None:
+    """List the marks: older observations another one superseded or repeated (newest mark first),
+    who said so (model, rule, person) and why. Subcommands change them."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app = ctx.ensure_object(AppContext)
+    rows = links.list_links(app.db(), project=project, include_undone=undone, limit=limit)
+    if as_json:
+        emit_json([{"old": f"obs:{r['old_id']}", "new": f"obs:{r['new_id']}", "relation": r["relation"], "author": r["author"],
+                    "rule": r["rule"], "reason": r["reason"], "project": r["project"], "marked_at_epoch": r["created_at_epoch"],
+                    "undone_at_epoch": r["undone_at_epoch"], "old_title": r["old_title"], "new_title": r["new_title"]}
+                   for r in rows])
+        return
+    echo_table([Column("OLD"), Column("NEW"), Column("HOW"), Column("BY"), Column("MARKED"), Column("WHY", fit=True),
+                Column("OLD TITLE", fit=True)],
+               [(f"obs:{r['old_id']}", f"obs:{r['new_id']}", r["relation"] + (" (undone)" if r["undone_at_epoch"] else ""),
+                 r["author"] + (f":{r['rule']}" if r["rule"] and r["author"] == "rule" else ""), local_time(r["created_at_epoch"]),
+                 r["reason"], r["old_title"]) for r in rows],
+               empty="no marks: every observation is current")
+
+
+@marks.command("apply")
+@click.option("--project", help="Only this project's observations.")
+@click.option("--yes", is_flag=True, help="Record the marks (without it: a dry run that only lists them).")
+@json_option
+@pass_app
+def marks_apply(app: AppContext, project: str | None, yes: bool, as_json: bool) -> None:
+    """Run the marking rules over every stored observation, oldest first: repeats fold under their
+    newest copy, failures later passed or fixed are resolved, changed values superseded. A dry
+    run unless --yes; marks already there (and ones a person undid) are kept as they are."""
+    from claude_mem.marks.apply import mark_all
+
+    conn = app.db()
+    applied = mark_all(conn, project=project, dry_run=not yes)
+    if as_json:
+        emit_json({"dry_run": not yes, "checked": applied.checked, "marked": applied.counts(),
+                   "marks": [{"old": f"obs:{m.old_id}", "new": f"obs:{m.new_id}", "relation": m.relation, "rule": m.rule,
+                              "reason": m.reason} for m in applied.marks]})
+        return
+    if not applied.marks:
+        click.echo(f"checked {plural(applied.checked, 'observation')}: nothing new to mark")
+        return
+    titles = dict(conn.execute("SELECT id, title FROM observations WHERE id IN"
+                               f" ({','.join('?' * len(applied.marks))})", [m.old_id for m in applied.marks]).fetchall())
+    echo_table([Column("OLD"), Column("NEW"), Column("RULE"), Column("WHY", fit=True), Column("OLD TITLE", fit=True)],
+               [(f"obs:{m.old_id}", f"obs:{m.new_id}", m.rule, m.reason, titles.get(m.old_id, "")) for m in applied.marks])
+    verb = "marked" if yes else "would mark"
+    click.echo(f"{verb} {plural(len(applied.marks), 'observation')} of {applied.checked} checked")
+    if not yes:
+        click.echo(paint("dry run: nothing was marked; run again with --yes to record these", "yellow"))
+
+
+@marks.command("add")
+@click.argument("old")
+@click.argument("new")
+@click.option("--duplicate", is_flag=True, help="NEW is the same claim again (fold OLD under it), not a change.")
+@click.option("--reason", default="", help="Why, in a few words.")
+@json_option
+@pass_app
+def marks_add(app: AppContext, old: str, new: str, duplicate: bool, reason: str, as_json: bool) -> None:
+    """Say that observation NEW makes observation OLD no longer true (e.g. `marks add 12 40`)."""
+    old_id, new_id = _observation_id(old), _observation_id(new)
+    if old_id == new_id:
+        raise UsageProblem("an observation cannot supersede itself")
+    conn = app.db()
+    _require(conn, old_id, new_id)
+    relation = "duplicates" if duplicate else "supersedes"
+    with transaction(conn):
+        links.add(conn, old_id, new_id, relation, "person", reason=reason)
+    if as_json:
+        emit_json({"old": f"obs:{old_id}", "new": f"obs:{new_id}", "relation": relation, "author": "person"})
+        return
+    click.echo(f"obs:{old_id} is now {'a repeat of' if duplicate else 'superseded by'} obs:{new_id}")
+
+
+@marks.command("undo")
+@click.argument("old")
+@click.argument("new", required=False)
+@json_option
+@pass_app
+def marks_undo(app: AppContext, old: str, new: str | None, as_json: bool) -> None:
+    """Take back the marks on observation OLD (only NEW's, when given): it is current again, and no
+    rule marks that pair again."""
+    old_id = _observation_id(old)
+    new_id = _observation_id(new) if new else None
+    conn = app.db()
+    _require(conn, old_id)
+    with transaction(conn):
+        undone = links.undo(conn, old_id, new_id)
+    if not undone:
+        raise NotFound(f"obs:{old_id} has no mark" + (f" by obs:{new_id}" if new_id else "") + " to undo")
+    if as_json:
+        emit_json({"old": f"obs:{old_id}", "undone": [f"obs:{n}" for n in undone]})
+        return
+    click.echo(f"obs:{old_id} is current again (undid the mark by {', '.join(f'obs:{n}' for n in undone)})")

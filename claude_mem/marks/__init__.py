@@ -1,0 +1,9 @@
+"""Marks: which observations are no longer true, without a model (issue 26's rules).
+
+  claims.py  what one observation claims, read for comparison (subject, values, checks)
+  rules.py   the rules: repeat, resolved, rerun, changed
+  apply.py   running them: at store time, after an import, over an older database, on demand
+
+The marks themselves live in the `memory_links` table (store/links.py), beside the ones the
+observer model and people make.
+"""

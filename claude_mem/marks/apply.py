@@ -1,0 +1,152 @@
+"""Running the marking rules (rules.py) over stored observations: when the worker stores one, on
+`claude-mem import` before it returns, once over a database that holds observations from before
+marks existed (in slices, see `sweep_step`), and on demand (`claude-mem marks apply`).
+
+Observations are taken oldest first, each compared with what candidates.py finds, so a chain of
+updates is marked link by link (A by B, then B by C). Long runs commit in small chunks: hooks and
+workers wait on the write lock, and none should wait long.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from claude_mem.marks.candidates import Claims, candidates, rows
+from claude_mem.marks.rules import Mark, marks_for
+from claude_mem.store import links
+from claude_mem.store.db import transaction
+
+CHUNK = 25  # observations a long run marks per transaction (a few milliseconds each)
+
+
+@dataclass
+class Applied:
+    """What a run of the rules marked (or, in a dry run, would mark)."""
+
+    checked: int = 0
+    marks: list[Mark] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for m in self.marks:
+            found[m.rule] = found.get(m.rule, 0) + 1
+        return found
+
+
+@dataclass
+class Run:
+    """One pass of the rules. A dry run writes nothing: it remembers its marks itself, so that
+    later observations see them as a real run would."""
+
+    dry: bool = False
+    claims: Claims = field(default_factory=Claims)
+    replaced: set[int] = field(default_factory=set)
+    replacing: set[int] = field(default_factory=set)
+
+    def one(self, conn: sqlite3.Connection, row: dict) -> list[Mark]:
+        """The rules for one stored observation; its marks recorded (unless dry) and returned."""
+        replaces = row["id"] in self.replacing or conn.execute(
+            "SELECT 1 FROM memory_links WHERE new_id = ? AND relation = 'supersedes' LIMIT 1", (row["id"],)).fetchone() is not None
+        made = []
+        for mark in marks_for(self.claims(row), candidates(conn, row, self.claims, self.replaced), replaces_already=replaces):
+            fresh = (mark.old_id, mark.new_id) not in self._known(conn, mark) if self.dry else links.add(
+                conn, mark.old_id, mark.new_id, mark.relation, "rule", rule=mark.rule, reason=mark.reason)
+            if fresh:
+                made.append(mark)
+                self.replaced.add(mark.old_id)
+                self.replacing.update([mark.new_id] if mark.relation == "supersedes" else [])
+        return made
+
+    @staticmethod
+    def _known(conn: sqlite3.Connection, mark: Mark) -> set[tuple[int, int]]:
+        found = conn.execute("SELECT 1 FROM memory_links WHERE old_id = ? AND new_id = ?", (mark.old_id, mark.new_id)).fetchone()
+        return {(mark.old_id, mark.new_id)} if found else set()
+
+
+def _oldest_first(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:
+    return sorted(rows(conn, list(ids)), key=lambda r: (r["created_at_epoch"], r["id"]))
+
+
+def mark_stored(conn: sqlite3.Connection, ids: list[int]) -> list[Mark]:
+    """The rules for observations just stored, oldest first (inside the caller's transaction)."""
+    run = Run()
+    return [m for row in _oldest_first(conn, ids) for m in run.one(conn, row)]
+
+
+def mark_stored_guarded(conn: sqlite3.Connection, ids: list[int], log: Callable[[str], None]) -> list[Mark]:
+    """`mark_stored` for the worker, inside its storing transaction: a rule that fails (a bug, a
+    row it cannot read) costs its marks, logged, never the observations being stored."""
+    if not ids:
+        return []
+    conn.execute("SAVEPOINT marks")
+    try:
+        made = mark_stored(conn, ids)
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
+        conn.execute("ROLLBACK TO marks")
+        log(f"marking rules failed on observations {ids[:5]}: {type(exc).__name__}: {exc}")
+        made = []
+    conn.execute("RELEASE marks")
+    return made
+
+
+def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: int = 0, dry_run: bool = False) -> Applied:
+    """The rules over every observation (of `project`; with an id above `after_id`: what an import
+    just added, ids never being reused), oldest first, committed a chunk at a time; a dry run
+    writes nothing and still says what would be marked."""
+    applied = Applied()
+    run = Run(dry=dry_run)
+    where, params = ("WHERE id > ? AND project = ?", [after_id, project]) if project else ("WHERE id > ?", [after_id])
+    ids = [r[0] for r in conn.execute(f"SELECT id FROM observations {where} ORDER BY created_at_epoch, id", params)]
+    for start in range(0, len(ids), CHUNK):
+        if dry_run:
+            applied.marks += [m for row in _oldest_first(conn, ids[start:start + CHUNK]) for m in run.one(conn, row)]
+        else:
+            with transaction(conn):
+                applied.marks += [m for row in _oldest_first(conn, ids[start:start + CHUNK]) for m in run.one(conn, row)]
+        applied.checked += len(ids[start:start + CHUNK])
+    if not dry_run and not project and not after_id:
+        with transaction(conn):  # every observation has been through the rules: no sweep is left to do
+            conn.execute("UPDATE link_sweep SET through_id = upto_id WHERE id = 1")
+    return applied
+
+
+def sweep_pending(conn: sqlite3.Connection) -> int:
+    """How many observations stored before marks existed still wait for the rules."""
+    row = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
+    if row is None or row[0] >= row[1]:
+        return 0
+    return int(conn.execute("SELECT count(*) FROM observations WHERE id > ? AND id <= ?", (row[0], row[1])).fetchone()[0])
+
+
+def sweep_step(conn: sqlite3.Connection, budget_s: float = 2.0, chunk: int = CHUNK) -> int:
+    """Run the rules over the next observations stored before marks existed, for about
+    `budget_s`, one committed chunk at a time (a kill loses at most a chunk, done again later).
+    Returns how many were checked."""
+    checked = 0
+    run = Run()
+    deadline = time.monotonic() + budget_s
+    while time.monotonic() < deadline:
+        with transaction(conn):
+            state = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
+            if state is None or state[0] >= state[1]:
+                break
+            ids = [r[0] for r in conn.execute("SELECT id FROM observations WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                                              (state[0], state[1], chunk))]
+            for row in _oldest_first(conn, ids):
+                run.one(conn, row)
+            checked += len(ids)
+            conn.execute("UPDATE link_sweep SET through_id = ? WHERE id = 1", (ids[-1] if ids else state[1],))
+    return checked
+
+
+def last_id(conn: sqlite3.Connection) -> int:
+    """The newest observation id (ids are never reused: what an import adds comes after it)."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM observations").fetchone()[0])
+
+
+def mark_added(conn: sqlite3.Connection, after_id: int) -> list[Mark]:
+    """The rules over the observations an import just added (ids above `after_id`)."""
+    return mark_all(conn, after_id=after_id).marks

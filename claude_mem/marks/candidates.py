@@ -1,0 +1,78 @@
+"""What a stored observation is compared with: its project's older observations that are still
+current and may be about the same thing, found through indexes in a bounded set. Those naming one
+of its files (the `observation_files` index: every rule but `repeat` and the heuristic checks needs
+a shared file), and those whose titles hold every word of its title but the numbers, or whose facts
+hold a command it ran (FTS5: copies of a claim, runs of a command).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections import OrderedDict
+
+from claude_mem.marks.claims import Claim, claim
+from claude_mem.push.terms import query_terms
+from claude_mem.store import links
+
+FILE_CANDIDATES = 50  # the newest observations naming a file of the same base name, per name
+FILE_NAMES = 8  # of its files' names (an observation of many files says little about each)
+WORD_CANDIDATES = 30  # the newest matches of its words
+TERMS = 16
+CLAIMS_KEPT = 5000  # claims a run over many observations keeps, newest used: candidates are mostly recent
+
+
+class Claims:
+    """Claims of rows read once per run (bounded): a run over many observations meets the same
+    candidates again and again."""
+
+    def __init__(self, size: int = CLAIMS_KEPT) -> None:
+        self.size = size
+        self.kept: OrderedDict[int, Claim] = OrderedDict()
+
+    def __call__(self, row: dict) -> Claim:
+        found = self.kept.get(row["id"])
+        if found is None:
+            found = self.kept[row["id"]] = claim(row)
+            if len(self.kept) > self.size:
+                self.kept.popitem(last=False)
+        else:
+            self.kept.move_to_end(row["id"])
+        return found
+
+
+def rows(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:
+    if not ids:
+        return []
+    return [dict(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({','.join('?' * len(ids))})", ids)]
+
+
+def _words_query(column: str, text: str) -> str | None:
+    """FTS5: rows whose `column` holds every word of `text` but its numbers (quoted: no syntax gets through)."""
+    words = [t for t in query_terms(text) if not any(c.isdigit() for c in t)][:TERMS]
+    return f"{column} : (" + " AND ".join('"' + w.replace('"', '""') + '"' for w in words) + ")" if words else None
+
+
+def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None,
+               replaced: set[int] | frozenset[int] = frozenset()) -> list[Claim]:
+    """The project's current observations recorded before `row` that may be about the same thing
+    (`replaced`: more ids to treat as no longer current, as a dry run has not written its marks)."""
+    claims = claims or Claims()
+    new = claims(row)
+    ids: set[int] = set()
+    # One name at a time, newest first: the index (name, observation_id) is walked in order and
+    # the walk stops at the limit, however many observations name a common file.
+    for name in sorted({os.path.basename(p) for p in new.files if os.path.basename(p)})[:FILE_NAMES]:
+        ids.update(r[0] for r in conn.execute(
+            "SELECT f.observation_id FROM observation_files f JOIN observations o ON o.id = f.observation_id"
+            f" WHERE f.name = ? AND o.project = ? ORDER BY f.observation_id DESC LIMIT {FILE_CANDIDATES}", (name, new.project)))
+    queries = [_words_query("title", new.title), *(_words_query("facts", c.command) for c in new.checks[:3])]
+    for query in filter(None, queries):
+        ids.update(r[0] for r in conn.execute(
+            "SELECT o.id FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
+            " WHERE observations_fts MATCH ? AND o.project = ?"
+            f" ORDER BY observations_fts.rowid DESC LIMIT {WORD_CANDIDATES}", (query, new.project)))
+    ids -= {new.id, *replaced}
+    older = [r for r in rows(conn, sorted(ids)) if (r["created_at_epoch"], r["id"]) < (row["created_at_epoch"], row["id"])]
+    gone = links.superseded_ids(conn, [r["id"] for r in older])
+    return [claims(r) for r in older if r["id"] not in gone]

@@ -1,0 +1,58 @@
+"""Documents written before installation ids, brought under them on the first catch-up or
+rebuild that meets them (`Index.index_missing`, `Index.reindex`)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from claude_mem.recall.documents import document_id, kind_where, parse_doc_id, split_doc_id
+from claude_mem.store.db import transaction
+from claude_mem.store.reads import KINDS, TABLES
+
+if TYPE_CHECKING:
+    from claude_mem.recall.chroma import Store
+    from claude_mem.recall.index import Index
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
+    """Documents written before installation ids (`obs:12:main`; index_state marks them with
+    the bare collection id). Embedded, they are all this data dir's: each is renamed with its
+    stored vector (`obs:12:main@<id>`), those of rows gone from SQLite dropped. On a server,
+    installations overwrote each other's under these ids, so this installation's are deleted
+    and its rows sent again (their state keeps the bare id, which counts as missing)."""
+    if index.url:
+        for kind in KINDS:
+            rows = [r[0] for r in conn.execute(
+                "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ?", (kind, collection_id))]
+            for chunk in _chunks(rows, 500):
+                with contextlib.nullcontext(store) if store else index._use("upgrade", write=True) as held:
+                    found = held.collection.get(where=kind_where(kind, chunk), include=[])["ids"]
+                    legacy = [doc_id for doc_id in found if split_doc_id(doc_id)[1] is None]
+                    if legacy:
+                        held.collection.delete(ids=legacy)
+        return
+    legacy = [doc_id for page in index.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
+    live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
+    owner = {"installation": index.installation.id, "origin": index.installation.name}
+    for chunk in _chunks(legacy, 1024):
+        with index._use("upgrade", write=True) as held:
+            got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
+            keep = [n for n, doc_id in enumerate(got["ids"])
+                    if (parsed := parse_doc_id(doc_id)) is not None and parsed[1] in live[parsed[0]]]
+            if keep:
+                held.collection.upsert(ids=[document_id(got["ids"][n], owner["installation"]) for n in keep],
+                                       embeddings=[got["embeddings"][n] for n in keep],
+                                       documents=[got["documents"][n] for n in keep],
+                                       metadatas=[{**(got["metadatas"][n] or {}), **owner} for n in keep])
+            held.collection.delete(ids=list(chunk))
+    with transaction(conn):
+        conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
+                     (index._state_key(collection_id), collection_id))

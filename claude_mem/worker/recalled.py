@@ -1,0 +1,101 @@
+"""What memory already holds about a batch, told to the observer in the batch message (a few
+`obs:ID date title` lines), so that a new observation can say which older one it makes no longer
+true, `<supersedes>obs:ID</supersedes>`, at no extra call. And the check of what it says: an id
+this conversation was shown, of the same project, recorded before the new observation.
+
+Small on purpose (model input per event is the cost that matters): at most MAX_LINES lines a
+batch, each observation shown once per worker, only current ones of other sessions, and only
+those naming a file the batch touches or, when a new request starts, sharing its words.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+
+from claude_mem.marks.claims import norm_path, same_file
+from claude_mem.push.terms import fts_match, query_terms
+from claude_mem.store import links
+from claude_mem.store.reads import cut
+from claude_mem.worker.render import Event, files_touched
+
+MAX_LINES = 4
+TITLE_CHARS = 90
+FILE_CANDIDATES = 40
+SUBJECT_MIN_WORDS = 2  # a request's words an observation's title must share to be shown for it
+HEADER = ("Memory already holds (earlier sessions; in a new observation add <supersedes>obs:ID</supersedes> only if it"
+          " makes that one's main claim no longer true):")
+def _resolved(path: str, cwd: str | None) -> str:
+    """A stored path as its session saw it: a relative one is taken from the session's folder."""
+    path = norm_path(path)
+    return norm_path(os.path.normpath(os.path.join(cwd, path))) if cwd and not os.path.isabs(path) else path
+
+
+class Recalled:
+    def __init__(self, conn: sqlite3.Connection, session_id: str, log: Callable[[str], None] | None = None) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.log = log or (lambda message: None)
+        self.shown: set[int] = set()
+
+    def _project(self) -> str | None:
+        row = self.conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
+        return row[0] if row else None
+
+    def block(self, events: list[Event], request: str = "") -> str:
+        """The lines to put before the batch's events ("" when memory holds nothing new about it)."""
+        project = self._project()
+        if project is None:
+            return ""
+        rows = self._about_files(project, events)
+        if request and len(rows) < MAX_LINES:
+            rows += self._about_request(project, request)
+        fresh = [r for r in dict((r["id"], r) for r in rows).values() if r["id"] not in self.shown]
+        gone = links.superseded_ids(self.conn, [r["id"] for r in fresh])
+        kept = sorted((r for r in fresh if r["id"] not in gone), key=lambda r: -r["created_at_epoch"])[:MAX_LINES]
+        if not kept:
+            return ""
+        self.shown.update(r["id"] for r in kept)
+        lines = [f"obs:{r['id']} {links.day(r['created_at_epoch'])} {cut(r['title'], TITLE_CHARS)}" for r in kept]
+        return "\n".join([HEADER, *lines]) + "\n\n"
+
+    def _about_files(self, project: str, events: list[Event]) -> list[dict]:
+        read, edited = files_touched([e for e in events if e.kind == "tool"])
+        paths = [norm_path(p) for p in dict.fromkeys(edited + read) if p]
+        names = sorted({os.path.basename(p) for p in paths if os.path.basename(p)})
+        if not names:
+            return []
+        rows = self.conn.execute(
+            "SELECT o.id, o.title, o.created_at_epoch, f.path, s.cwd FROM observation_files f"
+            " JOIN observations o ON o.id = f.observation_id LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
+            f" WHERE f.name IN ({','.join('?' * len(names))}) AND o.project = ? AND o.session_id != ?"
+            f" ORDER BY o.created_at_epoch DESC LIMIT {FILE_CANDIDATES}", [*names, project, self.session_id]).fetchall()
+        return [dict(r) for r in rows if any(same_file(_resolved(r["path"], r["cwd"]), p) for p in paths)]
+
+    def _about_request(self, project: str, request: str) -> list[dict]:
+        terms = query_terms(request)
+        if len(terms) < SUBJECT_MIN_WORDS:
+            return []
+        wanted = set(terms)
+        rows = self.conn.execute(
+            "SELECT o.id, o.title, o.created_at_epoch FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
+            " WHERE observations_fts MATCH ? AND o.project = ? AND o.session_id != ? ORDER BY bm25(observations_fts) LIMIT 10",
+            (f"title : ({fts_match(terms)})", project, self.session_id)).fetchall()
+        return [dict(r) for r in rows if len(wanted & set(query_terms(r["title"]))) >= SUBJECT_MIN_WORDS]
+
+    def accept(self, new_id: int, claimed: list[int], model: str | None) -> list[int]:
+        """Record the marks the model gave the observation `new_id` (inside the caller's
+        transaction), keeping only ids it was shown, of the same project, recorded before it."""
+        made: list[int] = []
+        for old_id in claimed:
+            row = self.conn.execute(
+                "SELECT o.project = n.project AND (o.created_at_epoch, o.id) < (n.created_at_epoch, n.id)"
+                " FROM observations o, observations n WHERE o.id = ? AND n.id = ?", (old_id, new_id)).fetchone()
+            if old_id not in self.shown or row is None or not row[0]:
+                self.log(f"ignored <supersedes>obs:{old_id}</supersedes> of obs:{new_id}: not an earlier observation"
+                         " of this project shown to the model")
+                continue
+            if links.add(self.conn, old_id, new_id, "supersedes", "model", rule=model or "", reason="the observer said so"):
+                made.append(old_id)
+        return made
