@@ -326,7 +326,7 @@ def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool, 
     try:
         # index_missing may succeed where reading failed: it rebuilds a removed folder.
         with Bar("indexing the missing rows", as_json) as bar:
-            done = open_index(app.config, create=True).index_missing(conn, bar.progress())  # type: ignore[union-attr]
+            done = open_index(app.config, create=True, conn=conn).index_missing(conn, bar.progress())  # type: ignore[union-attr]
     except IndexUnavailable as exc:
         return "index drift", False, f"{detail}; could not repair: {exc}" if state == "drift" else f"{detail} (could not repair)", ""
     indexed = sum(done[k] for k in KINDS)
