@@ -7,8 +7,9 @@ Each LoCoMo conversation becomes one claude-mem project in its own data folder (
 person, so BM25 weighs words by that conversation alone, as the published baselines did; all
 five in one database score hybrid recall@10 ~0.65 instead); each of its sessions one claude-mem
 session (dated with the session's date, local time); each `observation` fact one observation
-(type "discovery", the fact as its title), stored with `insert_observation` and indexed with
-`Index.index_observations` -- the code the worker uses. A fact's provenance (its dia_id, rarely
+(type "discovery", the fact as its title), stored with `insert_observation` (the code the
+worker uses) and indexed as the memory service indexes, in the collection of the embedder the
+`embedder` setting picks for that store (`auto`, the default, judges what the store holds). A fact's provenance (its dia_id, rarely
 several) is kept in a side table keyed by observation id, not in the observation, so it can
 neither match a query nor be embedded.
 
@@ -52,10 +53,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `python bench/locomo.py`: the bench modules and this checkout's claude_mem
 
-from bench.locomo_memory import EmbeddingCache, clean_evidence, ingest, ingest_turns  # noqa: E402
+from bench.locomo_memory import EmbeddingCache, bench_index, clean_evidence, ingest, ingest_turns  # noqa: E402
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
-from claude_mem.recall.embedders import NAMES, embedder_named  # noqa: E402
-from claude_mem.recall.index import Index  # noqa: E402
+from claude_mem.recall.embedders import NAMES  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from claude_mem.store.reads import KINDS  # noqa: E402
@@ -82,6 +82,7 @@ def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts", e
     by_cat: dict[str, dict[int, dict[str, float]]] = {m: defaultdict(lambda: defaultdict(float)) for m in MODES}
     latency: dict[str, list[float]] = {m: [] for m in MODES}
     questions = skipped = facts = observations = prompts = 0
+    embedders: dict[str, int] = defaultdict(int)  # conversations per embedder used
     ceiling = ingest_s = 0.0
     # Facts mode asks for observations only (nothing else is stored); turns mode for every kind.
     kinds = ("observation",) if mode == "facts" else KINDS
@@ -92,13 +93,15 @@ def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts", e
         store_dir = os.path.join(data_dir, project)
         os.makedirs(store_dir, exist_ok=True)
         conn = connect(os.path.join(store_dir, "claude-mem.db"))
-        index = Index(path=os.path.join(store_dir, "chroma"), embedder=embedder_named(embedder))
         started = time.perf_counter()
         if mode == "facts":
-            provenance, count = ingest(conn, index, sample)
+            provenance, count = ingest(conn, None, sample)
             said: dict[int, list[str]] = {}
         else:
-            provenance, said, count = ingest_turns(conn, index, sample)
+            provenance, said, count = ingest_turns(conn, None, sample)
+        index = bench_index(os.path.join(store_dir, "chroma"), embedder, conn)
+        index.index_missing(conn)
+        embedders[index.embedder] += 1
         ingest_s += time.perf_counter() - started
         facts += count
         observations += len(provenance)
@@ -138,7 +141,7 @@ def run(data_path: str, data_dir: str, *, progress: bool, mode: str = "facts", e
 
     report: dict[str, Any] = {"data": os.path.basename(data_path), "mode": mode, "conversations": len(samples),
                               "facts": facts, "observations": observations, "prompts": prompts, "questions": questions,
-                              "skipped_no_evidence": skipped, "ingest_s": round(ingest_s, 2),
+                              "skipped_no_evidence": skipped, "ingest_s": round(ingest_s, 2), "embedders": dict(embedders),
                               "ceiling.recall@10": round(ceiling / questions, 4)}
     for search_mode in MODES:
         for key in ("recall@5", "recall@10", "mrr"):
@@ -200,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stored = f"{report['facts']} facts" + (f" and {report['prompts']} dialogue turns" if report["mode"] == "turns" else "")
     print(f"{report['questions']} questions (categories 1-4) over {stored}; "
-          f"ceiling recall@10 {report['ceiling.recall@10']:.3f}")
+          f"ceiling recall@10 {report['ceiling.recall@10']:.3f}; embedder per conversation {report['embedders']}")
     print(f"{'mode':8} {'recall@5':>9} {'recall@10':>10} {'MRR':>7} {'p50 ms':>8} {'p95 ms':>8}   recall@10 by category 1/2/3/4")
     for mode in MODES:
         cats = "/".join(f"{report.get(f'{mode}.cat{c}.recall@10', 0):.3f}" for c in CATEGORIES)

@@ -1,10 +1,12 @@
 """LoCoMo conversations as claude-mem memory, for bench/locomo.py and bench/push_recall.py: each
 fact an observation (its dia_ids kept in a side table, never in the observation), each dialogue
-turn a prompt in turns mode; and a cache of the vectors of texts embedded before.
+turn a prompt in turns mode, indexed with the embedder the store gets; and a cache of the vectors
+of texts embedded before.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import re
@@ -15,6 +17,7 @@ from typing import Any
 
 from claude_mem.marks.apply import mark_stored
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
+from claude_mem.recall.embedders import choose, embedder_named
 from claude_mem.recall.index import Index
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, insert_observation
@@ -57,8 +60,18 @@ def store_fact(conn: Any, session_id: str, project: str, fact: Any, dias: list[s
     provenance[obs_id].extend(d for d in dias if d not in provenance[obs_id])
 
 
-def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, list[str]], int]:
-    """Store and index one conversation; returns obs id -> dia_ids, and the number of facts."""
+def bench_index(path: str, embedder: str, conn: Any) -> Index:
+    """The index of the store at `conn` (its rows stored): `auto` judged by what they are, as
+    the memory service judges a data folder (embedders.choose; nothing recorded)."""
+    if embedder == "auto":
+        judged = argparse.Namespace(embedder="auto", chroma_url="", data_dir=os.path.dirname(path))
+        embedder = choose(judged, conn, record=False).name
+    return Index(path=path, embedder=embedder_named(embedder))
+
+
+def ingest(conn: Any, index: Index | None, sample: dict[str, Any]) -> tuple[dict[int, list[str]], int]:
+    """Store one conversation and index it (`index` None: store only); returns obs id ->
+    dia_ids, and the number of facts."""
     project = sample["sample_id"]
     conversation = sample["conversation"]
     provenance: dict[int, list[str]] = {}
@@ -80,12 +93,13 @@ def ingest(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, l
                                provenance=provenance, new_ids=ids)
     with transaction(conn):  # the marking rules, as the worker and an import run them
         mark_stored(conn, ids)
-    index.index_observations(conn, ids)
+    if index is not None:
+        index.index_observations(conn, ids)
     return provenance, facts_seen
 
 
-def ingest_turns(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[int, list[str]], dict[int, list[str]], int]:
-    """Store and index one conversation as turns: every dialogue turn a prompt of its session,
+def ingest_turns(conn: Any, index: Index | None, sample: dict[str, Any]) -> tuple[dict[int, list[str]], dict[int, list[str]], int]:
+    """Store one conversation as turns and index it (`index` None: store only): every dialogue turn a prompt of its session,
     every fact an observation of the turn it came from. Returns obs id -> dia_ids, prompt id ->
     [dia_id] (the side tables hits are mapped back through), and the number of facts."""
     project = sample["sample_id"]
@@ -123,8 +137,9 @@ def ingest_turns(conn: Any, index: Index, sample: dict[str, Any]) -> tuple[dict[
                                provenance=provenance, new_ids=obs_ids)
     with transaction(conn):
         mark_stored(conn, obs_ids)
-    index.index_prompts(conn, list(said))
-    index.index_observations(conn, obs_ids)
+    if index is not None:
+        index.index_prompts(conn, list(said))
+        index.index_observations(conn, obs_ids)
     return provenance, said, facts_seen
 
 

@@ -22,18 +22,26 @@ project, the service warm).
 By language (the question's) and by kind: `mixed` is a Chinese or Japanese question carrying
 ASCII words (identifiers, commands, product names), `cross` one whose relevant items are not
 all in its language, `same` the rest. The data set is read where it lies, never copied here.
+
+`--copies N` measures search cost instead, on a bigger store written in Chinese and Japanese:
+the file's projects N times over (each copy a project of its own), indexed by the memory
+service with the embedder the setting picks, then every question asked 3 times over its
+socket (hybrid, half of them filtered to the question's project): p50/p95 in ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +52,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/multilingual.py`: the bench modul
 
 from bench.push_recall import hook_argv, start_service  # noqa: E402
 from claude_mem.recall.embedders import NAMES  # noqa: E402
-from claude_mem.service import control  # noqa: E402
+from claude_mem.service import client, control  # noqa: E402
 
 ASCII_WORD = re.compile(r"[A-Za-z]{2,}")
 PUSHED_REF = re.compile(r"^- (obs|sum):(\d+) ", re.MULTILINE)
@@ -151,6 +159,7 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
         raise SystemExit(f"claude-mem import failed: {proc.stderr.strip()}")
     refs = refs_of(data_dir / "claude-mem.db", where)
     service = start_service(str(data_dir), env)
+    chosen = client.call(str(data_dir), "status", timeout_s=30, start=False)["embedder"]  # what the service chose, and why
     rows: list[dict[str, Any]] = []
     n = 0
     try:
@@ -180,7 +189,50 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
     finally:
         control.stop_service(str(data_dir))
         service.wait(30)
-    return summarise(rows, os.path.basename(data_path))
+    return {**summarise(rows, os.path.basename(data_path)), "embedder": chosen}
+
+
+def latency(data_path: str, work_dir: str, *, copies: int, embedder: str | None) -> dict[str, Any]:
+    with open(data_path, encoding="utf-8") as fh:
+        projects = json.load(fh)["projects"]
+    projects = [{**p, "project": f"{p['project']}-{k}"} for k in range(copies) for p in projects]
+    data_dir = Path(work_dir) / "data"
+    data_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    env.update({"CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0", "CLAUDE_MEM_SEMANTIC_INDEX": "1"})
+    if embedder:
+        env["CLAUDE_MEM_EMBEDDER"] = embedder
+    export = Path(work_dir) / "export.jsonl"
+    export.write_text("\n".join(export_lines(projects)[0]) + "\n", encoding="utf-8")
+    proc = cli(["import", "--no-index", str(export)], env)
+    if proc.returncode != 0:
+        raise SystemExit(f"claude-mem import failed: {proc.stderr.strip()}")
+    started = time.monotonic()
+    service = start_service(str(data_dir), env, catch_up_s=4 * 3600)
+    index_s = time.monotonic() - started
+    times: list[float] = []
+    try:
+        asked = [(p["project"], q["prompt"]) for p in projects[:len(projects) // copies] for q in p["questions"]]
+        client.call(str(data_dir), "search", {"query": "warm up", "limit": 10}, timeout_s=60)
+        for _ in range(3):
+            for n, (project, question) in enumerate(asked):
+                args: dict[str, Any] = {"query": question, "limit": 10, **({"project": project} if n % 2 else {})}
+                t0 = time.perf_counter()
+                answer = client.call(str(data_dir), "search", args, timeout_s=60)
+                times.append((time.perf_counter() - t0) * 1000)
+                if answer["mode"] != "hybrid":
+                    raise SystemExit(f"the service answered in {answer['mode']} mode: {answer['note']}")
+        status = client.call(str(data_dir), "status", timeout_s=30)
+    finally:
+        control.stop_service(str(data_dir))
+        service.wait(30)
+    conn = sqlite3.connect(data_dir / "claude-mem.db")
+    rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("observations", "user_prompts")}
+    conn.close()
+    times.sort()
+    return {"data": os.path.basename(data_path), "copies": copies, **rows, "embedder": status["embedder"],
+            "index_s": round(index_s, 1), "searches": len(times), "p50_ms": round(statistics.median(times), 1),
+            "p95_ms": round(times[max(0, math.ceil(0.95 * len(times)) - 1)], 1)}
 
 
 def _mean(values: list[float]) -> float:
@@ -203,7 +255,7 @@ def summarise(rows: list[dict[str, Any]], data: str) -> dict[str, Any]:
 
 
 def report(r: dict[str, Any]) -> None:
-    print(f"{r['data']}: {r['all']['questions']} questions")
+    print(f"{r['data']}: {r['all']['questions']} questions; embedder {r['embedder']['answering']} ({r['embedder']['reason']})")
     print(f"{'':8} {'n':>4} {'recall@5':>9} {'MRR':>6} {'pushed':>7} {'offtopic':>9}")
     for name in ("all", "zh", "ja", "en", "same", "cross", "mixed"):
         g = r[name]
@@ -215,9 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="a multilingual-recall JSON file (../shared/data/multilingual-dev.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--embedder", choices=NAMES, help="the semantic index's model (default: the setting's default)")
+    parser.add_argument("--copies", type=int, default=0, help="measure search latency on the file's projects N times over")
     args = parser.parse_args(argv)
     # Short: the memory service's socket lives in the data folder (AF_UNIX paths are short).
     with tempfile.TemporaryDirectory(prefix="cm-ml-") as tmp:
+        if args.copies:
+            result = latency(args.data, tmp, copies=args.copies, embedder=args.embedder)
+            print(json.dumps(result, ensure_ascii=False, sort_keys=True))
+            return 0
         result = run(args.data, tmp, progress=not args.json, embedder=args.embedder)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, sort_keys=True))

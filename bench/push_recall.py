@@ -33,10 +33,8 @@ from typing import Any
 
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
-from bench.locomo_memory import clean_evidence, ingest  # the facts mode's own memory
+from bench.locomo_memory import bench_index, clean_evidence, ingest  # the facts mode's own memory
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
-from claude_mem.recall.embedders import embedder_named
-from claude_mem.recall.index import Index
 from claude_mem.replay import transcript_events
 from claude_mem.service import client, control
 from claude_mem.store.db import connect
@@ -113,11 +111,11 @@ def normalised(text: str) -> str:
     return " ".join(text.split())
 
 
-def start_service(data_dir: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start_service(data_dir: str, env: dict[str, str], catch_up_s: float = 600) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.call(data_dir, "ping", timeout_s=120, wait=True, start=False)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + catch_up_s
     while client.call(data_dir, "status", timeout_s=30, start=False).get("index_lag") != 0:
         if time.monotonic() > deadline:
             raise SystemExit("the memory service did not catch up with the stored facts")
@@ -141,6 +139,7 @@ def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, 
     questions = with_facts = pushed = 0
     off_pushed = off_asked = 0
     how: dict[str, int] = {}
+    used: dict[str, int] = {}  # conversations per embedder
     for sample in samples:
         project = sample["sample_id"]
         data_dir = work / project / "data"
@@ -148,14 +147,18 @@ def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, 
         data_dir.mkdir(parents=True)
         cwd.mkdir(parents=True)
         conn = connect(str(data_dir / "claude-mem.db"))
-        index = Index(path=str(data_dir / "chroma"), embedder=embedder_named(embedder))
-        provenance, _ = ingest(conn, index, sample)
+        provenance, _ = ingest(conn, None, sample)
+        index = bench_index(str(data_dir / "chroma"), embedder, conn)  # the one the service judges the store to need
+        index.index_missing(conn)
         index.close()
         facts = {row[0]: normalised(row[1]) for row in conn.execute("SELECT id, title FROM observations")}
         conn.close()
         env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0",
                "CLAUDE_MEM_SEMANTIC_INDEX": "1" if semantic else "0", "CLAUDE_MEM_EMBEDDER": embedder}
         service = start_service(str(data_dir), env) if semantic else None
+        if service is not None:  # the embedder the service chose for this store
+            chosen = client.call(str(data_dir), "status", timeout_s=30, start=False)["embedder"]["answering"]
+            used[chosen] = used.get(chosen, 0) + 1
         try:
             send = Asker(project, cwd, env, argv, floor, times)
             send("warm up: what did we talk about?")  # the first hook fills the file cache: not counted
@@ -198,7 +201,7 @@ def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, 
         "push.recall": round(recall / questions, 4), "push.recall_answerable": round(recall / max(with_facts, 1), 4),
         "push.chars": round(chars / questions, 1), "push.pushed_share": round(pushed / questions, 4),
         "push.offtopic": round(off_pushed / max(off_asked, 1), 4), "push.offtopic_prompts": off_asked,
-        "push.offtopic_pushed": off_pushed, "push.by": how,
+        "push.offtopic_pushed": off_pushed, "push.by": how, "embedders": used,
         "push.p50_ms": round(hook["p50"] * 1000, 1), "push.p95_ms": round(hook["p95"] * 1000, 1),
         "floor.p50_ms": round(floor_stats["p50"] * 1000, 1), "push.ratio_p50": round(hook["p50"] / floor_stats["p50"], 2),
         "push.hook_runs": len(times),
@@ -207,7 +210,8 @@ def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, 
 
 def report(r: dict[str, Any]) -> None:
     print(f"{r['questions']} questions over {r['conversations']} conversations ({r['questions_with_facts']} with an evidence fact),"
-          f" {'hybrid through the memory service' if r['semantic'] else 'keywords only (--no-semantic)'}")
+          f" {'hybrid through the memory service' if r['semantic'] else 'keywords only (--no-semantic)'}"
+          + (f", embedder {r['embedders']}" if r.get("embedders") else ""))
     print(f"push.recall {r['push.recall']:.3f} (answerable {r['push.recall_answerable']:.3f})  push.chars {r['push.chars']:.0f}"
           f"  pushed for {r['push.pushed_share']:.0%} of questions  found by {r['push.by']}")
     print(f"push.offtopic {r['push.offtopic']:.3f} ({r['push.offtopic_pushed']} of {r['push.offtopic_prompts']} prompts)")

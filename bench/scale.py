@@ -392,10 +392,13 @@ def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, 
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"],
-                            env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_EMBEDDER": "minilm"},
+                            env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},  # the default embedder setting
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
+        chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]
+        if chosen["name"] != "minilm":  # the stored vectors are MiniLM's: an English store must stay on it
+            raise SystemExit(f"the service chose {chosen['name']} for this English store ({chosen['reason']})")
         while client.call(str(data_dir), "status", timeout_s=600, start=False).get("index_lag"):
             time.sleep(1)  # the probe session's rows, removed again, or anything not yet indexed
         settings = {"chroma_url": "", "semantic_index": True}
@@ -416,7 +419,7 @@ def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, 
         control.stop_service(str(data_dir))
         proc.wait(30)
     return {"p50_ms": round(statistics.median(samples), 2), "p95_ms": round(pct(samples, 0.95), 2), "n": len(samples),
-            "empty": empty, "service_rss_mib": round((state.rss_bytes or 0) / 2**20)}
+            "empty": empty, "service_rss_mib": round((state.rss_bytes or 0) / 2**20), "embedder": chosen["reason"]}
 
 
 def digest_vs_floor(data_dir: Path, runs: int, work: Path) -> dict[str, Any]:

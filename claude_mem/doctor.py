@@ -156,9 +156,12 @@ def _index(config: Config, conn: sqlite3.Connection, health: dict[str, Any], fix
         ok, detail = state == "in sync", f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
     if ok or not fix:
         return finding("index drift", ok, detail)
+    from claude_mem.recall.embedders import choose
     from claude_mem.recall.index import Index
 
     try:
+        # The store is judged first, as the memory service would: the rows go where it will look.
+        choose(config, conn)
         # index_missing may succeed where reading failed: it rebuilds a removed folder.
         done = Index(config).index_missing(conn, index_progress() if index_progress else None)
     except IndexUnavailable as exc:

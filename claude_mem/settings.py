@@ -154,7 +154,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("local_projects", "list", [],
                 "Projects never sent to a Chroma server (chroma_url); their memories are searched by keyword only."),
         Setting("embedder", "choice", "auto", "The semantic index's model: minilm (English), multilingual (Chinese,"
-                " Japanese and English alike: the multilingual extra), or auto (multilingual when installed).",
+                " Japanese and English alike), or auto (multilingual once the store is written in Chinese, Japanese or"
+                " Korean; status says why).",
                 choices=("auto", "minilm", "multilingual")),
         Setting("semantic_index", "bool", True, "Keep the Chroma index for search by meaning (off: keyword search only, no model loaded)."),
         Setting("retention_days", "int", 0, "prune removes memories older than this (0 keeps everything).", minimum=0),

@@ -40,20 +40,24 @@ def model_credentials() -> str | None:
 def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
     from claude_mem.recall.chroma import IndexUnavailable
-    from claude_mem.recall.embedders import resolve
+    from claude_mem.recall.embedders import choose, in_use
     from claude_mem.recall.index import readable_index
 
     if not config.semantic_index:
         return {"state": "off"}
-    embedder = resolve(config.embedder)  # the model whose vectors recall compares
+    # The model whose vectors recall compares, why, and the one the memory service is switching to.
+    choice = choose(config, conn, record=False)
+    embedder = {"embedder": in_use(config), "embedder_reason": choice.reason}
+    if choice.name != embedder["embedder"]:
+        embedder["embedder_next"] = choice.name
     index = readable_index(config)[0]
     if index is None:
-        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn), "embedder": embedder}
+        return {"state": "not built", "rows_to_index": overview.indexable_rows(conn), **embedder}
     try:
         drift = index.drift(conn)
     except IndexUnavailable as exc:
-        return {"state": "unavailable", "reason": str(exc), "location": index.location, "embedder": embedder}
-    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, "embedder": embedder, **drift}
+        return {"state": "unavailable", "reason": str(exc), "location": index.location, **embedder}
+    return {"state": "in sync" if drift["in_sync"] else "drift", "location": index.location, **embedder, **drift}
 
 
 def sharing(config: Config, health: dict[str, Any] | None) -> dict[str, Any]:

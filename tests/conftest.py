@@ -28,8 +28,8 @@ TRANSCRIPTS = SHARED_DATA / "transcripts"
 # A memory service started outside any test's own environment (by a module-scoped fixture) must
 # not outlive the run by the default half hour; the session's end stops whatever is left anyway.
 os.environ["CLAUDE_MEM_SERVICE_IDLE_S"] = "15"
-# The default install's embedder, whatever else is installed (the test extra brings the
-# multilingual one, which tests/test_multilingual.py asks for).
+# MiniLM, which `auto` runs for an English store, without judging each test's store (the tests
+# of auto itself, tests/test_embedder_choice.py, and of the multilingual model ask for theirs).
 os.environ["CLAUDE_MEM_EMBEDDER"] = "minilm"
 
 

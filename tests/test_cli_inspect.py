@@ -186,12 +186,13 @@ def test_status_reports_counts_queue_workers_model_and_errors(stored: Stored, li
     assert info["model_outages"][0]["observer_error"] == "auth: invalid api key"
     assert info["last_queue_error"]["last_error"] == "model timed out"
     assert info["last_error"].endswith("error: disk full")
-    assert info["index"] == {"state": "not built", "rows_to_index": 12, "embedder": "minilm"}
+    assert info["index"] == {"state": "not built", "rows_to_index": 12, "embedder": "minilm",
+                             "embedder_reason": "set by the embedder setting"}
     assert info["database_bytes"] > 0
     text = invoke("status").output
     for expected in ("3 sessions, 4 prompts, 5 observations, 3 summaries", "1 pending, 0 processing, 1 done, 0 skipped",
                      "1 live: pid", "no credentials found", "auth: invalid api key", "model timed out", "error: disk full",
-                     "not built yet (12 rows to index", "minilm (all-MiniLM-L6-v2: English; for Chinese or Japanese",
+                     "not built yet (12 rows to index", "minilm (all-MiniLM-L6-v2: English): set by the embedder setting",
                      "model cannot be used since 1970-01-01"):
         assert expected in text, expected
     assert "model cannot be used since 1970-01-01" in invoke("show", "sess-beta").output

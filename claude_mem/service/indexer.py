@@ -22,6 +22,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from claude_mem.progress import Progress
+from claude_mem.recall.chroma import IndexUnavailable
+from claude_mem.recall.embedders import Choice, choose
 from claude_mem.recall.index import Index
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, data_version
@@ -42,10 +44,19 @@ def unindexed_rows(conn: sqlite3.Connection) -> int:
 
 
 class Indexer:
-    def __init__(self, config: Config, index: Index, log: Callable[[str], None]) -> None:
+    def __init__(self, config: Config, index: Index, log: Callable[[str], None], choice: Choice | None = None,
+                 answering: Index | None = None) -> None:
+        """`choice`: why `index`'s embedder (embedders.choose), judged again as prompts and
+        observations arrive; `answering`: another embedder's index, which serves searches until
+        this one holds every row."""
         self.config = config
         self.index = index
         self.log = log
+        self.choice = choice
+        self.switch_to: Choice | None = None  # the embedder the store calls for now (the service switches)
+        # Looked at more closely on the indexing thread before the first catch-up (_holds).
+        self.previous = answering if answering is not None and answering.embedder != index.embedder and answering.built else None
+        self.caught_up = False  # the first full catch-up is done: the index holds every row
         self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
         self.conn: sqlite3.Connection | None = None  # the thread's own
@@ -102,6 +113,19 @@ class Indexer:
                 self.behind = True
             if self.idle():
                 self._put((_ROWS, [], []))
+
+    def answering(self) -> Index:
+        """The index searches read: the previous one, if it holds documents, until this one
+        holds every row."""
+        previous = self.previous  # the indexing thread may drop it meanwhile
+        if previous is not None and self.caught_up:
+            self.previous = previous = None
+            self.log(f"the {self.index.embedder} index holds every row: it answers searches now")
+        return previous if previous is not None else self.index
+
+    def embedder(self) -> dict[str, Any]:
+        """The embedder chosen and why, and the one answering searches now."""
+        return {"name": self.index.embedder, "reason": self.choice.reason if self.choice else "", "answering": self.answering().embedder}
 
     def idle(self) -> bool:
         with self._done:
@@ -172,6 +196,7 @@ class Indexer:
         self.last_full = time.monotonic()
         self.high = {kind: self._max_id(self.conn, kind) for kind in KINDS}
         self.indexed += sum(v for k, v in counts.items() if k != "removed")
+        self.caught_up = True
         done.set_result(counts)
 
     def _handle(self, jobs: list[tuple[str, list[int], list[int]]]) -> None:
@@ -194,6 +219,8 @@ class Indexer:
     def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
                prompt_ids: list[int] = ()) -> None:
         if self.behind:
+            if self.previous is not None and not self.caught_up and not self._holds(self.previous):
+                self.previous = None
             self.job = Progress("catching up")
             try:
                 counts = self.index.index_missing(conn, self.job)
@@ -206,13 +233,18 @@ class Indexer:
             self.behind = False
             self.last_full = time.monotonic()
             self.high = {kind: self._max_id(conn, kind) for kind in KINDS}
+            self.caught_up = True
+            if caught_up:
+                self._judge(conn)
             return
         wanted = {"observation": set(observation_ids), "summary": set(summary_ids), "prompt": set(prompt_ids)}
+        grown = False
         for kind in KINDS:
             top = self._max_id(conn, kind)
             above = self.high.get(kind, top)
             if top > above:
                 wanted[kind].update(r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id > ?", (above,)))
+                grown = grown or kind != "summary"
             if wanted[kind]:
                 self.job = Progress(f"indexing new {kind}s", len(wanted[kind]))
                 try:
@@ -220,6 +252,26 @@ class Indexer:
                 finally:
                     self.job = None
             self.high[kind] = max(top, above)
+        if grown:
+            self._judge(conn)
+
+    def _judge(self, conn: sqlite3.Connection) -> None:
+        """Whether the store, grown, calls for another embedder (auto; multilingual is kept)."""
+        if self.choice is None or self.choice.name == "multilingual" or self.switch_to is not None:
+            return
+        choice = choose(self.config, conn, record=False)  # recorded when the service switches
+        if choice.name != self.choice.name:
+            self.switch_to = choice
+
+    def _holds(self, index: Index) -> bool:
+        """Whether the previous index holds documents, to answer meanwhile (its model is loaded now)."""
+        try:
+            if not index.built or index.count() == 0:
+                return False
+            index.embed_query("warm up")
+            return True
+        except IndexUnavailable:
+            return False
 
     @staticmethod
     def _max_id(conn: sqlite3.Connection, kind: str) -> int:

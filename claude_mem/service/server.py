@@ -47,7 +47,6 @@ class Service:
         self.errors = 0
         self.pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="claude-mem-search")
         self.local = threading.local()
-        self.index: Any = None
         self.indexer: Any = None
         # The index settings (chroma_url, semantic_index, embedder) in use, or being switched to (_adopt).
         self._adopted = (config.chroma_url or "", bool(config.semantic_index), str(config.embedder))
@@ -148,6 +147,8 @@ class Service:
                 return "idle"
             if self.indexer is not None:
                 self.indexer.poll()
+            if self.indexer is not None and self.indexer.switch_to is not None:
+                await self._switch()
 
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "started_at_epoch": int(self.started * 1000), "socket": self.socket_path,
@@ -164,8 +165,11 @@ class Service:
 
             import claude_mem.recall.index  # noqa: F401
             from claude_mem.recall import embed  # chromadb, onnxruntime, tokenizers
+            from claude_mem.recall.embedders import multilingual_installed
 
             embed.cache_optimized_model(os.path.join(config.data_dir, "models"))
+            if multilingual_installed():
+                import claude_mem.recall.multilingual  # noqa: F401  (the model itself loads on first use)
 
     async def _adopt(self, wanted: Any) -> None:
         """Use the index the client is configured for. Settings change (`settings set chroma_url`,
@@ -189,27 +193,49 @@ class Service:
             await asyncio.to_thread(self._import, config)
             if self._adopted != choice:
                 return  # a later request asked for other settings while these loaded
+        # Only the model changed: the index in use answers until the new one holds every row.
+        answering = self.index if (url, enabled) == (self.config.chroma_url or "", bool(self.config.semantic_index)) else None
         if self.indexer is not None:
             self.indexer.close(0.0)  # its thread ends after the job under way; answering must not wait for it
-        self.index = self.indexer = None
+        self.indexer = None
         self.config = config
-        self._start_index()
+        self._start_index(answering)
 
-    def _start_index(self) -> None:
+    async def _switch(self) -> None:
+        """Auto's switch of embedder, which the indexing thread found the store calls for now."""
+        indexer = self.indexer
+        self.log(f"embedder {indexer.switch_to.name} ({indexer.switch_to.reason}): its index is filled from SQLite")
+        await asyncio.to_thread(self._import, self.config)
+        if self.indexer is indexer:  # else the settings changed meanwhile (_adopt), and the store was judged again
+            answering = self.index
+            indexer.close(0.0)
+            self._start_index(answering)
+
+    @property
+    def index(self) -> Any:
+        return self.indexer.answering() if self.indexer is not None else None
+
+    def _start_index(self, answering: Any = None) -> None:
+        """Index with the embedder the store calls for (embedders.choose); `answering`, another
+        embedder's index, serves searches until the new one holds every row."""
+        self.indexer = None
         if not self.config.semantic_index:
             return
+        from claude_mem.recall.embedders import choose, embedder_named
         from claude_mem.recall.index import Index
         from claude_mem.service.indexer import Indexer
 
-        self.index = Index(self.config)
-        self.indexer = Indexer(self.config, self.index, self.log)
+        choice = choose(self.config, self.conn())
+        if answering is None and choice.switched:  # switched while no service ran: MiniLM's index may exist
+            answering = Index(self.config, embedder=embedder_named("minilm"))
+        self.indexer = Indexer(self.config, Index(self.config, embedder=embedder_named(choice.name)), self.log, choice, answering)
         self.indexer.start()
         self.pool.submit(self._warm_up)
 
     def _warm_up(self) -> None:
         """Load the embedding model now, so the first search (a hook's, on a budget) finds it warm."""
         with contextlib.suppress(Exception):
-            self.index.embed_query("warm up")
+            self.indexer.index.embed_query("warm up")
 
     def _close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -302,6 +328,7 @@ class Service:
         }
         if self.indexer is not None:
             status["index"] = self.indexer.state()
+            status["embedder"] = self.indexer.embedder()
             status["index_lag"] = await asyncio.get_running_loop().run_in_executor(self.pool, self._lag)
         return status
 
@@ -373,8 +400,8 @@ class Service:
             raise ValueError("the semantic index is off (setting semantic_index)")
         started = time.monotonic()
         counts = await asyncio.wrap_future(self.indexer.rebuild())
-        return {**counts, "location": self.index.location, "seconds": round(time.monotonic() - started, 2),
-                "resumed": self.index.resumed}
+        return {**counts, "location": self.indexer.index.location, "seconds": round(time.monotonic() - started, 2),
+                "resumed": self.indexer.index.resumed}
 
     async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
         self.stop_asked = True

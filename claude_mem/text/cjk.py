@@ -45,6 +45,17 @@ def has_cjk(text: str) -> bool:
     return any(script(c) for c in text or "" if ord(c) >= _FIRST)
 
 
+def written_in_cjk(text: str | None) -> bool:
+    """Whether most of `text`'s words are CJK, a CJK word taken as two characters: a Chinese
+    prompt naming `test_login` is, an English one quoting a Chinese error message is not."""
+    if not text or not has_cjk(text):
+        return False
+    cjk = sum(1 for c in text if ord(c) >= _FIRST and script(c))
+    rest = "".join(" " if ord(c) >= _FIRST and script(c) else c for c in text)
+    other = sum(1 for word in rest.split() if any(c.isalnum() for c in word))
+    return cjk / 2 >= other
+
+
 def segments(text: str) -> list[tuple[str, str | None]]:
     """`text` cut into (piece, script) where the script changes; None for everything else."""
     pieces: list[tuple[str, str | None]] = []
