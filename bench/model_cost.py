@@ -36,15 +36,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.data import transcripts  # noqa: E402
-from claude_mem import hooks, settings  # noqa: E402
-from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
+from claude_mem import settings  # noqa: E402
+from claude_mem.hooks import store_in_process  # noqa: E402
+from claude_mem.payload import matches_skip_list  # noqa: E402
+from claude_mem.replay import transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402
 from claude_mem.store.memories import insert_observation  # noqa: E402
 from claude_mem.worker import heuristic  # noqa: E402
+from claude_mem.worker.events import Event  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
 from claude_mem.worker.recalled import Recalled  # noqa: E402
-from claude_mem.worker.render import Event, fill, render_batch  # noqa: E402
+from claude_mem.worker.render import fill, render_batch  # noqa: E402
 
 # The best-known system's prompts (plan 002): the fixed text around each message.
 BASELINE_OBSERVATION_TAIL = """
@@ -155,7 +158,7 @@ def remember_earlier(conn, config: settings.Config, path: Path) -> None:
 def measure(path: Path, config: settings.Config, memory: bool = True) -> dict:
     payloads = transcript_payloads(path, session_id="bench")
     tool_payloads = [p for p in payloads if p["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
-                     and not hooks.matches_skip_list(p["tool_name"], config.skip_tools)]
+                     and not matches_skip_list(p["tool_name"], config.skip_tools)]
     stops = sum(1 for p in payloads if p["hook_event_name"] == "Stop")
     baseline = BASELINE_INIT_CHARS + sum(len(baseline_message(p)) for p in tool_payloads) + stops * BASELINE_FINALIZE_CHARS
 

@@ -47,9 +47,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.push_recall import hook_argv, start_service
-from claude_mem.recall.embedders import NAMES
-from claude_mem.service import client, control
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # `python bench/multilingual.py`: the bench modules and this checkout's claude_mem
+
+from bench.push_recall import hook_argv, start_service  # noqa: E402
+from claude_mem.recall.embedders import NAMES  # noqa: E402
+from claude_mem.service import client, control  # noqa: E402
 
 ASCII_WORD = re.compile(r"[A-Za-z]{2,}")
 PUSHED_REF = re.compile(r"^- (obs|sum):(\d+) ", re.MULTILINE)

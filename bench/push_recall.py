@@ -33,6 +33,7 @@ from typing import Any
 
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
+from bench.locomo_memory import bench_index, clean_evidence, ingest  # the facts mode's own memory
 from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.replay import transcript_events
 from claude_mem.service import client, control
@@ -124,8 +125,6 @@ def start_service(data_dir: str, env: dict[str, str], catch_up_s: float = 600) -
 
 def run(data_path: str, work_dir: str, *, offtopic: list[Path], semantic: bool, progress: bool,
         embedder: str = DEFAULT_EMBEDDER) -> dict[str, Any]:
-    from bench.locomo import bench_index, clean_evidence, ingest  # the facts mode's own memory
-
     with open(data_path, encoding="utf-8") as fh:
         samples = json.load(fh)
     prompts = offtopic_prompts(offtopic)

@@ -32,14 +32,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from claude_mem.installation import Installation
-from claude_mem.recall.documents import split_doc_id
-from claude_mem.recall.index import Index
-from claude_mem.recall.search import search
-from claude_mem.store.db import connect, transaction
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # `python bench/team.py`: the bench modules and this checkout's claude_mem
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-import scale  # noqa: E402  (the generator of synthetic memory)
+from bench import scale  # noqa: E402  (the generator of synthetic memory)
+from claude_mem.identity import Installation  # noqa: E402
+from claude_mem.recall.documents import split_doc_id  # noqa: E402
+from claude_mem.recall.index import Index  # noqa: E402
+from claude_mem.recall.search import search  # noqa: E402
+from claude_mem.store.db import connect, transaction  # noqa: E402
 
 
 def build(data_dir: Path, observations: int, seed: int) -> Any:

@@ -248,7 +248,8 @@ def replay_twice(path: Path, work: Path) -> dict[str, Any]:
     """The transcript stored as a session and drained by a real heuristic worker, then stored again
     as a second session and drained: the observations still visible (not marked) after each."""
     from claude_mem import settings
-    from claude_mem.replay import store_in_process, transcript_payloads
+    from claude_mem.hooks import store_in_process
+    from claude_mem.replay import transcript_payloads
     from claude_mem.store.db import connect
 
     data_dir = work / path.stem[:8]

@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.data import transcripts  # noqa: E402
 from claude_mem import settings  # noqa: E402
-from claude_mem.replay import store_in_process, transcript_payloads  # noqa: E402
+from claude_mem.hooks import store_in_process  # noqa: E402
+from claude_mem.replay import transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from tests.fakes.fake_claude import write_wrapper  # noqa: E402

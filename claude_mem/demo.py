@@ -81,10 +81,10 @@ def scripted_session(project_dir: str, session_id: str) -> list[tuple[str, dict[
     ]
 
 
-def run_hook(payload: dict[str, Any], env: dict[str, str]) -> str:
-    """One hook, as Claude Code runs it (replay.run_hook); its stdout. A hook always exits 0, so
+def play(payload: dict[str, Any], env: dict[str, str]) -> str:
+    """One hook, as Claude Code runs it (replay.run_event); its stdout. A hook always exits 0, so
     anything it wrote on stderr is the failure."""
-    result = replay.run_hook(replay.HookEvent(payload), env=env)
+    result = replay.run_event(replay.HookEvent(payload), env=env)
     if result.returncode != 0 or result.stderr.strip():
         raise RuntimeError(f"hook {result.command} failed: {result.stderr.strip()}")
     return result.stdout
@@ -102,7 +102,7 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     steps = scripted_session(project_dir, session_id)
     echo(f"1. Playing a scripted Claude Code session ({len(steps)} hook events) through the hook commands...")
     for _command, payload in steps:
-        run_hook(payload, env)
+        play(payload, env)
 
     echo("2. Running the worker on the queue (the model if a login works, else the heuristic synthesizer)...")
     proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain"],
@@ -139,7 +139,7 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
 
     echo("\n5. What the next session in this project starts with (SessionStart hook output):\n")
     nxt = {"session_id": f"demo-next-{uuid.uuid4()}", "cwd": project_dir, "hook_event_name": "SessionStart", "source": "startup"}
-    digest = run_hook(nxt, env)
+    digest = play(nxt, env)
     context = json.loads(digest)["hookSpecificOutput"]["additionalContext"] if digest.strip() else ""
     echo(context)
     return {"session_id": session_id, "queue": queue, "observations": observations, "summaries": summaries, "digest": context,

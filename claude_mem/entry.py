@@ -6,21 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-# The one list of hook events: which Claude Code event goes to which hook command, and the
-# matcher it is registered with (None: every source/trigger of the event). `claude-mem install`
-# registers exactly these, the plugin's hooks/hooks.json holds them (tests/test_plugin.py
-# keeps the two in step), the hooks accept them and replay routes transcript events by them.
-PRE_TOOL_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit|Bash"  # the tools whose PreToolUse `pre` answers
-HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
-    ("SessionStart", "context", None),
-    ("UserPromptSubmit", "new", None),
-    ("PreToolUse", "pre", PRE_TOOL_MATCHER),  # transcripts do not record it
-    ("PostToolUse", "save", "*"),
-    ("PostToolUseFailure", "save", "*"),
-    ("Stop", "summary", None),
-    ("SessionEnd", "summary", None),  # lets the session's worker exit as soon as it is drained
-)
-HOOK_COMMANDS = tuple(dict.fromkeys(command for _, command, _ in HOOK_REGISTRATIONS))
+from claude_mem.hook_table import HOOK_COMMANDS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The four hook commands: Claude Code's hook JSON in, durable rows out.
+"""The five hook commands (hook_table.py): Claude Code's hook JSON in, durable rows out.
 
   context  SessionStart        print the project's digest; start the memory service for the
                                session's first prompt when there is memory to search
@@ -28,9 +28,9 @@ import os
 import sqlite3
 import sys
 
+from claude_mem import processes
 from claude_mem import settings as settings_mod
-from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS
-from claude_mem.logs import log_line
+from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
 from claude_mem.payload import (
     PayloadError,
     clean_text,
@@ -42,38 +42,32 @@ from claude_mem.payload import (
 )
 from claude_mem.project import project_for
 from claude_mem.settings import Config
-from claude_mem.store.db import PeerDatabaseError, SchemaTooNewError, connect
+from claude_mem.store.db import NpmDatabaseError, SchemaTooNewError, connect
 from claude_mem.store.records import apply_event
 from claude_mem.worker import spawn, stranded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, BinaryIO, TextIO
 
 QUIET = '{"continue": true, "suppressOutput": true}'
-# Claude's final reply, at most this much of it: kept with its prompt and searched (issue 14),
-# and carried by the turn's summary request.
+# Claude's final reply, at most this much of it: kept with its prompt and searched, and carried by the turn's summary request.
 REPLY_CHARS = 4000
-
-# The events each command handles (entry.HOOK_REGISTRATIONS), and SubagentStop, which a user may
-# route to `summary` and which stores nothing: a subagent ending does not end the user's turn.
-HOOK_EVENTS: dict[str, tuple[str, ...]] = {
-    command: tuple(event for event, sub, _ in HOOK_REGISTRATIONS if sub == command) for command in HOOK_COMMANDS}
-HOOK_EVENTS["summary"] += ("SubagentStop",)
 
 
 def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
     """Run one hook command. Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
-    spawn.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
+    processes.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
     output = "" if command == "context" else QUIET
     config: Config | None = None
     try:
         raw = stdin.read()
         config = settings_mod.load(strict=False)
         for warning in config.warnings:
-            log_line(config.logs_dir, command, f"warning: {warning}", stderr=True)
+            _log(config.logs_dir, command, f"warning: {warning}", stderr=True)
         payload = parse_payload(raw)
         event = payload.get("hook_event_name")
         if isinstance(event, str) and event and event not in HOOK_EVENTS[command]:
@@ -92,7 +86,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             raise PayloadError(f"unknown hook command {command!r}")
     except Exception as exc:  # the contract: never let anything reach Claude Code
         logs_dir = config.logs_dir if config else _fallback_logs_dir()
-        log_line(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
+        _log(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
     try:
         if output:
             stdout.write(output + "\n")
@@ -100,6 +94,13 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _log(logs_dir: str | None, command: str, message: str, *, stderr: bool = False) -> None:
+    """logs.log_line, loaded only when there is something to say: a hook that goes well never needs it."""
+    from claude_mem.logs import log_line
+
+    log_line(logs_dir, command, message, stderr=stderr)
 
 
 def _fallback_logs_dir() -> str | None:
@@ -187,6 +188,19 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
 SANITIZE = {"new": sanitize_prompt, "save": sanitize_tool, "summary": sanitize_finalize}
 
 
+def store_in_process(config: Config, conn: sqlite3.Connection, payloads: Iterable[dict[str, Any]]) -> int:
+    """Store payloads the way the hook commands do (same sanitising, same rows) without a
+    process per event: for benchmarks and tests that need a filled queue fast. Returns rows stored."""
+    stored = 0
+    for payload in payloads:
+        make = SANITIZE.get(COMMAND_FOR_EVENT.get(payload.get("hook_event_name", ""), ""))
+        record = make(config, payload) if make else None
+        if record is not None:
+            apply_event(conn, record)
+            stored += 1
+    return stored
+
+
 # --- writing them ---------------------------------------------------------------------------
 
 def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
@@ -212,29 +226,29 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         try:
             path = spool_event(config, record)
         except OSError as spool_exc:
-            log_line(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
+            _log(config.logs_dir, command, f"error: database unavailable ({_describe(exc)}) and the event could not be"
                      f" spooled ({_describe(spool_exc)}); event lost", stderr=True)
             return False
         # The npm claude-mem's database in our place is not "unavailable": say what it is and the fix.
-        problem = str(exc) if isinstance(exc, PeerDatabaseError) else f"database unavailable ({_describe(exc)})"
-        log_line(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
+        problem = str(exc) if isinstance(exc, NpmDatabaseError) else f"database unavailable ({_describe(exc)})"
+        _log(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
         return False
     if config.worker_autostart and record["type"] != "end":
         try:
             spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"],
                                 config.max_workers)
         except OSError as exc:
-            log_line(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
+            _log(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
     return True
 
 
 def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:
-    """Start workers for other sessions' events that no worker is left to take (issue 11): this
+    """Start workers for other sessions' events that no worker is left to take: this
     hook may be the only process that runs for a long time. Never fails the hook."""
     try:
         stranded.revive(config, conn, exclude, throttle=True)
     except (sqlite3.Error, OSError) as exc:
-        log_line(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
+        _log(config.logs_dir, command, f"error: could not check for waiting events ({_describe(exc)})", stderr=True)
 
 
 # --- SessionStart -----------------------------------------------------------------------------
@@ -309,11 +323,11 @@ def run_pre(config: Config, payload: dict[str, Any]) -> str | None:
     try:
         cwd = optional_str(payload, "cwd")
         if tool == "Bash":
-            from claude_mem.push import commands
+            from claude_mem.push import failures
 
             # Redacted as the stored commands were: the same key for the same command, and no
             # secret of the live one can reach the injections table or the output.
-            return commands.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
+            return failures.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
         from claude_mem.push import files
 
         return files.run(conn, session_id, cwd, path)

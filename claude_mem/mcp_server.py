@@ -25,11 +25,11 @@ from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from claude_mem.project import project_for
-from claude_mem.recall import remote, views
-from claude_mem.recall.through_service import search_memory
+from claude_mem.recall import teammates, views
+from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
-from claude_mem.store.memories import OBSERVATION_TYPES
-from claude_mem.store.reads import REF_PATTERN, parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, REF_PATTERN, parse_ref
+from claude_mem.text.clock import local_stamp
 
 SERVER_NAME = "claude-mem"
 ALL_PROJECTS = "*"
@@ -37,6 +37,7 @@ MAX_SEARCH_CHARS = 12_000
 MAX_TIMELINE_CHARS = 12_000
 MAX_RECORDS_CHARS = 30_000
 MAX_SESSIONS_CHARS = 12_000
+NOTHING_YET = "No memories yet: nothing has been captured on this machine."
 
 ObservationType = Literal["decision", "bugfix", "feature", "refactor", "discovery", "change"]
 assert set(get_args(ObservationType)) == set(OBSERVATION_TYPES)
@@ -208,51 +209,47 @@ def _scope_text(project: str | None) -> str:
     return f"project {project}" if project else "all projects"
 
 
-def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
-    memory = Memory(config, cwd)
-    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-    nothing_yet = "No memories yet: nothing has been captured on this machine."
+class Tools:
+    """What the four tools do, over the memory they share."""
 
-    def nothing_in(conn: sqlite3.Connection, project: str | None, what: str) -> str:
-        others = [p for p in memory.known_projects(conn) if p != project] if project else []
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def nothing_in(self, conn: sqlite3.Connection, project: str | None, what: str) -> str:
+        others = [p for p in self.memory.known_projects(conn) if p != project] if project else []
         hint = f" Projects with memories: {', '.join(others)} (or project='*')." if others else ""
         return f"No {what} in {_scope_text(project)}.{hint}"
 
-    def find(conn: sqlite3.Connection, query: str, project: str | None, limit: int, *, local_only: bool = False,
+    def find(self, conn: sqlite3.Connection, query: str, project: str | None, limit: int, *, local_only: bool = False,
              **filters: Any) -> tuple[list[Any], str | None]:
         # The question being answered would otherwise often be its own best match (and the
         # anchor of timeline(query=...)), and bring its own turn forward: it is left out, as a
         # hit and as evidence; everything else of the session stays.
-        live = memory.live_prompt(conn)
+        live = self.memory.live_prompt(conn)
         asked = limit + (live is not None) + (10 if local_only else 0)
-        result = search_memory(memory.config, conn, query, project=project, limit=asked,
+        result = search_memory(self.memory.config, conn, query, project=project, limit=asked,
                                exclude=[("prompt", live)] if live is not None else (), **filters)
         hits = [h for h in result.hits if not (h.kind == "prompt" and h.id == live and h.origin is None)
                 and not (local_only and h.origin)][:limit]
         return hits, result.note
 
-    @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
-    def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,
-                    session_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
-                    since: When = None, until: When = None,
-                    file: Annotated[str | None, Field(min_length=1, max_length=300,
-                                                      description="Only memories touching a file whose path contains this.")] = None,
-                    limit: Annotated[int, Field(ge=1, le=50, description="Most rows to return.")] = 10) -> str:
+    def search(self, query: str, project: str | None, type_: str | None, session_id: str | None, since: dt.date | None,
+               until: dt.date | None, file: str | None, limit: int) -> str:
         if not query.strip():
             raise ToolError("query is empty: give some words to look for")
         since_ms, until_ms = _epoch_ms(since), _epoch_ms(until, end_of_day=True)
         if since_ms is not None and until_ms is not None and since_ms >= until_ms:
             raise ToolError("since must be before until")
+        memory = self.memory
         with memory.lock:
             conn = memory.conn()
             if conn is None:
-                return nothing_yet
+                return NOTHING_YET
             scope = memory.project(project)
-            hits, note = find(conn, query, scope, limit, type_=type, session_id=session_id, since_ms=since_ms,
-                              until_ms=until_ms, file=file)
+            hits, note = self.find(conn, query, scope, limit, type_=type_, session_id=session_id, since_ms=since_ms,
+                                   until_ms=until_ms, file=file)
             if not hits:
-                return nothing_in(conn, scope, "memories match") + (f"\nNote: {note}" if note else "")
+                return self.nothing_in(conn, scope, "memories match") + (f"\nNote: {note}" if note else "")
             lines = [f"{len(hits)} match(es) in {_scope_text(scope)}, best first:", *views.search_rows(conn, hits)]
         if note:
             lines.append(f"Note: {note}")
@@ -260,33 +257,22 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
                      " obs:N records.")
         return views.bounded(lines, MAX_SEARCH_CHARS, "rows")
 
-    @server.tool(name="timeline", description=TIMELINE_DOC, annotations=read_only, structured_output=False)
-    def timeline_tool(anchor: Annotated[str | None, Field(pattern=REF_PATTERN,
-                                                          description='A ref from search, e.g. "obs:12".')] = None,
-                      query: Annotated[str | None, Field(min_length=1, max_length=500,
-                                                         description="Instead of anchor: anchor on the best match.")] = None,
-                      before: Count = 5, after: Count = 5, project: Project = None) -> str:
+    def timeline(self, anchor: str | None, query: str | None, before: int, after: int, project: str | None) -> str:
         if (anchor is None) == (query is None):
             raise ToolError('give either anchor (a ref like "obs:12") or query, not both and not neither')
         note = None
+        memory = self.memory
         with memory.lock:
             conn = memory.conn()
             if conn is None:
-                return nothing_yet
+                return NOTHING_YET
             if anchor is not None:
-                parsed = parse_ref(anchor)
-                if parsed is None:  # the pattern was checked: a number past SQLite's integers
-                    raise ToolError(f"there is no {anchor}")
-                kind, row_id, origin = parsed
-                if origin:
-                    raise ToolError(f"{anchor} is a teammate's memory: its session's timeline stays on their machine;"
-                                    f' get_observations(ids=["{anchor}"]) shows what they shared' if anchor.startswith("obs:")
-                                    else f"{anchor} is a teammate's memory: its session's timeline stays on their machine")
+                kind, row_id = _local_anchor(anchor)
             else:
                 scope = memory.project(project)
-                hits, note = find(conn, query or "", scope, 1, local_only=True)
+                hits, note = self.find(conn, query or "", scope, 1, local_only=True)
                 if not hits:
-                    return nothing_in(conn, scope, "memories match")
+                    return self.nothing_in(conn, scope, "memories match")
                 kind, row_id = hits[0].kind, hits[0].id
             items = views.session_items(conn, kind, row_id)
         if items is None:
@@ -294,27 +280,26 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
         note_line = f"\nNote: {note}" if note else ""
         return views.timeline(items, kind, row_id, before, after, MAX_TIMELINE_CHARS - len(note_line)) + note_line
 
-    @server.tool(name="get_observations", description=GET_DOC, annotations=read_only, structured_output=False)
-    def get_observations_tool(ids: Annotated[list[ObsId], Field(min_length=1, max_length=20,
-                                                                description="Observation numbers (obs:N), at most 20.")]) -> str:
+    def get_observations(self, ids: list[int | str]) -> str:
         wanted = [i for i in dict.fromkeys(ids) if isinstance(i, int)]
         theirs = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        memory = self.memory
         with memory.lock:
             conn = memory.conn()
             if conn is None and not theirs:
-                return nothing_yet
+                return NOTHING_YET
             text, missing = views.observation_records(conn, wanted, MAX_RECORDS_CHARS) if conn and wanted else ("", wanted)
             if conn is not None and len(missing) < len(wanted):
                 memory.record_fetch(conn, [i for i in wanted if i not in missing], len(text))
-            shared, not_shared = remote_records(theirs, MAX_RECORDS_CHARS - len(text)) if theirs else ("", [])
+            shared, not_shared = self.remote_records(theirs, MAX_RECORDS_CHARS - len(text)) if theirs else ("", [])
         if len(missing) + len(not_shared) == len(wanted) + len(theirs):
             raise ToolError(f"no such observation: {', '.join([views.ref('observation', i) for i in missing] + not_shared)}")
         tail = f"Not found on the shared server: {', '.join(not_shared)}." if not_shared else ""
         return "\n\n".join(filter(None, [text, shared, tail]))
 
-    def remote_records(refs: list[str], limit: int) -> tuple[str, list[str]]:
+    def remote_records(self, refs: list[str], limit: int) -> tuple[str, list[str]]:
         """Teammates' observations from the shared server: their records, and the refs it has not."""
-        from claude_mem.recall.through_service import remote_record
+        from claude_mem.service.search import remote_record
 
         lines: list[str] = []
         missing: list[str] = []
@@ -323,29 +308,75 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
             assert parsed is not None and parsed[2] is not None  # the pattern was checked
             kind, row_id, origin = parsed
             try:
-                rec = remote_record(memory.config, kind, row_id, origin)
+                rec = remote_record(self.memory.config, kind, row_id, origin)
             except LookupError as exc:
                 raise ToolError(str(exc)) from None
             if rec is None:
                 missing.append(text)
             else:
-                lines += [*([""] if lines else []), *remote.record_lines(rec, views.local_stamp(rec["created_at_epoch"]))]
+                lines += [*([""] if lines else []), *teammates.record_lines(rec, local_stamp(rec["created_at_epoch"]))]
         return (views.bounded(lines, limit, "lines") if lines else ""), missing
+
+    def recent_sessions(self, project: str | None, limit: int) -> str:
+        memory = self.memory
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return NOTHING_YET
+            scope = memory.project(project)
+            rows = views.latest_summaries(conn, scope, limit)
+            if not rows:
+                return self.nothing_in(conn, scope, "session summaries")
+        lines = [f"Latest {len(rows)} session(s) in {_scope_text(scope)}, newest first:",
+                 *views.recent_session_lines(rows, all_projects=scope is None)]
+        return views.bounded(lines, MAX_SESSIONS_CHARS, "lines")
+
+
+def _local_anchor(anchor: str) -> tuple[str, int]:
+    """The (kind, id) of an anchor ref; a teammate's memory has no timeline here."""
+    parsed = parse_ref(anchor)
+    if parsed is None:  # the pattern was checked: a number past SQLite's integers
+        raise ToolError(f"there is no {anchor}")
+    kind, row_id, origin = parsed
+    if origin:
+        raise ToolError(f"{anchor} is a teammate's memory: its session's timeline stays on their machine;"
+                        f' get_observations(ids=["{anchor}"]) shows what they shared' if anchor.startswith("obs:")
+                        else f"{anchor} is a teammate's memory: its session's timeline stays on their machine")
+    return kind, row_id
+
+
+def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
+    memory = Memory(config, cwd)
+    tools = Tools(memory)
+    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
+    def search_tool(query: Query, project: Project = None, type: ObservationType | None = None,
+                    session_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
+                    since: When = None, until: When = None,
+                    file: Annotated[str | None, Field(min_length=1, max_length=300,
+                                                      description="Only memories touching a file whose path contains this.")] = None,
+                    limit: Annotated[int, Field(ge=1, le=50, description="Most rows to return.")] = 10) -> str:
+        return tools.search(query, project, type, session_id, since, until, file, limit)
+
+    @server.tool(name="timeline", description=TIMELINE_DOC, annotations=read_only, structured_output=False)
+    def timeline_tool(anchor: Annotated[str | None, Field(pattern=REF_PATTERN,
+                                                          description='A ref from search, e.g. "obs:12".')] = None,
+                      query: Annotated[str | None, Field(min_length=1, max_length=500,
+                                                         description="Instead of anchor: anchor on the best match.")] = None,
+                      before: Count = 5, after: Count = 5, project: Project = None) -> str:
+        return tools.timeline(anchor, query, before, after, project)
+
+    @server.tool(name="get_observations", description=GET_DOC, annotations=read_only, structured_output=False)
+    def get_observations_tool(ids: Annotated[list[ObsId], Field(min_length=1, max_length=20,
+                                                                description="Observation numbers (obs:N), at most 20.")]) -> str:
+        return tools.get_observations(ids)
 
     @server.tool(name="recent_sessions", description=RECENT_DOC, annotations=read_only, structured_output=False)
     def recent_sessions_tool(project: Project = None,
                              limit: Annotated[int, Field(ge=1, le=20, description="How many sessions.")] = 5) -> str:
-        with memory.lock:
-            conn = memory.conn()
-            if conn is None:
-                return nothing_yet
-            scope = memory.project(project)
-            rows = views.latest_summaries(conn, scope, limit)
-            if not rows:
-                return nothing_in(conn, scope, "session summaries")
-        lines = [f"Latest {len(rows)} session(s) in {_scope_text(scope)}, newest first:",
-                 *views.recent_session_lines(rows, all_projects=scope is None)]
-        return views.bounded(lines, MAX_SESSIONS_CHARS, "lines")
+        return tools.recent_sessions(project, limit)
 
     server.memory = memory  # type: ignore[attr-defined]  # closed by serve() and by tests
     return server

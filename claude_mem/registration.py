@@ -21,15 +21,13 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.entry import HOOK_COMMANDS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER  # noqa: F401  (PRE_TOOL_MATCHER: for callers)
-from claude_mem.settings import SettingsError
-from claude_mem.settings import read_json_object as _read_json_object
+from claude_mem import jsonfile
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_REGISTRATIONS
 
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10
@@ -43,8 +41,8 @@ OUR_PLUGIN = "memory@claude-mem"
 
 # The npm claude-mem (thedotmack/claude-mem) installs as the plugin "claude-mem" of the marketplace
 # "thedotmack"; its hooks run its worker-service.cjs (older versions wrote *-hook.js into settings).
-PEER_PLUGIN = "claude-mem@thedotmack"
-_PEER_HOOK = re.compile(r"thedotmack|worker-service\.cjs|claude-mem/plugin/scripts/")
+NPM_PLUGIN = "claude-mem@thedotmack"
+_NPM_HOOK = re.compile(r"thedotmack|worker-service\.cjs|claude-mem/plugin/scripts/")
 
 
 class InstallError(Exception):
@@ -164,15 +162,15 @@ def is_our_server(entry: Any) -> bool:
     return bool(args) and args[-1] == "mcp" and any("claude-mem" in w or "claude_mem" in w for w in words)
 
 
-def peer_hooks(settings: dict[str, Any]) -> list[str]:
+def npm_hooks(settings: dict[str, Any]) -> list[str]:
     """How the npm claude-mem is hooked into these settings: its plugin enabled, or its hook
     commands written in (never ours, which `hook_subcommand` recognises)."""
     found = []
     plugins = settings.get("enabledPlugins")
-    if isinstance(plugins, dict) and plugins.get(PEER_PLUGIN):
-        found.append(f'enabledPlugins "{PEER_PLUGIN}"')
+    if isinstance(plugins, dict) and plugins.get(NPM_PLUGIN):
+        found.append(f'enabledPlugins "{NPM_PLUGIN}"')
     events = sorted({event for event, command in _hook_commands(settings)
-                     if hook_subcommand(command) is None and _PEER_HOOK.search(command)})
+                     if hook_subcommand(command) is None and _NPM_HOOK.search(command)})
     if events:
         found.append(f"its hooks on {', '.join(events)}")
     return found
@@ -203,13 +201,13 @@ def _readable_settings(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-def peer_warnings(paths: list[str]) -> list[str]:
+def npm_warnings(paths: list[str]) -> list[str]:
     """One line per settings file in which the npm claude-mem is hooked in."""
     warnings = []
     for path, settings in _readable_settings(paths):
-        found = peer_hooks(settings)
+        found = npm_hooks(settings)
         if found:
-            disable = f"`claude plugin disable {PEER_PLUGIN}`" if any(PEER_PLUGIN in f for f in found) else "removing its hooks"
+            disable = f"`claude plugin disable {NPM_PLUGIN}`" if any(NPM_PLUGIN in f for f in found) else "removing its hooks"
             warnings.append(f"the npm claude-mem (thedotmack/claude-mem) is also installed ({' and '.join(found)} in {path}):"
                             f" running both doubles the work, two observers and their model calls for every session;"
                             f" {disable} stops it (claude-mem never changes another tool's settings)")
@@ -361,8 +359,8 @@ def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
     """(content, existed). Refuses anything but a JSON object: rewriting a file we could not
     parse would lose what is in it."""
     try:
-        return _read_json_object(path)
-    except SettingsError as exc:
+        return jsonfile.read_json_object(path)
+    except jsonfile.JSONFileError as exc:
         raise InstallError(f"{exc}; nothing was changed, fix the file and run again") from None
 
 
@@ -374,31 +372,6 @@ def backup_path(path: str) -> str:
         n += 1
         candidate = f"{path}.bak-{stamp}-{n}"
     return candidate
-
-
-def write_json_atomic(path: str, data: dict[str, Any], *, default_mode: int = 0o644) -> None:
-    """Write through a temp file and rename, keeping the old file's permissions. A symlinked
-    settings file (dotfile managers) is written at its target, so the link survives."""
-    real = os.path.realpath(path)
-    os.makedirs(os.path.dirname(real), exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mode = default_mode
-    tmp = f"{real}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # --- the two operations ----------------------------------------------------------------------------
@@ -418,7 +391,7 @@ def install(project: str | None = None, *, dry_run: bool = False, base: list[str
     ]
     # Plugins enabled for the user run in every project too.
     scopes = [settings_path, target_paths(None)[0]]
-    warnings = peer_warnings(scopes) + plugin_warnings(scopes)
+    warnings = npm_warnings(scopes) + plugin_warnings(scopes)
     return Result("install", "project" if project else "user", dry_run, shlex.join(base), files, warnings)
 
 
@@ -444,7 +417,9 @@ def _apply(path: str, existed: bool, data: dict[str, Any], changes: list[Change]
     if existed:
         result.backup = backup_path(path)
         shutil.copy2(os.path.realpath(path), result.backup)  # copy2 keeps the mode: .claude.json holds secrets
-    # ~/.claude.json holds account data and tokens: a new one is private to its owner.
-    write_json_atomic(path, data, default_mode=0o600 if private else 0o644)
+    # ~/.claude.json holds account data and tokens: a new one is private to its owner. A file
+    # that was there keeps its permissions; a symlinked one (dotfile managers) its link.
+    os.makedirs(os.path.dirname(os.path.realpath(path)), exist_ok=True)
+    jsonfile.write_json_atomic(path, data, mode=0o600 if private else 0o644, keep_mode=True, indent=2)
     result.written = True
     return result

@@ -13,7 +13,7 @@ hooks, so the hook payloads are rebuilt from it:
   Stop                when a prompt's turn ends (before the next prompt, or at the end), with
                       the turn's last assistant text as last_assistant_message
   SubagentStop        at the end of each subagent transcript (not routed to a claude-mem hook:
-                      the plugin does not register it; see HOOK_COMMANDS)
+                      the plugin does not register it; see hook_table.py)
 
 User lines that are NOT prompts, and why:
   - tool results (the user role carries them; they become PostToolUse above)
@@ -56,11 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from claude_mem.entry import HOOK_REGISTRATIONS
-
-# Which claude-mem hook command each Claude Code event goes to: the registered ones
-# (entry.HOOK_REGISTRATIONS). Events not listed are not sent.
-HOOK_COMMANDS: dict[str, str] = {event: command for event, command, _ in HOOK_REGISTRATIONS}
+from claude_mem.hook_table import COMMAND_FOR_EVENT
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
@@ -90,13 +86,13 @@ class HookEvent:
     def event(self) -> str:
         return str(self.payload.get("hook_event_name", ""))
 
-    def command(self, commands: Mapping[str, str] = HOOK_COMMANDS) -> str | None:
+    def command(self, commands: Mapping[str, str] = COMMAND_FOR_EVENT) -> str | None:
         return commands.get(self.event)
 
 
 @dataclass
 class HookResult:
-    event: HookEvent
+    event: HookEvent | None  # what was played, when it came from a transcript or a script
     command: str
     returncode: int
     stdout: str
@@ -257,11 +253,33 @@ def transcript_events(path: str | os.PathLike[str], *, session_id: str | None = 
     path = Path(path)
     lines = read_jsonl(path)
     found_session = next((ln["sessionId"] for ln in lines if isinstance(ln.get("sessionId"), str)), None)
-    sid = session_id or found_session or path.stem
     first_cwd = next((ln["cwd"] for ln in lines if isinstance(ln.get("cwd"), str)), None) or ""
-    base: dict[str, Any] = {"session_id": sid, "transcript_path": str(path.resolve()), "cwd": first_cwd,
-                            "permission_mode": "default"}
+    base: dict[str, Any] = {"session_id": session_id or found_session or path.stem, "transcript_path": str(path.resolve()),
+                            "cwd": first_cwd, "permission_mode": "default"}
+    events, agent_types = _main_events(path, lines, base)
+    if not include_subagents:
+        return events
+    main_base = {k: v for k, v in base.items() if k not in ("prompt_id",)}
+    streams = [_subagent_events(agent_path, main_base, agent_types) for agent_path in subagent_transcripts(path)]
+    if not streams:
+        return events
+    # Each stream keeps its own order; the merge interleaves them by time. SessionStart stays
+    # first because nothing happens before it.
+    merged = [events[0], *heapq.merge(events[1:], *streams, key=lambda e: e.timestamp)]
+    # A subagent works inside the main thread's current prompt: its events carry that prompt's
+    # id and the permission mode the main thread was in.
+    current: dict[str, Any] = {}
+    for event in merged:
+        if "agent_id" not in event.payload:
+            current = {k: event.payload[k] for k in ("prompt_id", "permission_mode") if k in event.payload}
+        else:
+            event.payload.update(current)
+    return merged
 
+
+def _main_events(path: Path, lines: list[dict[str, Any]], base: dict[str, Any]) -> tuple[list[HookEvent], dict[str, str]]:
+    """The main transcript's events (SessionStart, prompts, tool calls, Stop), and the subagent
+    type of each agent a Task call started. `base` follows the transcript's cwd and mode."""
     events: list[HookEvent] = [HookEvent({**base, "hook_event_name": "SessionStart", "source": "startup"},
                                          lines[0].get("timestamp", "") if lines else "", f"{path.name}:1")]
     turn: dict[str, Any] = {"open": False, "interrupted": False, "last_text": None, "timestamp": "", "line": 0}
@@ -311,63 +329,32 @@ def transcript_events(path: str | os.PathLike[str], *, session_id: str | None = 
     parsed = _tool_events(lines, base, name=path.name, agent_id=None, on_line=on_line)
     events.extend(parsed.events)
     events.extend(close_turn())
-    if not include_subagents:
-        return events
+    return events, parsed.agent_types
 
-    main_base = {k: v for k, v in base.items() if k not in ("prompt_id",)}
-    streams: list[list[HookEvent]] = [events]
-    for agent_path in subagent_transcripts(path):
-        agent_lines = read_jsonl(agent_path)
-        agent_id = next((ln["agentId"] for ln in agent_lines if isinstance(ln.get("agentId"), str)),
-                        agent_path.stem.removeprefix("agent-"))
-        sub_base = {**main_base, "cwd": next((ln["cwd"] for ln in agent_lines if isinstance(ln.get("cwd"), str)), main_base["cwd"])}
-        name = f"{agent_path.parent.parent.name}/subagents/{agent_path.name}"
-        sub = _tool_events(agent_lines, sub_base, name=name, agent_id=agent_id)
-        agent_type = parsed.agent_types.get(agent_id)
-        stop = {**sub_base, "hook_event_name": "SubagentStop", "stop_hook_active": False, "agent_id": agent_id,
-                "agent_transcript_path": str(agent_path.resolve())}
-        if sub.last_text is not None:
-            stop["last_assistant_message"] = sub.last_text
-        last = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
-        sub.events.append(HookEvent(stop, last.get("timestamp", ""), f"{name}:{last['_line']}"))
-        if agent_type:
-            for event in sub.events:
-                event.payload["agent_type"] = agent_type
-        streams.append(sub.events)
-    if len(streams) == 1:
-        return events
-    # Each stream keeps its own order; the merge interleaves them by time. SessionStart stays
-    # first because nothing happens before it.
-    merged = [events[0], *heapq.merge(events[1:], *streams[1:], key=lambda e: e.timestamp)]
-    # A subagent works inside the main thread's current prompt: its events carry that prompt's
-    # id and the permission mode the main thread was in.
-    current: dict[str, Any] = {}
-    for event in merged:
-        if "agent_id" not in event.payload:
-            current = {k: event.payload[k] for k in ("prompt_id", "permission_mode") if k in event.payload}
-        else:
-            event.payload.update(current)
-    return merged
+
+def _subagent_events(agent_path: Path, main_base: dict[str, Any], agent_types: dict[str, str]) -> list[HookEvent]:
+    """One subagent transcript's tool calls and its SubagentStop, in its own order."""
+    agent_lines = read_jsonl(agent_path)
+    agent_id = next((ln["agentId"] for ln in agent_lines if isinstance(ln.get("agentId"), str)),
+                    agent_path.stem.removeprefix("agent-"))
+    sub_base = {**main_base, "cwd": next((ln["cwd"] for ln in agent_lines if isinstance(ln.get("cwd"), str)), main_base["cwd"])}
+    name = f"{agent_path.parent.parent.name}/subagents/{agent_path.name}"
+    sub = _tool_events(agent_lines, sub_base, name=name, agent_id=agent_id)
+    agent_type = agent_types.get(agent_id)
+    stop = {**sub_base, "hook_event_name": "SubagentStop", "stop_hook_active": False, "agent_id": agent_id,
+            "agent_transcript_path": str(agent_path.resolve())}
+    if sub.last_text is not None:
+        stop["last_assistant_message"] = sub.last_text
+    last = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
+    sub.events.append(HookEvent(stop, last.get("timestamp", ""), f"{name}:{last['_line']}"))
+    if agent_type:
+        for event in sub.events:
+            event.payload["agent_type"] = agent_type
+    return sub.events
 
 
 def transcript_payloads(path: str | os.PathLike[str], **kwargs: Any) -> list[dict[str, Any]]:
     return [e.payload for e in transcript_events(path, **kwargs)]
-
-
-def store_in_process(config: Any, conn: Any, payloads: Iterable[dict[str, Any]]) -> int:
-    """Store payloads the way the hook commands do (same sanitising, same rows) without a
-    process per event: for benchmarks that need a filled queue fast. Returns rows stored."""
-    from claude_mem import hooks
-    from claude_mem.store.records import apply_event
-
-    stored = 0
-    for payload in payloads:
-        make = hooks.SANITIZE.get(HOOK_COMMANDS.get(payload.get("hook_event_name", ""), ""))
-        record = make(config, payload) if make else None
-        if record is not None:
-            apply_event(conn, record)
-            stored += 1
-    return stored
 
 
 # --- playing them -----------------------------------------------------------------------------
@@ -420,24 +407,32 @@ def hook_argv() -> list[str]:
     return [sys.executable, "-m", "claude_mem"]
 
 
-def run_hook(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
-             commands: Mapping[str, str] = HOOK_COMMANDS, timeout: float = 60) -> HookResult:
-    """Run the hook command for one event as Claude Code does: a fresh process, JSON on stdin."""
-    command = event.command(commands)
-    if command is None:
-        raise ValueError(f"no claude-mem hook handles {event.event} events")
+def run_hook(command: str, payload: dict[str, Any] | str | bytes, *, env: Mapping[str, str] | None = None,
+             argv: Sequence[str] | None = None, timeout: float = 60, event: HookEvent | None = None) -> HookResult:
+    """Run one hook command as Claude Code does: a fresh process, the payload (JSON, or any bytes)
+    on stdin. `env` is the whole environment (None: this process's)."""
+    data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
     started = time.perf_counter()
-    proc = subprocess.run([*(argv or hook_argv()), command], input=json.dumps(event.payload).encode(),
-                          capture_output=True, timeout=timeout, env=dict(env) if env is not None else None)
+    proc = subprocess.run([*(argv or hook_argv()), command], input=data, capture_output=True, timeout=timeout,
+                          env=dict(env) if env is not None else None)
     return HookResult(event, command, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                       proc.stderr.decode("utf-8", "replace"), time.perf_counter() - started)
 
 
+def run_event(event: HookEvent, *, env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+              commands: Mapping[str, str] = COMMAND_FOR_EVENT, timeout: float = 60) -> HookResult:
+    """Run the hook command `commands` routes the event to."""
+    command = event.command(commands)
+    if command is None:
+        raise ValueError(f"no claude-mem hook handles {event.event} events")
+    return run_hook(command, event.payload, env=env, argv=argv, timeout=timeout, event=event)
+
+
 def play_subprocess(events: Iterable[HookEvent | dict[str, Any]], *, env: Mapping[str, str] | None = None,
                     concurrency: Concurrency = "none", max_workers: int = 8, executor: Executor | None = None,
-                    argv: Sequence[str] | None = None, commands: Mapping[str, str] = HOOK_COMMANDS,
+                    argv: Sequence[str] | None = None, commands: Mapping[str, str] = COMMAND_FOR_EVENT,
                     timeout: float = 60) -> list[HookResult]:
     """Send every event that a claude-mem hook handles through the real hook command."""
     routed = [e for e in as_events(events) if e.command(commands) is not None]
-    return play(routed, lambda e: run_hook(e, env=env, argv=argv, commands=commands, timeout=timeout),
+    return play(routed, lambda e: run_event(e, env=env, argv=argv, commands=commands, timeout=timeout),
                 concurrency=concurrency, max_workers=max_workers, executor=executor)

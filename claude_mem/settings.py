@@ -231,29 +231,20 @@ def data_dir_from_env() -> str:
     return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir()
 
 
-def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
-    """(content, existed) of a file that must hold a JSON object: ours (settings.json) and
-    Claude Code's (settings.json, .claude.json). Missing or empty is {}; anything else raises
-    SettingsError, one line naming the file: a file that could not be parsed is never rewritten."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return {}, False
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror}") from None
-    if not text.strip():
-        return {}, True
-    from claude_mem.payload import json_object
-
-    try:
-        return json_object(text), True
-    except ValueError as exc:
-        raise SettingsError(f"{path} is {exc}") from None
-
-
 def read_settings_file(path: str) -> dict[str, Any]:
-    return read_json_object(path)[0]
+    """settings.json's settings; SettingsError, one line naming the file, when it is not a JSON object."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return {}  # most data folders have none: no module to load for it on the hook path
+    except OSError:
+        pass  # read_json_object says why it cannot be read
+    from claude_mem.jsonfile import JSONFileError, read_json_object
+
+    try:
+        return read_json_object(path)[0]
+    except JSONFileError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:
@@ -309,13 +300,10 @@ def write_setting(config: Config, key: str, raw: str) -> Any:
     value = setting.parse(_coerce_cli_value(setting, raw))
     current = read_settings_file(config.settings_path)
     current[key] = value
+    from claude_mem.jsonfile import write_json_atomic
+
     config.ensure_dirs()
-    tmp = config.settings_path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(current, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, config.settings_path)
+    write_json_atomic(config.settings_path, current, indent=2, sort_keys=True)
     return value
 
 

@@ -39,8 +39,9 @@ def model_credentials() -> str | None:
 
 def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
+    from claude_mem.recall.chroma import IndexUnavailable
     from claude_mem.recall.embedders import choose, in_use
-    from claude_mem.recall.index import IndexUnavailable, readable_index
+    from claude_mem.recall.index import readable_index
 
     if not config.semantic_index:
         return {"state": "off"}
@@ -60,9 +61,9 @@ def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
 
 
 def sharing(config: Config, health: dict[str, Any] | None) -> dict[str, Any]:
-    """What this installation sends to a shared Chroma server (issue 16: sharing is said, not
-    implied): the server, the name teammates see, what was sent, what is kept local."""
-    from claude_mem.installation import clean_name, default_name
+    """What this installation sends to a shared Chroma server (sharing is said, not implied):
+    the server, the name teammates see, what was sent, what is kept local."""
+    from claude_mem.identity import clean_name, default_name
 
     url = (config.chroma_url or "").strip()
     out: dict[str, Any] = {"server": url or None, "name": clean_name(config.installation_name) or default_name(),
@@ -120,10 +121,10 @@ def waiting_for_slot(config: Config, conn: sqlite3.Connection, workers: list[dic
 def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = True, index: bool = True,
            outages: int = 5, service_timeout_s: float = 3.0) -> dict[str, Any]:
     """Everything `status` shows (`conn` None: no database yet). `revive` starts workers for
-    events no worker is left to take (issue 11: whoever asks may be what runs next); `index`
+    events no worker is left to take (whoever asks may be what runs next); `index`
     opens the semantic index to measure its drift (seconds on a cold start; the viewer skips it)."""
     from claude_mem.service import control
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": model_credentials(),

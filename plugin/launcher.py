@@ -69,7 +69,7 @@ class Plugin:
         return "current" if built > written else "stale"
 
     def building(self) -> bool:
-        from claude_mem.worker.spawn import lock_held
+        from claude_mem.processes import lock_held
 
         return lock_held(self.lock)
 
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         return check(plugin, state)
     if state == "stale":
         run_environment(plugin, argv)
-    from claude_mem.entry import HOOK_COMMANDS
+    from claude_mem.hook_table import HOOK_COMMANDS
 
     if command in HOOK_COMMANDS:
         return run_from_source(command)
@@ -192,7 +192,7 @@ def start_build(plugin: Plugin, *, retry: bool) -> None:
 
 
 def build(plugin: Plugin) -> int:
-    from claude_mem.worker.spawn import take_lock
+    from claude_mem.processes import take_lock
 
     try:
         fd = take_lock(plugin.lock, wait_s=0.5)  # past a hook's probe of it

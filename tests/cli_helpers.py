@@ -15,9 +15,8 @@ from typing import Any
 import psutil
 from click.testing import CliRunner, Result
 
-import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import settings
-from claude_mem.cli import cli
+from claude_mem.cli.app import cli
 from claude_mem.worker import spawn
 
 

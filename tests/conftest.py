@@ -97,20 +97,6 @@ def live_worker(stored: Stored) -> Iterator[str]:
         yield session_id
 
 
-def run_hook(command: str, payload: dict | str | bytes, *, env: dict[str, str] | None = None,
-             timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Run one hook command as Claude Code does: a fresh process, JSON on stdin."""
-    if isinstance(payload, dict):
-        data = json.dumps(payload).encode()
-    elif isinstance(payload, str):
-        data = payload.encode()
-    else:
-        data = payload
-    proc = subprocess.run([sys.executable, "-m", "claude_mem", command], input=data, capture_output=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode(errors="replace"))
-
-
 def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
     """Run `claude-mem ARGS --json` in a subprocess and decode its output."""
     proc = subprocess.run([sys.executable, "-m", "claude_mem", *args, "--json"], capture_output=True, text=True,

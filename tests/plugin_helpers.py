@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from claude_mem.worker.spawn import lock_held
+from claude_mem.processes import lock_held
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import hooks
-from claude_mem.cli import cli
+from claude_mem.cli.app import cli
 from tests.cli_helpers import invoke_json
 from tests.conftest import cli_json
 

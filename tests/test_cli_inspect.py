@@ -325,7 +325,7 @@ def test_colour_on_a_terminal_and_never_with_no_color(stored: Stored) -> None:
 def all_commands() -> list[tuple[str, ...]]:
     import click
 
-    from claude_mem.cli import cli
+    from claude_mem.cli.app import cli
 
     found: list[tuple[str, ...]] = []
     for name, command in sorted(cli.commands.items()):

@@ -14,8 +14,7 @@ import tempfile
 import click
 import pytest
 
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
+from claude_mem.cli.app import cli
 from claude_mem.settings import SETTINGS
 from tests.conftest import ROOT
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from claude_mem.demo import scripted_session
+from claude_mem.replay import run_hook
 from tests.cli_helpers import invoke_json
-from tests.conftest import run_hook
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.hardening.support import our_processes, wait_until
 from tests.test_e2e_worker_cli import observer_reply

@@ -15,7 +15,7 @@ from claude_mem import settings
 from claude_mem.recall.embedders import CHOICE_FILE, choose, in_use, store_share
 from claude_mem.service import client
 from claude_mem.service.control import stop_service
-from claude_mem.store.cjk import written_in_cjk
+from claude_mem.text.cjk import written_in_cjk
 from tests.cli_helpers import invoke
 from tests.test_push import Memory
 

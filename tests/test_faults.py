@@ -29,9 +29,10 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.demo import scripted_session
-from claude_mem.replay import play_subprocess, store_in_process
+from claude_mem.hooks import store_in_process
+from claude_mem.processes.census import OBSERVER_ENV
+from claude_mem.replay import play_subprocess
 from claude_mem.store.db import connect
-from claude_mem.worker.observer import OBSERVER_ENV
 from tests.fakes.messages_api import ApiError, ApiRequest, FakeMessagesAPI
 from tests.hardening.support import leftover_processes, record, rows, wait_until
 from tests.test_e2e_worker_cli import observer_reply

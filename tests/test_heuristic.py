@@ -19,8 +19,8 @@ from bench.heuristic_titles import is_generic, measure, names_something, subject
 from claude_mem.demo import CALC_BUGGY, PYTEST_FAILED
 from claude_mem.replay import find_transcripts
 from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.worker.events import Event
 from claude_mem.worker.heuristic import observe, summarize
-from claude_mem.worker.render import Event
 from tests.conftest import TRANSCRIPTS
 
 CWD = "/home/dev/calc"

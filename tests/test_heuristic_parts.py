@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from claude_mem.demo import PYTEST_FAILED
-from claude_mem.worker.heuristic import commands, edits, outputs
+from claude_mem.text.shorten import clip
+from claude_mem.worker.heuristic import bash, edits, outputs
 
 CWD = "/home/dev/calc"
 
@@ -23,34 +24,34 @@ CWD = "/home/dev/calc"
     ('python -c "\nimport x\nprint(1)"', 'python -c "…"', "other"),
 ])
 def test_a_command_as_a_person_names_it_and_its_kind(command: str, shown: str, kind: str) -> None:
-    assert commands.display(command, CWD) == shown
-    assert commands.kind(command) == kind
+    assert bash.display(command, CWD) == shown
+    assert bash.kind(command) == kind
 
 
 def test_what_a_command_gives_away() -> None:
     install = 'uv pip install requests "httpx>=0.27" -r req.txt --index-url http://mirror -e .'
-    assert commands.packages(install) == ["requests", "httpx>=0.27", "packages from req.txt"]
-    assert commands.install_tool(install) == "uv pip install"
-    assert commands.packages("pip install -e .") is None and commands.kind("pip install -e .") != "install"
-    assert commands.commit_message("git commit -m \"$(cat <<'EOF'\nFix the parser\n\nbody\nEOF\n)\"") == "Fix the parser"
-    assert commands.commit_message("git commit --message='One line'") == "One line"
-    assert commands.commit_message("git commit") == ""
-    assert commands.port("uvicorn app:app --port 8001") == "8001" and commands.port("make") == ""
+    assert bash.packages(install) == ["requests", "httpx>=0.27", "packages from req.txt"]
+    assert bash.install_tool(install) == "uv pip install"
+    assert bash.packages("pip install -e .") is None and bash.kind("pip install -e .") != "install"
+    assert bash.commit_message("git commit -m \"$(cat <<'EOF'\nFix the parser\n\nbody\nEOF\n)\"") == "Fix the parser"
+    assert bash.commit_message("git commit --message='One line'") == "One line"
+    assert bash.commit_message("git commit") == ""
+    assert bash.port("uvicorn app:app --port 8001") == "8001" and bash.port("make") == ""
     # A background command is a server unless it is a test run.
-    assert commands.kind("python app.py", {"run_in_background": True}) == "server"
-    assert commands.kind("pytest -x", {"run_in_background": True}) == "test"
-    assert commands.is_script('python -c "\nprint(1)"') and not commands.is_script("python -c 'print(1)'")
+    assert bash.kind("python app.py", {"run_in_background": True}) == "server"
+    assert bash.kind("pytest -x", {"run_in_background": True}) == "test"
+    assert bash.is_script('python -c "\nprint(1)"') and not bash.is_script("python -c 'print(1)'")
 
 
 def test_two_runs_are_the_same_check_when_tool_and_targets_match() -> None:
-    assert commands.check_key("pytest -x tests/test_calc.py") == commands.check_key("cd x && pytest tests/test_calc.py")
-    assert commands.check_key("pytest tests/a.py") != commands.check_key("pytest tests/b.py")
-    assert commands.check_key("ruff check . && make build") == "make build"
+    assert bash.check_key("pytest -x tests/test_calc.py") == bash.check_key("cd x && pytest tests/test_calc.py")
+    assert bash.check_key("pytest tests/a.py") != bash.check_key("pytest tests/b.py")
+    assert bash.check_key("ruff check . && make build") == "make build"
 
 
 def test_clip_cuts_at_a_word_with_an_ellipsis() -> None:
-    assert commands.clip("short  text", 40) == "short text"
-    cut = commands.clip("word " * 30, 40)
+    assert clip("short  text", 40) == "short text"
+    cut = clip("word " * 30, 40)
     assert len(cut) <= 40 and cut.endswith("word…")
 
 

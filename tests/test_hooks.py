@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from claude_mem import hooks, settings
+from claude_mem.replay import run_hook
 from claude_mem.service import client as service_client
 from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
-from tests.conftest import run_hook
 from tests.hardening.support import wait_until
 
 QUIET = {"continue": True, "suppressOutput": True}
@@ -374,7 +374,7 @@ def test_locked_database(data_dir: Path, project: Path) -> None:
     holder.execute("BEGIN IMMEDIATE")
     try:
         started = time.monotonic()
-        proc = run_hook("save", tool(project, "toolu_kept"), env={"CLAUDE_MEM_HOOK_BUSY_MS": "200"})
+        proc = run_hook("save", tool(project, "toolu_kept"), env={**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "200"})
         assert time.monotonic() - started < 5
     finally:
         holder.execute("ROLLBACK")
@@ -386,7 +386,7 @@ def test_spooled_events_keep_their_order_and_prompt(data_dir: Path, project: Pat
     seed(data_dir, project)
     holder = sqlite3.connect(data_dir / "claude-mem.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    env = {"CLAUDE_MEM_HOOK_BUSY_MS": "100"}
+    env = {**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "100"}
     try:
         for command, payload in [("save", tool(project, "toolu_a")), ("summary", stop(project)),
                                  ("new", prompt(project, "second")), ("save", tool(project, "toolu_b"))]:
@@ -546,7 +546,7 @@ def test_a_live_worker_is_not_started_twice(data_dir: Path, project: Path) -> No
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert spawn.worker_alive(str(workers), SESSION) is True
         assert spawn.ensure_worker(str(data_dir), str(workers), str(data_dir / "logs"), SESSION) is None
-        proc = run_hook("new", prompt(project, "go"), env={"CLAUDE_MEM_WORKER_AUTOSTART": "1"})
+        proc = run_hook("new", prompt(project, "go"), env={**os.environ, "CLAUDE_MEM_WORKER_AUTOSTART": "1"})
         assert proc.returncode == 0 and proc.stderr == ""
         assert not list((data_dir / "logs").glob("worker-*.log"))  # nothing was spawned
     finally:
@@ -559,7 +559,7 @@ def test_new_starts_a_worker(data_dir: Path, project: Path) -> None:
     # The worker, not the index: no memory service loading a model that teardown must then stop.
     env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "0.5",
            "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
-    proc = run_hook("new", prompt(project, "go"), env=env)
+    proc = run_hook("new", prompt(project, "go"), env={**os.environ, **env})
     assert proc.returncode == 0 and proc.stderr == ""
     workers = str(data_dir / "workers")
     deadline = time.monotonic() + 30
@@ -579,16 +579,18 @@ HEAVY = ("chromadb", "claude_agent_sdk", "lxml", "mcp", "click", "psutil", "plat
 # Standard-library modules the hook path avoids on purpose: ~12 ms of start-up between them
 # (bench/hooks.py). Measured sys.modules of a bare `python -c` does not hold them either.
 SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
-# Our modules a hook may load: the hook path, the store, the injected-context room (push/),
-# worker start-up, and the memory service's stdlib client (the prompt push asks it first).
-HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hooks", "claude_mem.payload", "claude_mem.project",
-             "claude_mem.settings", "claude_mem.logs", "claude_mem.resources", "claude_mem.store", "claude_mem.push",
-             "claude_mem.worker", "claude_mem.worker.spawn", "claude_mem.worker.stranded", "claude_mem.service",
-             "claude_mem.service.client", "claude_mem.service.protocol")
+# Our modules a hook may load: the hook path, the store, the injected-context room (push/), the
+# ground it stands on (text/, the locks, detaching), worker start-up, and the memory service's
+# stdlib client (the prompt push asks it first).
+HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hook_table", "claude_mem.jsonfile", "claude_mem.hooks",
+             "claude_mem.payload", "claude_mem.project", "claude_mem.settings", "claude_mem.logs", "claude_mem.resources",
+             "claude_mem.store", "claude_mem.push", "claude_mem.text", "claude_mem.worker", "claude_mem.worker.spawn",
+             "claude_mem.worker.stranded", "claude_mem.service", "claude_mem.service.client", "claude_mem.service.protocol",
+             "claude_mem.processes")
 
 
 def on_hook_path(module: str) -> bool:
-    return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push."))
+    return module in HOOK_PATH or module.startswith(("claude_mem.store.", "claude_mem.push.", "claude_mem.text."))
 
 
 @pytest.mark.parametrize("command", ["context", "context-service", "new", "pre", "pre-bash", "save", "summary"])

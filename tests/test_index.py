@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.installation import Installation
+from claude_mem.identity import Installation
 from claude_mem.recall import chroma
+from claude_mem.recall.chroma import IndexUnavailable
 from claude_mem.recall.documents import document_texts, split_doc_id
-from claude_mem.recall.index import FACT_PROBE, Index, IndexUnavailable
+from claude_mem.recall.index import FACT_PROBE, Index
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply

@@ -14,14 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 from claude_mem import registration
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers install/uninstall)
-from claude_mem.entry import HOOK_COMMANDS
-from claude_mem.hooks import HOOK_EVENTS
+from claude_mem.cli.app import cli
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_EVENTS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER
 from tests.conftest import cli_json
 
 VENV_CLAUDE_MEM = os.path.join(os.path.dirname(sys.executable), "claude-mem")
-OURS = [(event, sub) for event, sub, _ in registration.HOOK_REGISTRATIONS]
+OURS = [(event, sub) for event, sub, _ in HOOK_REGISTRATIONS]
 
 
 @pytest.fixture
@@ -85,7 +83,7 @@ def test_install_into_empty_config_registers_every_hook_and_the_mcp_server(claud
     assert sorted((e, s) for e, s, _, _ in found) == sorted(OURS)
     for event, sub, matcher, entry in found:
         assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} {sub}", "timeout": registration.HOOK_TIMEOUT_S}
-        assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": registration.PRE_TOOL_MATCHER}.get(event)
+        assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": PRE_TOOL_MATCHER}.get(event)
         assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # install and the dispatcher agree
     assert load(claude_home["mcp"]) == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
     assert "+ SessionStart" in out and "mcpServers.claude-mem" in out
@@ -123,7 +121,7 @@ def test_install_keeps_existing_settings_hooks_and_servers(claude_home):
     for event, groups in EXISTING_SETTINGS["hooks"].items():
         assert settings["hooks"][event][: len(groups)] == groups
     # Ours joins the user's PreToolUse guard in a group of its own, after it.
-    assert [(s, m) for e, s, m, _ in our_hooks(settings) if e == "PreToolUse"] == [("pre", registration.PRE_TOOL_MATCHER)]
+    assert [(s, m) for e, s, m, _ in our_hooks(settings) if e == "PreToolUse"] == [("pre", PRE_TOOL_MATCHER)]
     assert len(settings["hooks"]["PreToolUse"]) == 2
     assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
 
@@ -288,7 +286,7 @@ def test_dry_run_shows_changes_and_writes_nothing(claude_home):
     code, out, _ = run("install", "--dry-run", "--json")
     summary = json.loads(out)
     assert summary["dry_run"] is True and summary["changed"] is True
-    assert [len(f["changes"]) for f in summary["files"]] == [len(registration.HOOK_REGISTRATIONS), 1]
+    assert [len(f["changes"]) for f in summary["files"]] == [len(HOOK_REGISTRATIONS), 1]
     assert sorted(claude_home["config"].iterdir()) == []
 
 

@@ -22,6 +22,7 @@ from claude_mem.store import links
 from claude_mem.store.db import connect, migrations, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
+from claude_mem.text.clock import local_day
 from tests.cli_helpers import invoke, invoke_json
 from tests.test_push import Memory, ask, pre
 
@@ -168,9 +169,9 @@ def test_marks_are_kept_undone_by_a_person_and_never_remade_by_a_rule(conn: sqli
     assert links.current_heads(conn, [a]) == {a: [c]}
     assert links.repeats(conn, [c]) == {c: (2, T0 + DAY)}
     [ra, rb, rc] = links.annotate(conn, [{"id": a}, {"id": b}, {"id": c}])
-    assert ra["superseded_by"] == [f"obs:{b}"] and ra["mark"] == f"superseded by obs:{b}, {links.day(T0 + DAY)}"
+    assert ra["superseded_by"] == [f"obs:{b}"] and ra["mark"] == f"superseded by obs:{b}, {local_day(T0 + DAY)}"
     assert rb["mark"].endswith("(the same claim again)")
-    assert rc == {"id": c, "superseded_by": [], "mark": f"seen 2 times since {links.day(T0 + DAY)}"}
+    assert rc == {"id": c, "superseded_by": [], "mark": f"seen 2 times since {local_day(T0 + DAY)}"}
     with transaction(conn):
         assert links.undo(conn, a) == [b]
         assert not links.add(conn, a, b, "supersedes", "rule")  # a person took it back: rules leave it
@@ -233,7 +234,7 @@ def test_search_ranks_what_was_replaced_below_what_replaced_it(conn: sqlite3.Con
     assert "[superseded by obs:" in views.search_rows(conn, hits)[2]
     assert [h.id for h in search(conn, "LEDGER_DB_URL database url", mode="fts", type_="discovery").hits] == [old]
     record, _ = views.observation_records(conn, [old], 5000)
-    assert f"Note: superseded by obs:{new}, {links.day(T0 + 40 * DAY)}." in record
+    assert f"Note: superseded by obs:{new}, {local_day(T0 + 40 * DAY)}." in record
     items = views.session_items(conn, "observation", old)
     assert f"(superseded by obs:{new}" in "\n".join(views.timeline_lines(items, "observation", old, 5, 5))
     digest = build_digest(conn, "p")
@@ -315,8 +316,8 @@ def test_marks_apply_is_a_dry_run_unless_confirmed(conn: sqlite3.Connection) -> 
 # --- the observer says so ------------------------------------------------------------------------
 
 def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown_is_accepted(conn: sqlite3.Connection) -> None:
+    from claude_mem.worker.events import Event
     from claude_mem.worker.recalled import HEADER, Recalled
-    from claude_mem.worker.render import Event
 
     about_file = store(conn, "Server listens on port 8080", at=1, session="old", files_modified=["src/config.py"])
     about_words = store(conn, "Payment retries lowered to one attempt", "change", at=2, session="old")
@@ -333,8 +334,8 @@ def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown
     block = recalled.block([edit], "lower the payment retries and move the server port")
     lines = block.strip().splitlines()
     assert lines[0] == HEADER
-    assert lines[1:] == [f"obs:{about_words} {links.day(T0 + 2 * DAY)} Payment retries lowered to one attempt",
-                         f"obs:{about_file} {links.day(T0 + DAY)} Server listens on port 8080"]
+    assert lines[1:] == [f"obs:{about_words} {local_day(T0 + 2 * DAY)} Payment retries lowered to one attempt",
+                         f"obs:{about_file} {local_day(T0 + DAY)} Server listens on port 8080"]
     assert recalled.block([edit], "lower the payment retries and move the server port") == ""  # shown once per worker
     new = store(conn, "Server port moved to 8443", "change", at=9, session="now", files_modified=["src/config.py"])
     with transaction(conn):
@@ -395,7 +396,7 @@ def test_the_viewer_shows_marks_and_a_person_adds_and_undoes_them(conn: sqlite3.
         assert detail["observation"]["superseded_by"] == [f"obs:{new}"] and detail["observation"]["mark"].startswith("superseded by")
         assert [(m["old_id"], m["new_id"], m["author"], m["reason"]) for m in detail["marks"]] == [(old, new, "person", "cores now")]
         feed = {i["id"]: i for i in client.get("/api/feed").json()["items"] if i["kind"] == "observation"}
-        assert feed[old]["mark"] == f"superseded by obs:{new}, {links.day(T0 + 3 * DAY)}" and feed[new]["mark"] == ""
+        assert feed[old]["mark"] == f"superseded by obs:{new}, {local_day(T0 + 3 * DAY)}" and feed[new]["mark"] == ""
         hits = client.get("/api/search", params={"q": "uploads threads", "mode": "fts"}).json()["hits"]
         assert [(h["id"], bool(h["mark"])) for h in hits] == [(new, False), (old, True)]
         # Another site's page can neither send JSON without asking first nor pass as this page.

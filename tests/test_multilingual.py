@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem.push.terms import query_terms, word_count
 from claude_mem.recall import multilingual
 from claude_mem.recall.embedders import embedder_named, multilingual_installed
 from claude_mem.recall.hits import _snippet
@@ -17,8 +16,9 @@ from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.service import client
 from claude_mem.store import memories, records
-from claude_mem.store.cjk import spaced
 from claude_mem.store.db import connect, transaction
+from claude_mem.text.cjk import spaced
+from claude_mem.text.terms import query_terms, word_count
 from tests.conftest import cli_json
 from tests.test_migrations import copy_first_migrations
 from tests.test_push import Memory, ask, injections

@@ -20,8 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from claude_mem.processes.census import OBSERVER_ENV
 from claude_mem.worker.conversation import ObserverLike
-from claude_mem.worker.observer import OBSERVER_ENV, Observer, Reply
+from claude_mem.worker.observer import Observer, Reply
 from tests.fakes.fake_claude import write_wrapper
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_claude.py"

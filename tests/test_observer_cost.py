@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from claude_mem.demo import scripted_session
-from claude_mem.replay import play_subprocess, transcript_events
+from claude_mem.replay import play_subprocess, run_hook, transcript_events
 from claude_mem.store import budget
 from claude_mem.store.db import connect, transaction
 from tests.cli_helpers import invoke_json
-from tests.conftest import ROOT, run_hook
+from tests.conftest import ROOT
 from tests.hardening.support import our_processes, wait_until
 from tests.test_worker import fake_env, fake_log, run_worker
 

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers the commands)
-from claude_mem.store.db import PeerDatabaseError, connect, is_peer_database, peer_database_at
-from tests.conftest import run_hook
+from claude_mem.cli.app import cli
+from claude_mem.replay import run_hook
+from claude_mem.store.db import NpmDatabaseError, connect, is_npm_database, npm_database_at
 from tests.peer_db import file_digests, make_peer_db
 
 FIX = "set CLAUDE_MEM_DATA_DIR to another folder"
@@ -34,7 +33,7 @@ def _tables(path: Path) -> set[str]:
 
 def test_connect_refuses_the_peer_database_before_writing_anything(peer_in_data_dir: Path) -> None:
     before, tables = file_digests(peer_in_data_dir), _tables(peer_in_data_dir)
-    with pytest.raises(PeerDatabaseError) as caught:
+    with pytest.raises(NpmDatabaseError) as caught:
         connect(str(peer_in_data_dir))
     message = str(caught.value)
     assert "\n" not in message and "npm claude-mem" in message and FIX in message
@@ -45,13 +44,13 @@ def test_connect_refuses_the_peer_database_before_writing_anything(peer_in_data_
 
 def test_recognised_by_its_tables_not_its_name(tmp_path: Path, data_dir: Path) -> None:
     peer = make_peer_db(tmp_path / "anything.sqlite")
-    assert peer_database_at(str(peer))
+    assert npm_database_at(str(peer))
     ours = connect(str(tmp_path / "claude-mem.db"))
-    assert not is_peer_database(ours)
+    assert not is_npm_database(ours)
     ours.close()
-    assert not peer_database_at(str(tmp_path / "claude-mem.db"))
+    assert not npm_database_at(str(tmp_path / "claude-mem.db"))
     (tmp_path / "notes.txt").write_text("not a database")
-    assert not peer_database_at(str(tmp_path / "notes.txt")) and not peer_database_at(str(tmp_path / "missing.db"))
+    assert not npm_database_at(str(tmp_path / "notes.txt")) and not npm_database_at(str(tmp_path / "missing.db"))
 
 
 def test_every_hook_exits_0_with_one_line_naming_it_and_keeps_the_events(peer_in_data_dir: Path, data_dir: Path) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.store import peer as peer_mod
+from claude_mem.replay import run_hook
+from claude_mem.store import npm_import
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.records import ensure_session
 from tests.cli_helpers import invoke, invoke_json, one_error_line
-from tests.conftest import run_hook
 from tests.peer_db import PEER_COUNTS, file_digests, make_peer_db
 
 SECRETS = ("sk-ant-api03-", "hunter2-correct-horse", "4200 EUR", "12 Elm Street")
@@ -102,7 +102,7 @@ def test_projects_go_to_ours_of_the_same_folder_name_or_where_the_map_says(peer:
         ensure_session(ours, "mine-1", project="github.com/acme/webapp", cwd=None, transcript_path=None)
         ensure_session(ours, "mine-2", project="github.com/me/notes", cwd=None, transcript_path=None)
         ensure_session(ours, "mine-3", project="gitlab.com/me/notes", cwd=None, transcript_path=None)
-    imported = peer_mod.import_peer(ours, str(peer), project_map={"old-api": "legacy-api"})
+    imported = npm_import.import_npm(ours, str(peer), project_map={"old-api": "legacy-api"})
     plan = {name: (p.project, p.why) for name, p in imported.projects.items()}
     assert plan["webapp"] == ("github.com/acme/webapp", "the project here with that folder name")
     assert plan["webapp/webapp-payments"][0] == "github.com/acme/webapp"  # a worktree goes with its repository
@@ -117,12 +117,12 @@ def test_projects_go_to_ours_of_the_same_folder_name_or_where_the_map_says(peer:
 
 
 def test_types_are_mapped_to_the_closest_with_the_original_kept(peer: Path, ours: sqlite3.Connection) -> None:
-    peer_mod.import_peer(ours, str(peer))
+    npm_import.import_npm(ours, str(peer))
     rows = dict(ours.execute("SELECT title, type || '/' || coalesce(raw_type, '') FROM observations").fetchall())
     assert rows["Payment webhook accepts unsigned requests"] == "discovery/security_alert"
     assert rows["Customer export lives outside the repository"] == "discovery/sensitive"
     assert rows["Login crash fixed by serialising token refresh"] == "bugfix/"
-    assert [peer_mod.map_type(t) for t in ("refactor", "Bug-Fix", "conclusion", "case-holding", None)] == [
+    assert [npm_import.map_type(t) for t in ("refactor", "Bug-Fix", "conclusion", "case-holding", None)] == [
         ("refactor", None), ("bugfix", "Bug-Fix"), ("decision", "conclusion"), ("discovery", "case-holding"), ("discovery", None)]
 
 
@@ -152,7 +152,7 @@ def test_shapes_the_peer_can_hold_are_imported_or_skipped_with_their_reason(peer
     edit.execute(obs, ("blank-mem", None, "change", "Under a session without an id", "it cannot be filed"))
     edit.close()
 
-    imported = peer_mod.import_peer(ours, str(peer))
+    imported = npm_import.import_npm(ours, str(peer))
     reasons = {s.ref: s.reason for s in imported.skipped}
     old_summary = peer_rows(peer, "SELECT max(id) FROM session_summaries")[0][0]
     last_obs = peer_rows(peer, "SELECT max(id) FROM observations")[0][0]
@@ -175,21 +175,21 @@ def test_shapes_the_peer_can_hold_are_imported_or_skipped_with_their_reason(peer
 
 
 def test_dry_run_counts_and_stores_nothing(peer: Path, ours: sqlite3.Connection) -> None:
-    imported = peer_mod.import_peer(ours, str(peer), dry_run=True)
+    imported = npm_import.import_npm(ours, str(peer), dry_run=True)
     assert imported.result.added == PEER_COUNTS
     assert ours.execute("SELECT count(*) FROM observations").fetchone()[0] == 0
 
 
 def test_what_is_not_the_peers_database_is_refused_in_one_line(peer: Path, ours: sqlite3.Connection, data_dir: Path,
                                                                 tmp_path: Path) -> None:
-    with pytest.raises(peer_mod.PeerImportError, match="a database of this claude-mem"):
-        peer_mod.import_peer(ours, str(data_dir / "claude-mem.db"))
+    with pytest.raises(npm_import.NpmImportError, match="a database of this claude-mem"):
+        npm_import.import_npm(ours, str(data_dir / "claude-mem.db"))
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
-    with pytest.raises(peer_mod.PeerImportError, match="not the npm claude-mem"):
-        peer_mod.import_peer(ours, str(other))
-    with pytest.raises(peer_mod.PeerImportError, match="no project of that name.*its projects: notes, old-api, webapp"):
-        peer_mod.import_peer(ours, str(peer), project_map={"old-apii": "x"})
+    with pytest.raises(npm_import.NpmImportError, match="not the npm claude-mem"):
+        npm_import.import_npm(ours, str(other))
+    with pytest.raises(npm_import.NpmImportError, match="no project of that name.*its projects: notes, old-api, webapp"):
+        npm_import.import_npm(ours, str(peer), project_map={"old-apii": "x"})
     assert ours.execute("SELECT count(*) FROM sdk_sessions").fetchone()[0] == 0
 
 

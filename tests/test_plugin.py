@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import __version__, registration
-from claude_mem.entry import HOOK_REGISTRATIONS
-from claude_mem.hooks import HOOK_EVENTS
+from claude_mem.hook_table import HOOK_EVENTS, HOOK_REGISTRATIONS
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import cli_json
 from tests.plugin_helpers import BIN, LAUNCHER, ROOT, adopt_environment, builds, clone, launcher_env, run_launcher, wait_for_builds
@@ -81,7 +80,7 @@ def test_the_plugin_registers_the_hook_table_through_its_launcher() -> None:
                     continue
                 assert event in HOOK_EVENTS[sub]
                 registered.add((event, sub, group.get("matcher")))
-    # The one list (entry.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
+    # The one list (hook_table.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
     assert registered == set(HOOK_REGISTRATIONS)
     assert os.access(ROOT / LAUNCHER, os.X_OK)
 

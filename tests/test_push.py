@@ -17,14 +17,16 @@ import pytest
 from mcp import Client
 
 from claude_mem.mcp_server import build_server
-from claude_mem.push.commands import command_key, error_line
+from claude_mem.push.failures import error_line
+from claude_mem.replay import run_hook
 from claude_mem.service import client
 from claude_mem.service.control import stop_service
 from claude_mem.store import queue
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
-from tests.conftest import cli_json, run_hook
+from claude_mem.text.command_keys import command_key
+from tests.conftest import cli_json
 from tests.git_layout import git_checkout, git_worktree
 from tests.hardening.support import wait_until
 from tests.stores import config_for
@@ -39,7 +41,7 @@ def payload(event: str, cwd: Path, session: str, **fields: Any) -> dict[str, Any
 def hook(command: str, data: dict[str, Any], env: dict[str, str] | None = None) -> str | None:
     """The additionalContext the hook answered with, None for the quiet answer; it must exit 0
     without a word on stderr and never decide about permissions."""
-    proc = run_hook(command, data, env={**KEYWORDS_ONLY, **(env or {})})
+    proc = run_hook(command, data, env={**os.environ, **KEYWORDS_ONLY, **(env or {})})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     answer = json.loads(proc.stdout)
     if answer == {"continue": True, "suppressOutput": True}:
@@ -235,7 +237,7 @@ def test_session_start_starts_no_service_without_memory_to_search(data_dir: Path
     mem.obs("old", "shop", "Chose PostgreSQL over MongoDB for the orders service", "decision")
     mem.close()
     semantic = {"CLAUDE_MEM_SEMANTIC_INDEX": "1"}
-    quiet = run_hook("context", payload("SessionStart", empty, "e1", source="startup"), env=semantic)
+    quiet = run_hook("context", payload("SessionStart", empty, "e1", source="startup"), env={**os.environ, **semantic})
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
     assert hook("context", payload("SessionStart", shop, "s1", source="startup"), KEYWORDS_ONLY) is not None
     time.sleep(1.0)  # a spawned service takes its lock within milliseconds

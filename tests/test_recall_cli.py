@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import claude_mem.cli.commands  # noqa: F401  (registers the commands)
 from claude_mem import settings
 from claude_mem.recall.index import Index
 from claude_mem.store.db import connect

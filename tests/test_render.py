@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from claude_mem.worker.render import RESPONSE_BUDGET, Event, files_touched, fill, is_boring, render_batch, render_event
+from claude_mem.worker.events import Event, files_touched
+from claude_mem.worker.render import RESPONSE_BUDGET, fill, is_boring, render_batch, render_event
 
 CWD = "/home/dev/calc"
 EPOCH_MS = 1_700_000_000_000

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from claude_mem.hooks import HOOK_EVENTS, QUIET
+from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
+from claude_mem.hooks import QUIET, store_in_process
 from claude_mem.payload import matches_skip_list
 from claude_mem.replay import (
-    HOOK_COMMANDS,
     TOOL_EVENTS,
     HookEvent,
     HookResult,
@@ -31,7 +31,6 @@ from claude_mem.replay import (
     play_subprocess,
     read_jsonl,
     steps,
-    store_in_process,
     subagent_transcripts,
     transcript_events,
 )
@@ -234,7 +233,7 @@ def test_replay_skips_a_torn_last_line(tmp_path: Path) -> None:
 
 
 def test_hook_commands_match_the_plugin() -> None:
-    for event, command in HOOK_COMMANDS.items():
+    for event, command in COMMAND_FOR_EVENT.items():
         assert event in HOOK_EVENTS[command]
     hooks_json = ROOT / "hooks" / "hooks.json"
     assert hooks_json.is_file(), "the plugin (.claude-plugin/) registers its hooks in hooks/hooks.json"
@@ -243,7 +242,7 @@ def test_hook_commands_match_the_plugin() -> None:
         for event, groups in json.loads(hooks_json.read_text())["hooks"].items()
         for group in groups for entry in group["hooks"] if not entry["command"].endswith(" plugin-check")
     }
-    assert registered == HOOK_COMMANDS
+    assert registered == COMMAND_FOR_EVENT
 
 
 # --- the fixture through the hooks, always run ---------------------------------------------------------
@@ -338,7 +337,7 @@ def test_in_process_store_routes_events_as_the_hooks_do(data_dir: Path, monkeypa
 
 def test_subagent_stop_does_not_close_the_turn(data_dir: Path) -> None:
     events = transcript_events(FIXTURE)
-    check_hook_results(play_subprocess(events, env=hook_env(data_dir), commands={**HOOK_COMMANDS, "SubagentStop": "summary"}))
+    check_hook_results(play_subprocess(events, env=hook_env(data_dir), commands={**COMMAND_FOR_EVENT, "SubagentStop": "summary"}))
     finals = rows(data_dir / "claude-mem.db", "SELECT * FROM observation_queue WHERE kind = 'finalize' ORDER BY id")
     assert [f["prompt_number"] for f in finals] == [1, 2]
     assert "Fixed: config.py" in finals[0]["tool_response"]

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claude_mem.push.terms import fts_match, query_terms
 from claude_mem.recall import tuning
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.hits import Hit
@@ -22,6 +21,7 @@ from claude_mem.recall.search import SearchResult, search
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
+from claude_mem.text.terms import fts_match, query_terms
 
 DAY = 86_400_000
 T0 = int(time.mktime((2025, 3, 3, 12, 0, 0, 0, 0, -1)) * 1000)  # local noon, 3 March 2025

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.through_service import search_memory
 from claude_mem.service import client, control, protocol
+from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests import stores
@@ -187,7 +187,7 @@ def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_servic
 
 
 def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
-    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp_server, claude_mem.recall.through_service;"
+    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp_server, claude_mem.service.search;"
             "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

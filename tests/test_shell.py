@@ -1,5 +1,5 @@
-"""push/shell.py: one reading of a shell command line, shared by the pre hook's lookup key
-(push/commands.py) and the worker's heuristic titles (worker/heuristic/commands.py)."""
+"""text/shell.py: one reading of a shell command line, shared by the pre hook's lookup key
+(text/command_keys.py) and the worker's heuristic titles (worker/heuristic/bash.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_mem.push.commands import command_key
-from claude_mem.push.shell import OPERATOR, REDIRECT, WORD, commands, tokens
-from claude_mem.worker.heuristic import commands as heuristic
+from claude_mem.text.command_keys import command_key
+from claude_mem.text.shell import OPERATOR, REDIRECT, WORD, commands, tokens
+from claude_mem.worker.heuristic import bash as heuristic
 
 
 def ran(line: str) -> list[str]:
@@ -168,8 +168,8 @@ def test_a_200_kb_command_reads_in_linear_time(unit: str) -> None:
 
 
 def test_the_hook_reads_commands_with_nothing_but_the_language() -> None:
-    code = ("import sys\nimport json\nbefore = set(sys.modules)\nimport claude_mem.push.shell\nalone = set(sys.modules)\n"
-            "import claude_mem.push.commands\n"
+    code = ("import sys\nimport json\nbefore = set(sys.modules)\nimport claude_mem.text.shell\nalone = set(sys.modules)\n"
+            "import claude_mem.push.failures\n"
             "print(json.dumps([sorted(alone - before), sorted(set(sys.modules) - before)]))\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     alone, loaded = json.loads(run.stdout)

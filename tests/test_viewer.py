@@ -31,7 +31,8 @@ from claude_mem.store import injections, queue, records
 from claude_mem.store.db import connect, now_ms, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.viewer import data
-from claude_mem.viewer.app import STATIC_DIR, TOKEN_COOKIE, create_app
+from claude_mem.viewer.app import STATIC_DIR, create_app
+from claude_mem.viewer.guard import TOKEN_COOKIE
 from claude_mem.worker import spawn
 
 WEBSHOP = "github.com/acme/webshop"

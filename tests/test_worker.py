@@ -21,15 +21,15 @@ from claude_mem import settings
 from claude_mem.demo import scripted_session
 from claude_mem.recall.documents import document_texts
 from claude_mem.recall.index import Index
-from claude_mem.recall.through_service import search_memory
+from claude_mem.replay import run_hook
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service
+from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect
 
 # The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost
 # seconds of CPU that the workers under test wait for; tests/test_cli_capture.py runs it as a subprocess.
 from tests.cli_helpers import invoke_json
-from tests.conftest import run_hook
 from tests.hardening.support import kill_mid_work, model_env, our_processes, wait_until
 
 GOOD_XML = """Here is what I noticed.
@@ -390,7 +390,7 @@ def test_racing_hooks_start_exactly_one_worker(tmp_path: Path, data_dir: Path) -
     env = {"CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_WORKER_IDLE_S": "3",
            "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
     base = {"session_id": "sess-race", "cwd": str(project)}
-    assert run_hook("new", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"}, env=env).returncode == 0
+    assert run_hook("new", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"}, env={**os.environ, **env}).returncode == 0
     payloads = [{**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": f"echo {i}"},
                  "tool_response": {"stdout": str(i), "stderr": ""}, "tool_use_id": f"t{i}"} for i in range(12)]
     procs = [subprocess.Popen([sys.executable, "-m", "claude_mem", "save"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -1,107 +1,26 @@
-"""The `claude-mem` command line (click). Commands parse, call one core function, format."""
+"""The `claude-mem` command line (click). Commands parse, call one core function, format.
+
+  app.py       the group, and what the commands of one run share (settings, database, JSON)
+  format.py    tables, fields, colours          params.py  dates people type, usage errors, the index
+  progress.py  progress bars on a terminal
+  install.py   install, uninstall               status.py  status
+  recall.py    search, reindex, mcp             inspect.py sessions, show, observations, summaries, queue
+  manage.py    forget, prune, export, import, settings
+  npm_import.py  `import` of the npm claude-mem's database
+  marks.py     marks (apply, add, undo)         stats.py   stats
+  worker.py    worker, service, workers, retry, reprocess, doctor, demo
+  logs.py      logs                             viewer.py  viewer
+The hook commands (context, new, pre, save, summary) are dispatched by entry.py before click is
+imported; they are registered here too (app.py), for `--help`.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any
-
-import click
-
-from claude_mem import __version__
-from claude_mem import settings as settings_mod
-
-
-class AppContext:
-    """Lazily loaded configuration and database, shared by the commands of one run."""
-
-    def __init__(self) -> None:
-        self._config: settings_mod.Config | None = None
-        self._conn = None
-        self.refused: str | None = None  # why the database was refused, once said
-
-    @property
-    def config(self) -> settings_mod.Config:
-        if self._config is None:
-            try:
-                self._config = settings_mod.load(strict=True)
-            except settings_mod.SettingsError as exc:
-                raise click.ClickException(f"bad setting: {exc}") from None
-        return self._config
-
-    def db(self, create: bool = False):
-        """The migrated database; without `create`, a missing one is an error (exit 1)."""
-        if self._conn is None:
-            import os
-
-            from claude_mem.store.db import SchemaTooNewError, connect
-
-            config = self.config
-            if not create and not os.path.exists(config.db_path):
-                raise NotFound(f"no database at {config.db_path} yet (nothing captured; run `claude-mem install`)")
-            config.ensure_dirs()
-            try:
-                self._conn = connect(config.db_path)
-            except SchemaTooNewError as exc:
-                self.refused = str(exc)
-                raise click.ClickException(str(exc)) from None
-        return self._conn
-
-    def warn_if_peer_database(self) -> None:
-        """A command that never opened the database still says, in one line, when the data dir
-        holds the npm claude-mem's database instead of ours (the others said it as their error)."""
-        if self._conn is not None or self.refused is not None:
-            return
-        import os
-
-        from claude_mem.store.db import peer_database_at, peer_database_message
-
-        path = self._config.db_path if self._config else os.path.join(settings_mod.data_dir_from_env(), "claude-mem.db")
-        if peer_database_at(path):
-            click.echo(f"warning: {peer_database_message(path)}", err=True)
-
-
-class NotFound(click.ClickException):
-    exit_code = 1
-
-
-pass_app = click.make_pass_decorator(AppContext, ensure=True)
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="claude-mem")
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    """Persistent memory for Claude Code."""
-    app = ctx.ensure_object(AppContext)
-    ctx.call_on_close(app.warn_if_peer_database)
-
-
-def _hook_command(name: str, event: str) -> None:
-    @cli.command(name, help=f"Hook for Claude Code's {event} event (reads its JSON on stdin).")
-    def command() -> None:
-        from claude_mem.hooks import main as run_hook
-
-        sys.exit(run_hook(name))
-
-
-def _hook_commands() -> None:
-    from claude_mem.hooks import HOOK_EVENTS  # standard library only: cheap
-
-    for name, events in HOOK_EVENTS.items():
-        _hook_command(name, " / ".join(events))
-
-
-_hook_commands()
+from claude_mem.cli import inspect, install, logs, manage, marks, recall, stats, status, viewer, worker  # noqa: F401  (each registers its commands)
+from claude_mem.cli.app import cli
 
 
 def main(args: list[str]) -> int:
-    from claude_mem.cli import commands  # noqa: F401  (registers the commands)
-
     try:
         cli.main(args=args, prog_name="claude-mem", standalone_mode=True)
     except SystemExit as exc:

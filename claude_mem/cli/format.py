@@ -11,7 +11,6 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, TextIO
 
 import click
@@ -137,9 +136,3 @@ def human_bytes(n: int) -> str:
         size /= 1024
     raise AssertionError
 
-
-def local_time(epoch_ms: int | None) -> str:
-    """'2026-11-22 14:30' in local time: the zone people type dates in (see params.parse_when)."""
-    if epoch_ms is None:
-        return "-"
-    return datetime.fromtimestamp(epoch_ms / 1000).strftime("%Y-%m-%d %H:%M")

@@ -1,4 +1,4 @@
-"""Looking at what is stored: sessions, show, observations, summaries, the queue, logs."""
+"""Looking at what is stored: sessions, show, observations, summaries, the queue."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_fields, echo_table, heading, local_time, paint, status_colour
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_when
 from claude_mem.store import injections, links, outages, overview
 from claude_mem.store import queue as queue_mod
-from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import cut, parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
+from claude_mem.text.clock import local_stamp
+from claude_mem.text.shorten import cut
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
@@ -44,7 +45,7 @@ def sessions_list(app: AppContext, project: str | None, since: str | None, until
         [Column("SESSION"), Column("PROJECT"), Column("STATUS", colour=status_colour), Column("PROMPTS", ">"),
          Column("OBS", ">"), Column("SUMS", ">"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
         [(r["claude_session_id"], r["project"], r["status"], r["prompt_counter"], r["observations"], r["summaries"],
-          local_time(r["started_at_epoch"]), r["user_prompt"] or "") for r in rows],
+          local_stamp(r["started_at_epoch"]), r["user_prompt"] or "") for r in rows],
         empty="no sessions match" if (project or since or until) else "no sessions captured yet")
 
 
@@ -96,15 +97,13 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
     from claude_mem.cli.params import open_index
-    from claude_mem.recall import remote
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall import teammates
+    from claude_mem.recall.chroma import IndexUnavailable
+    from claude_mem.service.search import remote_record
 
     index = open_index(app.config, create=False)
-    if index is None or not index.url:
-        raise click.ClickException(f"{kind} {row_id}@{origin} is a teammate's memory, read from a shared Chroma server;"
-                                   " this installation has none (setting chroma_url)")
     try:
-        rec = remote.find_record(index, kind, row_id, origin)
+        rec = remote_record(app.config, kind, row_id, origin, index=index, in_process=True)
     except (IndexUnavailable, LookupError) as exc:
         raise click.ClickException(str(exc)) from None
     if rec is None:
@@ -112,7 +111,7 @@ def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: 
     if as_json:
         emit_json(rec)
         return
-    first, *rest = remote.record_lines(rec, local_time(rec["created_at_epoch"]))
+    first, *rest = teammates.record_lines(rec, local_stamp(rec["created_at_epoch"]))
     heading(first.removeprefix("## "))
     for line in rest:
         click.echo(line)
@@ -122,9 +121,9 @@ def _show_session(t: dict[str, Any]) -> None:
     s = t["session"]
     heading(f"session {s['claude_session_id']}")
     echo_fields([("project", s["project"]), ("status", paint(s["status"], status_colour(s["status"]))),
-                 ("started", local_time(s["started_at_epoch"])), ("last activity", local_time(s["updated_at_epoch"])),
+                 ("started", local_stamp(s["started_at_epoch"])), ("last activity", local_stamp(s["updated_at_epoch"])),
                  ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]),
-                 ("model outage", describe(t["outage"], local_time) if t.get("outage") else None)])
+                 ("model outage", describe(t["outage"], local_stamp) if t.get("outage") else None)])
     numbers = sorted({r["prompt_number"] for kind in ("prompts", "observations", "summaries") for r in t[kind]})
     if not numbers:
         click.echo("\n(nothing stored for this session yet)")
@@ -132,7 +131,7 @@ def _show_session(t: dict[str, Any]) -> None:
         click.echo()
         prompt = next((p for p in t["prompts"] if p["prompt_number"] == n), None)
         title = f"prompt #{n}" if n else "before the first prompt"
-        when = local_time(prompt["created_at_epoch"]) if prompt else ""
+        when = local_stamp(prompt["created_at_epoch"]) if prompt else ""
         heading(f"{title}  {paint(when, dim=True)}".rstrip())
         if prompt:
             click.echo(f"  > {cut(prompt['prompt_text'], 300)}")
@@ -150,7 +149,7 @@ def _show_session(t: dict[str, Any]) -> None:
         for i in t["injections"]:
             what = f"{i['kind']} {i['note']}".strip() if i["kind"] in ("file", "command") else i["kind"]
             refs = " ".join(i["refs"]) or "-"
-            click.echo(f"  {local_time(i['created_at_epoch'])}  {what:<28} ~{i['tokens']:>5} tokens  {refs}")
+            click.echo(f"  {local_stamp(i['created_at_epoch'])}  {what:<28} ~{i['tokens']:>5} tokens  {refs}")
 
 
 
@@ -166,7 +165,7 @@ def _show_observation(o: dict[str, Any]) -> None:
     echo_fields([("type", o["type"] + (f" (model said {o['raw_type']!r})" if o["raw_type"] else "")),
                  ("subtitle", o["subtitle"] or None), ("session", o["session_id"]), ("project", o["project"]),
                  ("prompt", f"#{o['prompt_number']}"), ("source", o["source"] + (f" ({o['model']})" if o["model"] else "")),
-                 ("created", local_time(o["created_at_epoch"])),
+                 ("created", local_stamp(o["created_at_epoch"])),
                  ("status", paint(o["mark"], "yellow") if o.get("mark") else "current")])
     if o["narrative"]:
         click.echo()
@@ -181,7 +180,7 @@ def _show_observation(o: dict[str, Any]) -> None:
 def _show_summary(m: dict[str, Any]) -> None:
     heading(f"sum:{m['id']}  summary of prompt #{m['prompt_number']}")
     echo_fields([("session", m["session_id"]), ("project", m["project"]),
-                 ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_time(m["created_at_epoch"]))])
+                 ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_stamp(m["created_at_epoch"]))])
     click.echo()
     echo_fields([(name.replace("_", " "), m[name] or None)
                  for name in SUMMARY_FIELDS])
@@ -191,7 +190,7 @@ def _show_summary(m: dict[str, Any]) -> None:
 
 def _show_prompt(p: dict[str, Any]) -> None:
     heading(f"prompt:{p['id']}  prompt #{p['prompt_number']} of {p['session_id']}")
-    echo_fields([("created", local_time(p["created_at_epoch"]))])
+    echo_fields([("created", local_stamp(p["created_at_epoch"]))])
     click.echo()
     click.echo(p["prompt_text"])
     if (p.get("reply_text") or "").strip():
@@ -236,7 +235,7 @@ def _no_match(what: str, *given: Any) -> str:
 def observations_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                       file: str | None, limit: int | None, as_json: bool, type_: str | None) -> None:
     """List stored observations, oldest first (`show ID` prints one in full)."""
-    from claude_mem.store.memories import list_observations
+    from claude_mem.store.reads import list_observations
 
     conn = app.db()
     rows = links.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
@@ -246,7 +245,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
         emit_json(rows)
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
-               [(o["id"], local_time(o["created_at_epoch"]), o["type"], o["source"], o["project"],
+               [(o["id"], local_stamp(o["created_at_epoch"]), o["type"], o["source"], o["project"],
                  o["title"] + (f" [{o['mark']}]" if o["mark"] else "")) for o in rows],
                empty=_no_match("observations", session_id, project, since, until, file, type_))
 
@@ -257,7 +256,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
 def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                    file: str | None, limit: int | None, as_json: bool) -> None:
     """List per-turn session summaries, oldest first (`show sum:ID` prints one in full)."""
-    from claude_mem.store.memories import list_summaries
+    from claude_mem.store.reads import list_summaries
 
     conn = app.db()
     rows = list_summaries(conn, **_filters(conn, session_id, project, since, until, file, limit))
@@ -268,7 +267,7 @@ def summaries_list(app: AppContext, session_id: str | None, project: str | None,
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("SESSION"), Column("#", ">"), Column("REQUEST", fit=True),
                 Column("COMPLETED", fit=True)],
-               [(s["id"], local_time(s["created_at_epoch"]), s["session_id"][:12], s["prompt_number"], s["request"],
+               [(s["id"], local_stamp(s["created_at_epoch"]), s["session_id"][:12], s["prompt_number"], s["request"],
                  s["completed"]) for s in rows],
                empty=_no_match("summaries", session_id, project, since, until, file))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from claude_mem import registration
-from claude_mem.cli import cli, emit_json
+from claude_mem.cli.app import cli, emit_json
 
 _project_option = click.option(
     "--project", "project", type=click.Path(exists=True, file_okay=False, resolve_path=True),

@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from claude_mem import settings as settings_mod
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, paint, plural
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import (
     UsageProblem,
@@ -25,6 +25,7 @@ from claude_mem.cli.params import (
 from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.reads import parse_ref
+from claude_mem.text.clock import local_stamp
 
 # --- forget and prune ----------------------------------------------------------------------------
 
@@ -43,7 +44,7 @@ def _describe(counts: dict[str, int]) -> str:
 
 
 def _live_sessions(app: AppContext) -> dict[str, int]:
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     return {w.session_id: w.pid for w in list_workers(app.config.workers_dir) if w.alive}
 
@@ -54,7 +55,7 @@ def _preview(conn: Any, planned: forget_mod.Plan, limit: int = 10) -> None:
             f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
             f" ({','.join('?' * len(planned.sessions[:limit]))}) ORDER BY started_at_epoch", planned.sessions[:limit]).fetchall()
         echo_table([Column("SESSION"), Column("PROJECT"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
-                   [(r[0], r[1], local_time(r[2]), r[3] or "") for r in rows])
+                   [(r[0], r[1], local_stamp(r[2]), r[3] or "") for r in rows])
         if len(planned.sessions) > limit:
             click.echo(f"... and {len(planned.sessions) - limit} more session(s)")
         return
@@ -251,11 +252,11 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     per project what was imported and what was skipped, and why.
     Importing the same file twice adds nothing the second time.
     """
-    from claude_mem.cli import peer as peer_cli
+    from claude_mem.cli import npm_import
 
-    peer_path = peer_cli.peer_database_path(file)
-    if peer_path is not None:
-        peer_cli.import_peer_database(app, peer_path, project_map, dry_run=dry_run, no_index=no_index, as_json=as_json)
+    npm_path = npm_import.npm_database_path(file)
+    if npm_path is not None:
+        npm_import.import_npm_database(app, npm_path, project_map, dry_run=dry_run, no_index=no_index, as_json=as_json)
         return
     if project_map:
         raise UsageProblem("--project-map applies to the npm claude-mem's database only; an export keeps its projects")

@@ -7,13 +7,14 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, local_time, paint, plural
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, paint, plural
 from claude_mem.cli.inspect import json_option
 from claude_mem.cli.params import UsageProblem
 from claude_mem.store import links
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref
+from claude_mem.text.clock import local_stamp
 
 
 def marks_counts(marks: list[Any]) -> dict[str, int]:
@@ -66,7 +67,7 @@ def marks(ctx: click.Context, project: str | None, undone: bool, limit: int, as_
     echo_table([Column("OLD"), Column("NEW"), Column("HOW"), Column("BY"), Column("MARKED"), Column("WHY", fit=True),
                 Column("OLD TITLE", fit=True)],
                [(f"obs:{r['old_id']}", f"obs:{r['new_id']}", r["relation"] + (" (undone)" if r["undone_at_epoch"] else ""),
-                 r["author"] + (f":{r['rule']}" if r["rule"] and r["author"] == "rule" else ""), local_time(r["created_at_epoch"]),
+                 r["author"] + (f":{r['rule']}" if r["rule"] and r["author"] == "rule" else ""), local_stamp(r["created_at_epoch"]),
                  r["reason"], r["old_title"]) for r in rows],
                empty="no marks: every observation is current")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from claude_mem.cli import AppContext
+    from claude_mem.cli.app import AppContext
     from claude_mem.recall.index import Index
     from claude_mem.settings import Config
 
@@ -73,7 +73,7 @@ def open_index(config: Config, *, create: bool, conn: Any = None) -> Index | Non
 
 def index_new_rows(config: Config, conn: Any, progress: Any = None) -> tuple[dict[str, int] | None, str | None]:
     """Add the rows the semantic index lacks (after an import): (counts indexed, why it could not)."""
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
 
     if not config.semantic_index:
         return None, None

@@ -13,12 +13,12 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, local_time, paint
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, paint
 from claude_mem.cli.params import UsageProblem, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
-from claude_mem.store.memories import OBSERVATION_TYPES
-from claude_mem.store.reads import ref
+from claude_mem.store.reads import OBSERVATION_TYPES, ref
+from claude_mem.text.clock import local_stamp
 
 REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
 PROGRESS_POLL_S = 0.3  # how often a command asks the memory service how far its work is
@@ -52,7 +52,7 @@ class _OneLineErrors(click.Command):
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
                    since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
     """Search observations, summaries and prompts by words and meaning."""
-    from claude_mem.recall.through_service import search_memory
+    from claude_mem.service.search import search_memory
 
     if not query.strip():
         raise UsageProblem("QUERY is empty: give some words to look for")
@@ -75,7 +75,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
             from claude_mem.recall.views import replaced_notes
 
             notes = replaced_notes(conn, result.hits)
-            rows = [(ref(h.kind, h.id, h.origin), local_time(h.created_at_epoch), h.type or h.kind,
+            rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
                      (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
@@ -103,7 +103,7 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
 
     On a terminal a bar shows how far it is. Ctrl-C keeps what is rebuilt; running it again goes
     on from there."""
-    from claude_mem.recall.index import IndexUnavailable
+    from claude_mem.recall.chroma import IndexUnavailable
     from claude_mem.service import client
 
     config = app.config

@@ -6,12 +6,13 @@ from typing import Any
 
 import click
 
-from claude_mem.cli import AppContext, cli, emit_json, pass_app
-from claude_mem.cli.format import Column, echo_table, heading, local_time, paint
+from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
+from claude_mem.cli.format import Column, echo_table, heading, paint
 from claude_mem.cli.inspect import json_option, require_session
 from claude_mem.cli.params import parse_when
 from claude_mem.store import budget, costs
 from claude_mem.store.injections import KINDS
+from claude_mem.text.clock import local_stamp
 
 KIND_HEADERS = {"digest": "DIGEST", "prompt": "PROMPT", "file": "FILE", "command": "COMMAND", "fetch": "FETCHED"}
 
@@ -52,7 +53,7 @@ def stats(app: AppContext, project: str | None, session_id: str | None, since: s
         emit_json({**report, "sessions": report["sessions"][:limit], "observer_today": today})
         return
     click.echo(("budget reached: " if today["reached"] else "") + budget.describe(today)
-               + (f" (at {local_time(today['reached_at_epoch'])})" if today["reached_at_epoch"] else ""))
+               + (f" (at {local_stamp(today['reached_at_epoch'])})" if today["reached_at_epoch"] else ""))
     if not report["sessions"]:
         click.echo("nothing injected and no observer runs recorded" + (" for that filter" if project or session_id or since else ""))
         return
@@ -63,5 +64,5 @@ def stats(app: AppContext, project: str | None, session_id: str | None, since: s
     shown = report["sessions"][:limit]
     heading(f"per session, newest first ({len(shown)} of {len(report['sessions'])})")
     echo_table([Column("SESSION"), Column("LAST"), *_NUMBERS],
-               [[s["session_id"] or paint("(no session)", dim=True), local_time(s["last_epoch"] or None), *_row(s)]
+               [[s["session_id"] or paint("(no session)", dim=True), local_stamp(s["last_epoch"] or None), *_row(s)]
                 for s in shown])

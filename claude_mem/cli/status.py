@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from claude_mem.cli import AppContext, cli, emit_json, pass_app
-from claude_mem.cli.format import echo_fields, human_bytes, local_time, paint, plural, status_colour
+from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
+from claude_mem.cli.format import echo_fields, human_bytes, paint, plural, status_colour
 from claude_mem.cli.inspect import json_option
 from claude_mem.progress import describe as describe_job
 from claude_mem.store import budget
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import cut
+from claude_mem.text.clock import local_stamp
+from claude_mem.text.shorten import cut
 
 EMBEDDER_LINES = {
     "minilm": "minilm (all-MiniLM-L6-v2: English)",
@@ -111,7 +112,7 @@ def _budget_line(info: dict[str, Any]) -> str:
                     " a session's with the model)",
             "model": "events wait for tomorrow (`claude-mem reprocess --session ID` sends a session's once the budget is"
                      " raised)"}.get(info["synthesizer"], "")
-    when = f" at {local_time(spent['reached_at_epoch'])}" if spent["reached_at_epoch"] else ""
+    when = f" at {local_stamp(spent['reached_at_epoch'])}" if spent["reached_at_epoch"] else ""
     return paint(f"budget reached{when}: {line}" + (f"; {then}" if then else ""), "yellow")
 
 
@@ -138,14 +139,14 @@ def _print_status(info: dict[str, Any]) -> None:
     waiting = info["waiting_sessions"]
     if waiting:
         fields.append(("waiting", paint(f"{len(waiting)} session(s) wait for a worker slot (setting max_workers), the oldest "
-                                        f"{waiting[0]['session_id'][:12]} since {local_time(waiting[0]['waiting_since_epoch'])}",
+                                        f"{waiting[0]['session_id'][:12]} since {local_stamp(waiting[0]['waiting_since_epoch'])}",
                                         "yellow")))
     fields.append(("service", _service_line(info["service"])))
     fields.append(("model", _model_line(info)))
     if info["observer_budget"] is not None:
         fields.append(("observer", _budget_line(info)))
     for o in info["model_outages"][:3]:
-        fields.append(("outage", paint(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}", "yellow")))
+        fields.append(("outage", paint(f"session {o['claude_session_id'][:12]}: {describe(o, local_stamp)}", "yellow")))
     skipped = info["skipped"]
     if skipped["count"]:
         fields.append(("skipped", paint(f"{skipped['count']} event{'s' if skipped['count'] != 1 else ''} skipped after"
@@ -155,7 +156,7 @@ def _print_status(info: dict[str, Any]) -> None:
         fields.append(("started", f"a worker for {len(info['workers_started'])} session(s) whose events were waiting"))
     qe = info["last_queue_error"]
     if qe:
-        fields.append(("queue error", f"{local_time(qe['updated_at_epoch'])} event {qe['id']} ({qe['status']}): "
+        fields.append(("queue error", f"{local_stamp(qe['updated_at_epoch'])} event {qe['id']} ({qe['status']}): "
                                       f"{cut(qe['last_error'], 200)}"))
     if info["last_error"]:
         fields.append(("last error", paint(info["last_error"], "red")))

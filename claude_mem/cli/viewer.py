@@ -12,7 +12,7 @@ from types import FrameType
 
 import click
 
-from claude_mem.cli import AppContext, cli, pass_app
+from claude_mem.cli.app import AppContext, cli, pass_app
 
 DEFAULT_PORT = 37777
 _TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{8,200}")  # safe in a URL and a cookie as it is
@@ -67,7 +67,7 @@ def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str
 
     Read-only. Listens on 127.0.0.1 unless --host and --allow-remote say otherwise. Stop it with Ctrl-C.
     """
-    from claude_mem.viewer.app import is_loopback
+    from claude_mem.viewer.guard import is_loopback
 
     loopback = is_loopback(host)
     if not loopback and not allow_remote:

@@ -1,16 +1,14 @@
-"""The worker and its upkeep: worker, workers, retry, reprocess, doctor."""
+"""The worker and its upkeep: worker, service, workers, retry, reprocess, doctor (doctor.py's checks, printed), demo."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-from typing import Any
 
 import click
 
-from claude_mem import settings
-from claude_mem.cli import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 
 
 @cli.command("worker")
@@ -54,16 +52,17 @@ def service_run(app: AppContext, idle_s: float | None, stop: bool) -> None:
 @pass_app
 def workers_list(app: AppContext, as_json: bool) -> None:
     """List live workers."""
-    from claude_mem.worker.processes import list_workers
+    from claude_mem.worker.spawn import list_workers
 
     live = [w for w in list_workers(app.config.workers_dir) if w.alive]
     if as_json:
         emit_json([w.as_dict() for w in live])
         return
-    from claude_mem.cli.format import Column, echo_table, local_time
+    from claude_mem.cli.format import Column, echo_table
+    from claude_mem.text.clock import local_stamp
 
     echo_table([Column("PID", ">"), Column("SYNTHESIZER"), Column("STARTED"), Column("SESSION")],
-               [(w.pid, w.synthesizer, local_time(w.started_at_epoch), w.session_id) for w in live], empty="no live workers")
+               [(w.pid, w.synthesizer, local_stamp(w.started_at_epoch), w.session_id) for w in live], empty="no live workers")
 
 
 @cli.command("retry")
@@ -174,14 +173,10 @@ def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_js
 
 
 def _start_workers(app: AppContext, sessions: list[str]) -> None:
-    from claude_mem.worker import spawn
+    from claude_mem.worker.stranded import start_workers
 
-    config = app.config
-    if not config.worker_autostart:
-        click.echo(f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}", err=True)
-        return
-    for sid in sessions:
-        spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid, config.max_workers)
+    for line in start_workers(app.config, sessions):
+        click.echo(line, err=True)
 
 
 @cli.command("doctor", short_help="Check everything; --fix repairs.")
@@ -192,81 +187,14 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.
 
     Exits 1 when a problem is left unrepaired."""
-    from claude_mem.cli.format import local_time
-    from claude_mem.status import report
-    from claude_mem.store import queue
-    from claude_mem.store.db import latest_version, transaction
-    from claude_mem.store.outages import describe
-    from claude_mem.store.spool import drain_spool, spooled
-    from claude_mem.worker import processes, stranded
+    from claude_mem.cli.progress import Bar
+    from claude_mem.doctor import diagnose
 
-    config = app.config
     conn = app.db()
-    # Read before any repair below (stale files removed, workers started) changes what it says.
-    info = report(config, conn, revive=False, outages=100, service_timeout_s=5.0)
-    findings: list[dict] = []
-
-    def note(check: str, ok: bool, detail: str, fixed: str = "") -> None:
-        findings.append({"check": check, "ok": ok, "detail": detail, "fixed": fixed})
-
-    integrity = conn.execute("PRAGMA quick_check").fetchone()[0]
-    note("integrity", integrity == "ok", integrity)
-    version, latest = conn.execute("PRAGMA user_version").fetchone()[0], latest_version()
-    note("migrations", version == latest, f"schema {version} of {latest}")
-
-    workers = processes.list_workers(config.workers_dir)
-    dead = [w for w in workers if not w.alive]
-    fixed = ""
-    if dead and fix:
-        _remove([w.info_file for w in dead])
-        fixed = f"removed {len(dead)} stale worker file(s)"
-    note("stale worker files", not dead, f"{len(dead)} for dead workers", fixed)
-
-    stale_locks = processes.stale_lock_files(config.workers_dir)
-    fixed = ""
-    if stale_locks and fix:
-        _remove(stale_locks)
-        fixed = f"removed {len(stale_locks)} unheld lock file(s)"
-    note("stale locks", not stale_locks, f"{len(stale_locks)} lock file(s) held by no process", fixed)
-
-    orphans = processes.orphaned_observers(config.data_dir)
-    fixed = ""
-    if orphans and fix:
-        fixed = f"stopped {processes.terminate(orphans)} orphaned observer process(es)"
-    note("orphaned observers", not orphans, f"{len(orphans)} observer CLI process(es) without a worker", fixed)
-
-    # Due rows only: events waiting out an outage's backoff need no worker until they are due.
-    waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
-    stuck = queue.counts_by_status(conn)["processing"]
-    fixed = ""
-    if waiting and fix:
-        with transaction(conn):
-            for sid in waiting:
-                queue.release_processing(conn, sid)
-        _start_workers(app, waiting)
-        fixed = f"started workers for {len(waiting)} session(s)"
-    note("queued work without a worker", not waiting,
-         f"{len(waiting)} session(s) with events due and no live worker ({stuck} processing)", fixed)
-
-    stalled = [o for o in info["model_outages"] if o["waiting"]]
-    note("model outages", not stalled,
-         "; ".join(f"session {o['claude_session_id'][:12]}: {describe(o, local_time)}" for o in stalled[:3])
-         or "the model answers (or no session is waiting for it)")
-
-    skipped = info["skipped"]
-    note("skipped events", not skipped["count"],
-         f"{skipped['count']} event(s) skipped after max_attempts failures of their own"
-         + (f" (last: {skipped['last_error']}); `claude-mem retry` re-queues them" if skipped["count"] else ""))
-
-    waiting_files = spooled(config)
-    fixed = ""
-    if waiting_files and fix:
-        fixed = f"stored {drain_spool(config, conn)} spooled event(s)"
-    note("spool", not waiting_files, f"{len(waiting_files)} event(s) waiting in {config.spool_dir}", fixed)
-
-    note(*_service_check(config, info["service"], fix))
-    note(*_index_check(app, conn, info["index"], fix, as_json))
-
+    with Bar("indexing the missing rows", as_json) as bar:
+        findings, said = diagnose(app.config, conn, fix=fix, index_progress=bar.progress)
+    for line in said:
+        click.echo(line, err=True)
     if as_json:
         emit_json(findings)
     else:
@@ -278,59 +206,6 @@ def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
                        + (f" -> {f['fixed']}" if f["fixed"] else ""))
     if any(not f["ok"] and not f["fixed"] for f in findings):
         sys.exit(1)
-
-
-def _remove(paths: list[str]) -> None:
-    for path in paths:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
-def _service_check(config: settings.Config, found: dict[str, Any], fix: bool) -> tuple[str, bool, str, str]:
-    """A service that is gone but left its socket or info file, or one that holds the lock and
-    does not answer (hung): --fix removes the files, or ends the service (the next request
-    starts a fresh one, which catches up from SQLite)."""
-    from claude_mem.service import control
-
-    if not found["running"]:
-        if not found["stale_files"]:
-            return "memory service", True, "not running (started on demand)", ""
-        fixed = f"removed {len(control.remove_stale_files(config.data_dir))} stale file(s)" if fix else ""
-        return "memory service", False, f"not running, but left {', '.join(found['stale_files'])}", fixed
-    if found["answering"]:
-        return "memory service", True, f"pid {found['pid']} answering, index lag {found['index_lag']}", ""
-    fixed = f"stopped the hung service (pid {control.stop_service(config.data_dir)})" if fix else ""
-    return "memory service", False, f"pid {found['pid']} holds the lock but did not answer within 5 s", fixed
-
-
-def _index_check(app: AppContext, conn: Any, health: dict[str, Any], fix: bool, as_json: bool) -> tuple[str, bool, str, str]:
-    """Index drift, as `status` reports it (status.index_health): rows SQLite has and Chroma
-    lacks, documents of rows SQLite no longer has. --fix indexes the missing rows and drops the
-    stale documents (Index.index_missing), building the index when there is none yet."""
-    from claude_mem.cli.params import open_index
-    from claude_mem.cli.progress import Bar
-    from claude_mem.recall.index import KINDS, IndexUnavailable
-
-    state = health["state"]
-    if state == "off":
-        return "index drift", True, "the semantic index is off (setting semantic_index)", ""
-    if state == "not built":
-        ok, detail = health["rows_to_index"] == 0, f"semantic index not built yet ({health['rows_to_index']} rows to index)"
-    elif state == "unavailable":
-        ok, detail = False, health["reason"]
-    else:
-        missing, stale = (sum(health[k][key] for k in KINDS) for key in ("missing", "stale"))
-        ok, detail = state == "in sync", f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
-    if ok or not fix:
-        return "index drift", ok, detail, ""
-    try:
-        # index_missing may succeed where reading failed: it rebuilds a removed folder.
-        with Bar("indexing the missing rows", as_json) as bar:
-            done = open_index(app.config, create=True, conn=conn).index_missing(conn, bar.progress())  # type: ignore[union-attr]
-    except IndexUnavailable as exc:
-        return "index drift", False, f"{detail}; could not repair: {exc}" if state == "drift" else f"{detail} (could not repair)", ""
-    indexed = sum(done[k] for k in KINDS)
-    return "index drift", False, detail, f"indexed {indexed} row(s), removed documents of {done['removed']} deleted row(s)"
 
 
 @cli.command("demo")

@@ -1,4 +1,4 @@
-"""Marks: which observations are no longer true, without a model (issue 26's rules).
+"""Marks: which observations are no longer true, by rules that need no model.
 
   claims.py  what one observation claims, read for comparison (subject, values, checks)
   rules.py   the rules: repeat, resolved, rerun, changed

@@ -12,8 +12,8 @@ import sqlite3
 from collections import OrderedDict
 
 from claude_mem.marks.claims import Claim, claim
-from claude_mem.push.terms import query_terms
 from claude_mem.store import links
+from claude_mem.text.terms import query_terms
 
 FILE_CANDIDATES = 50  # the newest observations naming a file of the same base name, per name
 FILE_NAMES = 8  # of its files' names (an observation of many files says little about each)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from claude_mem.push.commands import command_keys
-from claude_mem.push.terms import STOPWORDS, stem
 from claude_mem.store.reads import json_list
+from claude_mem.text.command_keys import command_keys
+from claude_mem.text.terms import STOPWORDS, stem
 
 # Tokens as claims write them: words, identifiers, paths, versions (`~> 1.7.0`, `10,000`, `:8443`).
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[\w$~:./{}-]*\w[\w$~:./{}-]*|->|→")

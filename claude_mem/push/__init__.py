@@ -1,18 +1,15 @@
-"""Memory that arrives when it matters (issue 13): what the hooks put into Claude's context
-instead of waiting for it to search. The hook path's one room for reading memory back: it
-never imports recall/ (chromadb, click), and recall/ builds on digest.py and terms.py.
+"""Memory that arrives when it matters: what the hooks put into Claude's context instead of
+waiting for it to search. The hook path's one room for reading memory back: it never imports
+recall/ (chromadb, click); the text it reads and shows is text/'s.
 
   digest.py    SessionStart: the project's latest summary and recent observations, bounded
   prompt.py    UserPromptSubmit: the project's memories that answer the prompt, when any clears
                the relevance bar (semantic through the memory service, else FTS5 from SQLite)
   files.py     PreToolUse on Read/Edit/Write/MultiEdit/NotebookEdit: what earlier sessions
                learnt about that file
-  commands.py  PreToolUse on Bash: the command's latest failure in an earlier session, and
+  failures.py  PreToolUse on Bash: the command's latest failure in an earlier session, and
                what fixed it
   lines.py     the shared pieces: one line per memory, the hook's answer
-  shell.py     one reading of a shell command line (its commands without cd, assignments,
-               wrappers and runners); the worker's heuristic titles read commands with it too
-  terms.py     the words of a query, as FTS5 matches them (the keyword search uses them too)
 
 Standard library only (they run inside hook processes). Each push is recorded in the
 `injections` table (store/injections.py), so a session never gets the same memory twice, and

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import time
 
-from claude_mem.store.reads import cut, list_observations, list_summaries
+from claude_mem.store.reads import list_observations, list_summaries
+from claude_mem.text.clock import local_clock, local_day, local_stamp
+from claude_mem.text.shorten import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -95,14 +96,3 @@ def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
 def _day_heading(day: str) -> str:
     return f"### {day}\n"
 
-
-def local_day(epoch_ms: int) -> str:
-    return time.strftime("%Y-%m-%d", time.localtime(epoch_ms / 1000))
-
-
-def local_clock(epoch_ms: int) -> str:
-    return time.strftime("%H:%M", time.localtime(epoch_ms / 1000))
-
-
-def local_stamp(epoch_ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch_ms / 1000))

@@ -18,7 +18,7 @@ from claude_mem.project import find_git_root
 from claude_mem.push import project_of
 from claude_mem.push.lines import fit_lines, hook_answer, memory_line
 from claude_mem.store import injections, links
-from claude_mem.store.reads import cut
+from claude_mem.text.shorten import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from claude_mem.push.digest import local_day
-from claude_mem.store.reads import REF_PREFIX, cut
+from claude_mem.store.reads import REF_PREFIX
+from claude_mem.text.clock import local_day
+from claude_mem.text.shorten import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:

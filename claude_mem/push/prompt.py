@@ -8,44 +8,21 @@ trivial prompts (slash commands, a word or two, machine-made lines), from this s
 already has it), from another project, or already given to this session (the digest, an earlier
 push, a fetch). Memories are redacted before they are stored, so no `<private>` text can come back.
 
-The bars, tuned on the LoCoMo development conversations (bench/locomo.py --push; every question
-asked of its conversation's memory; 14 real user prompts from ../shared/data/transcripts asked of
-each of the 5 memories as the off-topic set). Recall is the share of a question's evidence facts
-whose text is in the injected context, questions whose evidence has no fact counting 0:
-
-    hybrid (the service's fused score)         recall  chars/question  off-topic pushed
-      one cut at 0.5, at most 5 / 8 memories     0.603 / 0.620   616 / 766      3 of 70
-      the best must reach 0.55 (GATE), each
-      shown 0.40 (FLOOR), at most 8              0.642           902            2 of 70
-      GATE 0.5, FLOOR 0.35, at most 10           0.664          1033            3 of 70
-      left-one-conversation-out choice of the three numbers: 0.641 recall, 893 chars,
-      3 of 70 off-topic on the conversation left out (the estimate for unseen data)
-      the kept bars, then keyword matches clearing the FTS5 bar below   0.651  960  3 of 70  <- kept
-
-    Through the real hook (bench/locomo.py --push, service warm, the 16 prompts of the shared
-    transcripts as the off-topic set, trivial ones included): recall 0.632 (0.761 of the
-    questions whose evidence has a fact), 970 chars per question, 3 of 80 off-topic prompts
-    pushed something; 51 of 746 pushes came from keywords alone, the service having missed
-    the 300 ms budget on a loaded machine. The held-out conversations were not available here.
-
-    FTS5 alone (BM25 scores are relative to the best match, so say nothing about relevance:
-    the bar is how many of the prompt's words a memory holds)
-      any word                                   0.587          1045           69 of 70
-      >= 2 words                                 0.560           866           20 of 70
-      >= 2 words and >= 40% of them              0.499           654            1 of 70   <- kept
-    (conservative on purpose: it answers only until the service is warm; through the real hook
-    with --no-semantic: recall 0.420, 671 chars per question, 1 of 80 off-topic prompts)
+The bars (GATE, FLOOR for the service's fused scores; FTS_MIN_WORDS, FTS_MIN_SHARE for keywords
+alone, whose BM25 says nothing about relevance) were tuned with `bench/locomo.py --push`:
+docs/search-tuning.md, "Prompt recall", has what each choice measured.
 """
 
 from __future__ import annotations
 
 from claude_mem.logs import log_line
 from claude_mem.push import has_memory
-from claude_mem.push.lines import REF_PREFIX, fit_lines, hook_answer, label_of, memory_line
-from claude_mem.push.terms import fts_match, query_terms, stem, word_count, words
+from claude_mem.push.lines import fit_lines, hook_answer, label_of, memory_line
 from claude_mem.store import injections, links
-from claude_mem.store.cjk import has_cjk
-from claude_mem.store.reads import cut, json_list
+from claude_mem.store.reads import REF_PREFIX, json_list
+from claude_mem.text.cjk import has_cjk
+from claude_mem.text.shorten import cut
+from claude_mem.text.terms import fts_match, query_terms, stem, word_count, words
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -57,10 +34,10 @@ if TYPE_CHECKING:
 KINDS = ("observation", "summary")  # prompts are not pushed: the user wrote them, Claude answered them
 SEARCH_LIMIT = 16  # room for the current session's own memories, left out afterwards
 MAX_MEMORIES = 8
-GATE = 0.55
-FLOOR = 0.40
-FTS_MIN_WORDS = 2
-FTS_MIN_SHARE = 0.4
+GATE = 0.55  # the best memory's fused score must reach this for anything to be pushed
+FLOOR = 0.40  # and each memory shown this
+FTS_MIN_WORDS = 2  # keywords alone: a memory holds at least this many of the prompt's words
+FTS_MIN_SHARE = 0.4  # and at least this share of them
 FTS_POOL = 20  # keyword matches read per kind
 MIN_WORDS = 3  # "continue", "yes do it": nothing to search for
 QUERY_CHARS = 1000  # the embedder reads 256 tokens; a pasted log adds nothing past this

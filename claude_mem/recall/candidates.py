@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from claude_mem.store.reads import KIND, KINDS, filter_clauses
 
 if TYPE_CHECKING:
-    from claude_mem.recall.remote import RemoteRow
+    from claude_mem.recall.teammates import RemoteRow
 
 
 @dataclass

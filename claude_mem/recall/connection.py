@@ -10,7 +10,7 @@ from typing import Any
 
 from claude_mem.recall.chroma import IndexUnavailable, store_for
 from claude_mem.recall.locking import FileLock
-from claude_mem.store.reads import cut
+from claude_mem.text.shorten import cut
 
 
 class IndexConnection:

@@ -2,7 +2,7 @@
 
 Documents, one per retrievable piece of text (ids are stable, so re-indexing a row replaces it),
 each named by its key and the installation that wrote it (`obs:12:main@<installation id>`, see
-`document_id`; one collection on a Chroma server is shared by a team, issue 16). Their metadata
+`document_id`: one collection on a Chroma server is shared by a team). Their metadata
 carries what a teammate needs to show the document without this machine's SQLite (kind, type,
 title, dates, project, session, files, the installation's id and name)."""
 
@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, cut, json_items, ref, row_files
+from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, json_items, ref, row_files
+from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
 
@@ -133,7 +134,7 @@ def document_id(key: str, installation_id: str) -> str:
 
 def split_doc_id(doc_id: str) -> tuple[str, str | None]:
     """(key, installation id) of a document id; the id is None for a document written before
-    installations had ids (claude-mem before issue 16: `obs:12:main`)."""
+    installations had ids (`obs:12:main`: recall/legacy.py upgrades them)."""
     key, sep, owner = doc_id.partition("@")
     return key, (owner if sep else None)
 

@@ -6,8 +6,9 @@
                   meaning in Chinese, Japanese and English lands close. Collection `claude_mem_e5`.
     auto          (the default) decided by what the store holds, below (`choose`).
 
-auto: e5 once >= 10% (and >= 10) of the newest 200 prompts + 200 observations are CJK: dev recall@5 0.85 -> 0.975, cross-lang 0.64 -> 0.96.
-Else MiniLM: English keeps LoCoMo facts 0.678 (e5 0.672), push recall 0.647 (0.619), a ~4x cheaper query vector; e5 pays from ~5% CJK.
+auto: multilingual-e5 once at least 10% (and 10) of the newest 200 prompts and 200 observations
+are written in CJK: it finds far more in Chinese and Japanese and across languages. Else MiniLM:
+a little better on English and ~4x cheaper a query (docs/multilingual.md has the measurements).
 
 The memory service decides when it starts and again as rows arrive; once multilingual, a store
 stays so (the choice is kept in `<data dir>/embedder.json`), since every memory must be in the
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.store.cjk import written_in_cjk
+from claude_mem.text.cjk import written_in_cjk
 
 if TYPE_CHECKING:
     import numpy as np

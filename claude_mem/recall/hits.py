@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claude_mem.push.terms import first_position, stem, words
 from claude_mem.recall.candidates import Candidate
 from claude_mem.recall.documents import document_texts
-from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import cut, json_list, row_files
+from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
+from claude_mem.text.shorten import cut
+from claude_mem.text.terms import first_position, stem, words
 
 TITLE_CHARS = 120
 SNIPPET_CHARS = 200

@@ -12,8 +12,8 @@ Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma sid
 deletes this installation's documents only. The long ones report to a `Progress` (progress.py),
 and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over.
 Around it: documents.py (a row's documents and ids), connection.py, chroma.py and locking.py
-(the way in), drift.py, legacy.py (documents from before installation ids); the measurements behind them are
-in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
+(the way in), drift.py, legacy.py (documents from before installation ids); the measurements
+behind them are in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.installation import Installation, installation_for
-from claude_mem.recall.chroma import IndexUnavailable as IndexUnavailable  # what callers of the index catch
+from claude_mem.identity import Installation, installation_for
 from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
     ALL_PARTS,
@@ -271,10 +270,9 @@ class Index(IndexConnection):
 
     def reindex(self, conn: sqlite3.Connection, progress: Progress | None = None) -> dict[str, int]:
         """Rebuild this installation's documents from SQLite (the source of truth). An embedded
-        collection is dropped whole; on a server only this installation's documents go (a
-        teammate's reindex once took everyone's memory with it, issue 16). A rebuild cut short
-        left its marker file: the next one goes on from where it stopped (every row indexed since
-        the drop is fresh), and sets `resumed`."""
+        collection is dropped whole; on a server only this installation's documents go, never a
+        teammate's. A rebuild cut short left its marker file: the next one goes on from where it
+        stopped (every row indexed since the drop is fresh), and sets `resumed`."""
         marker = self._rebuild_marker()
         self.resumed = os.path.exists(marker)
         if self.resumed:
@@ -325,9 +323,9 @@ class Index(IndexConnection):
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text of this installation's documents is not
         fetched (it costs more than the search itself, and SQLite has it anyway). The stored
-        vectors come when asked for (cheaper with the query than by `vectors` after, S2).
-        Teammates' documents on a shared server come with their
-        text and metadata (`origin`), fetched by id, unless `include_remote` is False."""
+        vectors come when asked for (cheaper with the query than by `vectors` after).
+        Teammates' documents on a shared server come with their text and metadata (`origin`),
+        fetched by id, unless `include_remote` is False."""
         import numpy as np
 
         if n <= 0:
@@ -388,7 +386,7 @@ class Index(IndexConnection):
     def vectors(self, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these documents (ids that are not in the index are left out), by key
         for this installation's documents (`obs:12:main`) and by full id for a teammate's. By id:
-        ~5x faster than a metadata filter on sqlite_id (S2), which matters on the search path."""
+        ~5x faster than a metadata filter on sqlite_id, which matters on the search path."""
         import numpy as np
 
         wanted = list(dict.fromkeys(doc_ids))

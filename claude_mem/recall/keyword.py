@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from claude_mem.push.terms import fts_match
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Filters, sql_filters
 from claude_mem.store.reads import KIND
+from claude_mem.text.terms import fts_match
 
 # How many rows match each word, kept between searches of a large memory (~0.2 ms a word a kind,
 # a tenth of a search at 100k observations): (database, kind, match) -> (count, the table's
@@ -47,7 +47,7 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
             match = fts_match(rare)
         else:
             # Every word common: the rows holding all of them; when even those are over budget,
-            # keywords do not tell them apart and the semantic side ranks them alone (S3).
+            # keywords do not tell them apart and the semantic side ranks them alone.
             match = " AND ".join(fts_match([t]) for t in common)
             if not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
                 continue
@@ -60,8 +60,7 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str], l
                         database: str) -> tuple[list[str], list[str]]:
     """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
     this kind (whose largest rowid is `largest`), and the others. FTS5 ranks every matching row
-    (~1 us each), and a common word weighs little in BM25 anyway (speed step S3 in
-    docs/search-tuning.md)."""
+    (~1 us each), and a common word weighs little in BM25 anyway (docs/search-tuning.md, Speed)."""
     if largest <= tuning.FTS_BUDGET:
         return list(terms), []
     counts = {term: _count(conn, kind, fts_match([term]), largest, database) for term in terms}

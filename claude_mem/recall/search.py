@@ -1,4 +1,4 @@
-"""One hybrid search over memory, used by the CLI, the MCP server, the viewer and the pushes.
+"""One hybrid search over memory: the memory service and the front doors (service/search.py) run it.
 
     search(conn, query, index=..., project=, type_=, session_id=, since_ms=, until_ms=, file=,
            kinds=, limit=, mode="hybrid" | "fts" | "vector", exclude=) -> SearchResult(hits, mode, note)
@@ -9,11 +9,11 @@ candidates with every filter applied inside the search, not after it, then the t
 hit stands for its turn; a memory something newer replaced ranks below that (recall/current.py).
 Without an index, or when it fails, the keyword side answers alone and the result says so.
 Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
-`origin` (recall/remote.py). Importing this module is cheap: chromadb and
-the model load only when an Index is used.
+`origin` (recall/teammates.py). Importing this module is cheap: chromadb and the model load only
+when an Index is used.
 
-Why the weights and shortcuts are what they are (every experiment, its numbers, the speed
-steps S1-S6): docs/search-tuning.md.
+Why the weights and shortcuts are what they are (every experiment and its numbers):
+docs/search-tuning.md.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from claude_mem.push.terms import query_terms
-from claude_mem.recall import remote, tuning
+from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
@@ -34,6 +33,7 @@ from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store.reads import KINDS
+from claude_mem.text.terms import query_terms
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
@@ -90,7 +90,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         if nearest is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
-            from claude_mem.recall.index import IndexUnavailable
+            from claude_mem.recall.chroma import IndexUnavailable
 
             try:
                 add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")
@@ -121,5 +121,5 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]
     if origins:
-        note = "; ".join(filter(None, [note, remote.note(origins)]))
+        note = "; ".join(filter(None, [note, teammates.note(origins)]))
     return SearchResult(hits, used, note)

@@ -9,12 +9,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from claude_mem.push.terms import stem
-from claude_mem.recall import remote, tuning
+from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.recall.documents import VectorMatch, document_texts
-from claude_mem.store.cjk import has_cjk
 from claude_mem.store.reads import KIND, KINDS
+from claude_mem.text.cjk import has_cjk
+from claude_mem.text.terms import stem
 
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # What this side waits on (onnxruntime, Chroma) releases the GIL, so it runs here while the
-# search's thread works in SQLite (speed step S7 in docs/search-tuning.md).
+# search's thread works in SQLite (docs/search-tuning.md, Speed).
 _THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="claude-mem-semantic")
 
 
@@ -41,7 +41,7 @@ def _start(call: Callable[..., T], *args: Any) -> Future[T]:
 
 
 # Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
-# the whole project through its index (S5).
+# the whole project through its index.
 def _source_by_id(kind: str) -> str:
     return KIND[kind].source("t", "NOT INDEXED")
 
@@ -59,7 +59,7 @@ class NearestDocuments:
     matches: list[VectorMatch]  # nearest first
     query_cjk: bool
     asked: int  # how many were asked for: fewer came back only when the index has no more
-    aliases: remote.Aliases = field(default_factory=remote.Aliases)  # ids of teammates' rows in this search
+    aliases: teammates.Aliases = field(default_factory=teammates.Aliases)  # ids of teammates' rows in this search
 
 
 def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Future[NearestDocuments]:
@@ -70,11 +70,11 @@ def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
 def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
     """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
     embedding = index.embed_query(text)
-    # Unfiltered, the nearest `want` are the answer and their vectors come with them (S1); with
+    # Unfiltered, the nearest `want` are the answer and their vectors come with them; with
     # filters, vectors are fetched once the filters have run.
     filtered = has_filters(f) or set(kinds) != set(KINDS)
     n = want * tuning.RAW_FACTOR if filtered else want
-    aliases = remote.Aliases()
+    aliases = teammates.Aliases()
     matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
     return NearestDocuments(embedding, matches, has_cjk(text), n, aliases)
 
@@ -85,8 +85,8 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
     # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the blend
     # would read "not in the top N" as "unrelated": that of their document holding most query
-    # words (all of them cost a third of a query, S4). Those none of the nearest belong to are
-    # known now: their vectors come while the nearest are filtered (S7).
+    # words (all of them cost a third of a query). Those none of the nearest belong to are
+    # known now: their vectors come while the nearest are filtered.
     owners: dict[str, tuple[str, int]] = {}
     if fill_missing:
         near = {(m.kind, m.sqlite_id) for m in raw.matches}
@@ -101,7 +101,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
         if m.origin is not None:  # a teammate's memory: what it is comes with its documents
             cand = candidates[(m.kind, m.sqlite_id)]
             if cand.remote is None:
-                cand.remote = remote.RemoteRow.of(m)
+                cand.remote = teammates.RemoteRow.of(m)
                 cand.row = cand.remote.row
             cand.remote.texts[m.doc_id] = m.origin.text
     if fill_missing:  # keyword hits among the nearest fetched that the filtering did not keep
@@ -143,7 +143,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
     enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
     vectors; else ESCALATE x as many nearest, checked the same way; else Chroma's own `where`,
-    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k: S1)."""
+    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k)."""
     embedding = raw.embedding
     kept = _first_passing(conn, raw.matches, kinds, f, want)
     if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:
@@ -167,7 +167,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     if where is None:
         return theirs[:want]
     found = [raw.aliases.local(m) for m in index.query_documents(embedding, want, where or None)]
-    return [m for m in found if m.origin is None or remote.passes(m.origin.metadata, m.kind, f)]
+    return [m for m in found if m.origin is None or teammates.passes(m.origin.metadata, m.kind, f)]
 
 
 def _first_passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[str, ...], f: Filters,
@@ -202,7 +202,7 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
                    + "".join(f" AND {c}" for c in clauses))
             ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
     return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
-                                  else remote.passes(m.origin.metadata, m.kind, f))]
+                                  else teammates.passes(m.origin.metadata, m.kind, f))]
 
 
 def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters,

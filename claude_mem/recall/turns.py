@@ -1,4 +1,4 @@
-"""A turn as the unit of recall (issue 14): a prompt's neighbours join the candidates, and a
+"""A turn as the unit of recall: a prompt's neighbours join the candidates, and a
 prompt hit stands for its turn, its observations taking its place."""
 
 from __future__ import annotations
@@ -46,9 +46,8 @@ def forward(conn: sqlite3.Connection, ranked: list[Candidate], scores: dict[tupl
     place (those that matched themselves first, then up to TURN_SPREAD others, in order), and
     the prompt is listed itself only when its turn has none passing the filters.
 
-    A turn is one unit of recall (issue 14): what was said finds what was noted of it, and an
-    agent gets observation ids it can open. Dev turns mode: 0.760 with prompts listed as rows of
-    their own, 0.775 folded into their turns."""
+    A turn is one unit of recall: what was said finds what was noted of it, and an agent gets
+    observation ids it can open (bench/README.md has what it measured)."""
     out: list[tuple[Candidate, float]] = []
     seen: set[tuple[str, int]] = set()
     by_key = {(c.kind, c.id): c for c in ranked}

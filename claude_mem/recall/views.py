@@ -4,7 +4,7 @@ JSON punctuation) and bounded: a view that would grow past its limit says what i
 
 Rows are named by references the agent can pass back: `obs:12`, `sum:3`, `prompt:7` (the same
 names the CLI's `show` and the index's document ids use), and `obs:12@laptop-b` for a teammate's
-memory found on a shared Chroma server (recall/remote.py).
+memory found on a shared Chroma server (recall/teammates.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from claude_mem.push.digest import local_clock, local_day, local_stamp
 from claude_mem.recall.hits import Hit
 from claude_mem.store import links
-from claude_mem.store.memories import SUMMARY_FIELDS
-from claude_mem.store.reads import TABLES, TURN_RANK, cut, get_observations, json_list, ref
+from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, get_observations, json_list, ref
+from claude_mem.text.clock import local_clock, local_day, local_stamp
+from claude_mem.text.shorten import cut
 
 NARRATIVE_CHARS = 3_000
 FACT_CHARS = 300

@@ -12,8 +12,8 @@ import json
 import os
 import time
 
+from claude_mem.processes import lock_held, spawn_detached
 from claude_mem.service import protocol
-from claude_mem.worker import spawn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def index_settings(config: Any) -> dict[str, Any]:
 
 def running(data_dir: str) -> bool:
     """True while a service process holds the data folder's service lock (it may still be loading)."""
-    return spawn.lock_held(protocol.lock_path(data_dir))
+    return lock_held(protocol.lock_path(data_dir))
 
 
 def ensure_started(data_dir: str) -> int | None:
@@ -123,6 +123,6 @@ def ensure_started(data_dir: str) -> int | None:
     # this process's own environment says.
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": data_dir}
     try:
-        return spawn.spawn_detached(data_dir, log_file, ["service"], env)
+        return spawn_detached(data_dir, log_file, ["service"], env)
     except OSError:
         return None

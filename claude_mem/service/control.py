@@ -11,8 +11,8 @@ from typing import Any
 
 import psutil
 
+from claude_mem.processes.census import alive
 from claude_mem.service import client, protocol
-from claude_mem.worker.processes import alive
 
 
 @dataclass

@@ -22,11 +22,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from claude_mem.progress import Progress
+from claude_mem.recall.chroma import IndexUnavailable
 from claude_mem.recall.embedders import Choice, choose
-from claude_mem.recall.index import Index, IndexUnavailable
+from claude_mem.recall.index import Index
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, data_version
-from claude_mem.store.reads import KINDS, TABLES, cut
+from claude_mem.store.reads import KINDS, TABLES
+from claude_mem.text.shorten import cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)

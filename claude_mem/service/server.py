@@ -26,10 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
+from claude_mem.processes import take_lock
 from claude_mem.service import protocol
 from claude_mem.settings import Config
-from claude_mem.worker import spawn
 
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
 READ_TIMEOUT_S = 10.0  # a client that connects and sends nothing is dropped
@@ -61,7 +62,7 @@ class Service:
     def run(self) -> str:
         config = self.config
         config.ensure_dirs()
-        lock_fd = spawn.take_lock(protocol.lock_path(config.data_dir))
+        lock_fd = take_lock(protocol.lock_path(config.data_dir))
         if lock_fd is None:
             return "another service is running for this data folder"
         # Who holds it, for `stop` before the info file is written (that waits for the model).
@@ -152,10 +153,7 @@ class Service:
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "started_at_epoch": int(self.started * 1000), "socket": self.socket_path,
                 "version": protocol.VERSION, "python": sys.executable}
-        path = protocol.info_path(self.config.data_dir)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(path + ".tmp", path)
+        write_json_atomic(protocol.info_path(self.config.data_dir), info)
 
     def _import(self, config: Config | None = None) -> None:
         config = config or self.config
@@ -379,17 +377,17 @@ class Service:
                 "embedder": index.embedder if index is not None else None}
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
-        """A teammate's row, from its documents on the shared server (see recall/remote.py)."""
+        """A teammate's row, from its documents on the shared server (see recall/teammates.py)."""
         kind, row_id, origin = args.get("kind"), args.get("id"), args.get("origin")
         if not isinstance(kind, str) or not isinstance(row_id, int) or not isinstance(origin, str):
             raise ValueError("kind (text), id (number) and origin (text) are required")
         if self.index is None or not self.index.url:
             raise ValueError("a teammate's memory is read from a shared Chroma server; this installation has none (setting chroma_url)")
-        from claude_mem.recall import remote
+        from claude_mem.recall import teammates
 
         def find() -> dict[str, Any] | None:
             try:
-                return remote.find_record(self.index, kind, row_id, origin)
+                return teammates.find_record(self.index, kind, row_id, origin)
             except LookupError as exc:
                 raise ValueError(str(exc)) from None
 

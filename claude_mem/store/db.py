@@ -15,15 +15,15 @@ import time
 from collections import namedtuple
 
 from claude_mem.resources import resource_dir
-from claude_mem.store import cjk
+from claude_mem.text.cjk import spaced
 
 
 class SchemaTooNewError(RuntimeError):
     """The database is not one this claude-mem may write: a newer claude-mem's (or another
-    tool's, see PeerDatabaseError). Nothing in it is changed."""
+    tool's, see NpmDatabaseError). Nothing in it is changed."""
 
 
-class PeerDatabaseError(SchemaTooNewError):
+class NpmDatabaseError(SchemaTooNewError):
     """The database is the npm claude-mem's (thedotmack/claude-mem), found where ours belongs:
     both read CLAUDE_MEM_DATA_DIR and name their database claude-mem.db."""
 
@@ -32,14 +32,14 @@ class PeerDatabaseError(SchemaTooNewError):
 PEER_TABLES = ("schema_versions", "sdk_sessions", "observations")
 
 
-def is_peer_database(conn: sqlite3.Connection) -> bool:
+def is_npm_database(conn: sqlite3.Connection) -> bool:
     """Whether `conn` holds the npm claude-mem's schema, recognised by its tables (any file name)."""
     names = {r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?, 'schema_migrations')", PEER_TABLES)}
     return names == set(PEER_TABLES)
 
 
-def peer_database_at(path: str) -> bool:
+def npm_database_at(path: str) -> bool:
     """Whether the file at `path` is the npm claude-mem's database. Opened immutable: no lock is
     taken and no -wal or -shm file is made beside another tool's database just to look at it."""
     if not os.path.isfile(path):
@@ -51,14 +51,14 @@ def peer_database_at(path: str) -> bool:
     except sqlite3.Error:
         return False
     try:
-        return is_peer_database(conn)
+        return is_npm_database(conn)
     except sqlite3.Error:
         return False  # not a database at all
     finally:
         conn.close()
 
 
-def peer_database_message(path: str) -> str:
+def npm_database_message(path: str) -> str:
     """One line: what the file is, and the fix."""
     return (f"{path} is the database of the npm claude-mem (thedotmack/claude-mem), not of this claude-mem;"
             f" set CLAUDE_MEM_DATA_DIR to another folder (or unset it), then `claude-mem import {path}`"
@@ -134,14 +134,15 @@ def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
     conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
                            check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    cjk.register(conn)  # the keyword index's triggers call it (migration cjk_keywords)
+    # The keyword index's triggers call it (migration cjk_keywords): text/cjk.py.
+    conn.create_function("cjk_spaced", 1, spaced, deterministic=True)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     # Before anything writes (the WAL switch, migrations): the npm claude-mem's database sits where
     # ours belongs when CLAUDE_MEM_DATA_DIR points at its folder. Ours is never at version 0 once
     # migrated, so only a new or foreign file pays for the look at its tables.
-    if conn.execute("PRAGMA user_version").fetchone()[0] == 0 and is_peer_database(conn):
+    if conn.execute("PRAGMA user_version").fetchone()[0] == 0 and is_npm_database(conn):
         conn.close()
-        raise PeerDatabaseError(peer_database_message(path))
+        raise NpmDatabaseError(npm_database_message(path))
     if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
         _enable_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA synchronous = NORMAL")

@@ -15,6 +15,8 @@ import sqlite3
 import time
 from collections import namedtuple
 
+from claude_mem.text.clock import local_day
+
 RELATIONS = ("supersedes", "duplicates")
 AUTHORS = ("model", "rule", "person")
 ACTIVE = "undone_at_epoch IS NULL"
@@ -125,20 +127,16 @@ def repeats(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[int, in
     return found
 
 
-def day(epoch_ms: int) -> str:
-    return time.strftime("%Y-%m-%d", time.localtime(epoch_ms / 1000))
-
-
 def replaced_text(reps: list[Replacement]) -> str:
     """What every view says of a replaced observation: `superseded by obs:12, 2026-03-03`."""
-    parts = [f"obs:{r.new_id}, {day(r.created_at_epoch)}" + (" (the same claim again)" if r.relation == "duplicates" else "")
+    parts = [f"obs:{r.new_id}, {local_day(r.created_at_epoch)}" + (" (the same claim again)" if r.relation == "duplicates" else "")
              for r in reps]
     return "superseded by " + "; ".join(parts) if parts else ""
 
 
 def repeats_text(count: int, first_epoch_ms: int) -> str:
     """What the newest copy of a repeated claim says: `seen 3 times since 2026-01-08`."""
-    return f"seen {count} times since {day(first_epoch_ms)}"
+    return f"seen {count} times since {local_day(first_epoch_ms)}"
 
 
 def list_links(conn: sqlite3.Connection, *, project: str | None = None, ids: list[int] | None = None,

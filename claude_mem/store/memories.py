@@ -12,15 +12,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from claude_mem.store.db import now_iso, now_ms
-from claude_mem.store.reads import (  # noqa: F401  (re-exported: the store's read side lives in reads.py)
-    JSON_LIST_COLUMNS,
-    OBSERVATION_TYPES,
-    SUMMARY_FIELDS,
-    decode,
-    get_observations,
-    list_observations,
-    list_summaries,
-)
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS
 
 # What models write for the six kinds (the observer's model, and the npm claude-mem's).
 TYPE_SYNONYMS = {

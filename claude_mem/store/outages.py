@@ -1,6 +1,6 @@
 """A session's model outage: since when its observer could not reach the model, how many tries
 in a row failed, and the latest reason. Transient failures are recorded here instead of against
-the events (issue 11); the first good reply clears the record.
+the events, which lose no attempt to an outage; the first good reply clears the record.
 
 Standard library only.
 """

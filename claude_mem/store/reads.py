@@ -77,7 +77,7 @@ TURN_ORDER = ("prompt", "observation", "summary")  # within a turn: asked, done,
 TURN_RANK = {name: rank for rank, name in enumerate(TURN_ORDER)}
 
 # A row reference as search rows show it: `obs:12`, `sum:3`, `prompt:7`, or a teammate's memory
-# found on a shared Chroma server, `obs:12@laptop-b` (recall/remote.py). parse_ref also keeps the
+# found on a shared Chroma server, `obs:12@laptop-b` (recall/teammates.py). parse_ref also keeps the
 # number within 18 digits, in SQLite's integer range.
 REF_PATTERN = r"^(obs|sum|prompt):[1-9][0-9]*(@[A-Za-z0-9._-]{1,64})?$"
 # A pattern, not a compiled one: every hook imports this module and few parse a ref (re compiles
@@ -89,7 +89,7 @@ _LOOSE_PREFIX = {**KIND_OF_PREFIX, **{name: name for name in KIND}}
 
 
 def ref(kind: str, row_id: int, origin: str | None = None) -> str:
-    """`obs:12`, or `obs:12@laptop-b` for a teammate's memory (recall/remote.py)."""
+    """`obs:12`, or `obs:12@laptop-b` for a teammate's memory (recall/teammates.py)."""
     return f"{REF_PREFIX[kind]}:{row_id}" + (f"@{origin}" if origin else "")
 
 
@@ -139,12 +139,6 @@ def json_list(raw: Any) -> list[str]:
 def row_files(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[str]:
     """The paths a row names (read, then modified or edited), each once."""
     return list(dict.fromkeys(path for column in KIND[kind].file_columns for path in json_list(row[column])))
-
-
-def cut(text: str | None, limit: int) -> str:
-    """`text` on one line, at most `limit` characters, an ellipsis marking a cut."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def like_escape(text: str) -> str:

@@ -25,15 +25,12 @@ if TYPE_CHECKING:
 
 
 def spool_event(config: Config, record: dict[str, Any]) -> str:
+    from claude_mem.jsonfile import write_json_atomic  # spooling is rare: the prompt hook drains, and need not load it
+
     os.makedirs(config.spool_dir, mode=0o700, exist_ok=True)
-    name = f"{time.time_ns()}-{os.getpid()}.json"
-    tmp = os.path.join(config.spool_dir, "." + name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(record, fh, ensure_ascii=False)
-    final = os.path.join(config.spool_dir, name)
-    os.replace(tmp, final)
-    return final
+    path = os.path.join(config.spool_dir, f"{time.time_ns()}-{os.getpid()}.json")
+    write_json_atomic(path, record)  # its temporary file does not end in .json: `spooled` skips it
+    return path
 
 
 def spooled(config: Config) -> list[str]:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from claude_mem.store import links
 from claude_mem.store.db import latest_version, now_iso
-from claude_mem.store.memories import OBSERVATION_TYPES, Observation
+from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
+from claude_mem.store.reads import OBSERVATION_TYPES
 
 if TYPE_CHECKING:
     from claude_mem.progress import Progress

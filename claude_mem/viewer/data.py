@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, links, memories, overview, records
+from claude_mem.store import costs, injections, links, overview, reads, records
 from claude_mem.store.db import connect, transaction
-from claude_mem.store.reads import TURN_RANK, cut
+from claude_mem.store.reads import TURN_RANK
+from claude_mem.text.shorten import cut
 
 FEED_TEXT_CHARS = 400
 STREAM_BATCH = 200  # rows per kind per poll; a bigger backlog goes out over the next polls
@@ -85,7 +86,7 @@ def observation_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary_item(row: dict[str, Any]) -> dict[str, Any]:
-    fields = [row.get(name) or "" for name in memories.SUMMARY_FIELDS]
+    fields = [row.get(name) or "" for name in reads.SUMMARY_FIELDS]
     title = row.get("request") or next((f for f in fields if f.strip()), "")
     return _item("summary", row, title, row.get("completed") or row.get("learned") or "")
 
@@ -123,9 +124,9 @@ def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 5
     """The newest prompts, observations and summaries (newest first) and the cursor to stream from."""
     with snapshot(conn):
         cursor = current_cursor(conn)
-        rows = links.annotate(conn, memories.list_observations(conn, project=project, limit=limit, newest_first=True))
+        rows = links.annotate(conn, reads.list_observations(conn, project=project, limit=limit, newest_first=True))
         items = [observation_item(r) for r in rows]
-        items += [summary_item(r) for r in memories.list_summaries(conn, project=project, limit=limit, newest_first=True)]
+        items += [summary_item(r) for r in reads.list_summaries(conn, project=project, limit=limit, newest_first=True)]
         items += [prompt_item(r) for r in _prompts(conn, project=project, limit=limit, newest_first=True)]
     return sort_items(items, newest_first=True)[:limit], cursor
 
@@ -137,9 +138,9 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     Ids only grow as rows commit (one writer at a time) and are never reused, even after a
     forget (migration 0004), which is what makes a cursor enough.
     """
-    obs = links.annotate(conn, [memories.decode(r) for r in conn.execute(
+    obs = links.annotate(conn, [reads.decode(r) for r in conn.execute(
         "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))])
-    sums = [memories.decode(r) for r in conn.execute(
+    sums = [reads.decode(r) for r in conn.execute(
         "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (cursor.summary, STREAM_BATCH))]
     prompts = _prompts(conn, after=cursor.prompt, limit=STREAM_BATCH)
     new_cursor = Cursor(obs[-1]["id"] if obs else cursor.observation, sums[-1]["id"] if sums else cursor.summary,
@@ -162,7 +163,7 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
     """One observation with its session and the prompt that led to it."""
-    rows = links.annotate(conn, memories.get_observations(conn, [observation_id]))
+    rows = links.annotate(conn, reads.get_observations(conn, [observation_id]))
     if not rows:
         return None
     obs = rows[0]

@@ -27,11 +27,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
+from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
-from claude_mem.store.memories import list_observations
+from claude_mem.store.reads import list_observations
 from claude_mem.worker import spawn
 from claude_mem.worker.render import fill
 
@@ -158,10 +160,10 @@ class Conversation:
         await self.close()
         session = records.get_session(self.conn, self.session_id) or {}
         resume = None if fresh else session.get("sdk_session_id")
-        observer_dir = os.path.join(self.config.data_dir, "observer")
-        os.makedirs(observer_dir, mode=0o700, exist_ok=True)
+        folder = observer_dir(self.config.data_dir)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
-        observer = Observer(model=self.config.model, system_prompt=system, cwd=observer_dir,
+        observer = Observer(model=self.config.model, system_prompt=system, cwd=folder,
                             cli_path=self.config.cli_path or None, resume=resume, resume_at=session.get("sdk_resume_at"),
                             turn_timeout_s=self.config.observer_timeout_s)
         self.observer = observer
@@ -196,9 +198,7 @@ class Conversation:
                 return
             run = self._failed_starts() or {"since": now_ms(), "failures": 0}
             run["failures"] += 1
-            with open(path + ".tmp", "w", encoding="utf-8") as fh:
-                json.dump(run, fh)
-            os.replace(path + ".tmp", path)
+            write_json_atomic(path, run)
         except OSError as exc:  # the count is a safeguard: never a reason to stop the worker
             self.log(f"could not keep the count of failed observer starts: {exc}")
 

@@ -27,13 +27,13 @@ subagent's own tool calls are settled without the model: its Task call's result 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sqlite3
 import time
 from typing import Any
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.service import client as service
@@ -44,7 +44,8 @@ from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.spool import drain_spool
 from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
-from claude_mem.worker.render import Event, render_event
+from claude_mem.worker.events import Event
+from claude_mem.worker.render import render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2
@@ -131,7 +132,7 @@ class Worker:
             os.close(lock_fd)
             os.close(slot_fd)
             if reason != "signal":
-                self._hand_off()
+                spawn.hand_off(config, self.session_id)
 
     def _sweep(self) -> bool:
         """A slice of the marking rules over observations stored before they existed (idle time
@@ -141,34 +142,6 @@ class Worker:
         except sqlite3.Error as exc:
             self.log(f"marking older observations failed ({exc}); the next worker tries again")
             return False
-
-    def _hand_off(self) -> None:
-        """With its slot free, start the session that has waited longest, this one first: events
-        that came after the last look found this worker's lock held and started no worker."""
-        if not self.config.worker_autostart:
-            return
-        try:
-            conn = connect(self.config.db_path)
-            try:
-                waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return
-        order = sorted(waiting, key=lambda sid: sid != self.session_id)
-        for session_id in order:
-            if spawn.ensure_worker(self.config.data_dir, self.config.workers_dir, self.config.logs_dir, session_id,
-                                   self.config.max_workers) is not None:
-                return
-
-    def _others_waiting(self) -> bool:
-        """Sessions with due events and no worker while every slot is taken: an idle worker then
-        gives its slot up instead of idling in it."""
-        config = self.config
-        if spawn.slots_in_use(config.workers_dir, config.max_workers) < config.max_workers:
-            return False
-        return any(sid != self.session_id and not spawn.worker_alive(config.workers_dir, sid)
-                   for sid in (w["session_id"] for w in queue.waiting_sessions(self.conn, due_by=now_ms())))
 
     def _request_stop(self, task: asyncio.Task | None) -> None:
         self.stop_requested = True
@@ -186,10 +159,7 @@ class Worker:
                                          worker_id=self.worker_id, synthesizer=self.mode)
         info = {"session_id": self.session_id, "pid": pid, "create_time": create_time, "worker_id": self.worker_id,
                 "started_at_epoch": now_ms(), "synthesizer": self.mode}
-        path = spawn.info_path(self.config.workers_dir, self.session_id)
-        with open(path + ".tmp", "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(path + ".tmp", path)
+        write_json_atomic(spawn.info_path(self.config.workers_dir, self.session_id), info)
 
     def _unregister(self, reason: str) -> None:
         try:
@@ -223,7 +193,7 @@ class Worker:
                              " (setting observer_idle_s); the next batch resumes its conversation")
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
-                    if self._others_waiting():
+                    if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
                         return "idle, yielding its slot to a waiting session"
                 if sweeping:
                     sweeping = self._sweep()

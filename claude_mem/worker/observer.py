@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -52,12 +51,13 @@ from typing import Any
 
 import psutil
 
+from claude_mem.processes.census import OBSERVER_ENV, alive, observer_processes
+from claude_mem.text.shorten import cut
 from claude_mem.worker import faults
-from claude_mem.worker.processes import alive
 
 ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "killed", "start_failed",
                     "cannot_start", "crashed", "empty")
-OBSERVER_ENV = "CLAUDE_MEM_OBSERVER_ID"
+DETAIL_CHARS = 300  # an error's one-line detail
 
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
 # backoff) and leave longer outages to the worker's queue backoff. No update checks or telemetry
@@ -201,7 +201,7 @@ class Observer:
         if isinstance(exc, ResultError):
             # The CLI reported an error before the first turn and exited; with --resume this
             # is "No conversation found with session ID: ..." (or a title it does not know).
-            detail = _one_line("; ".join(exc.errors) or exc.result or str(exc))
+            detail = cut(str("; ".join(exc.errors) or exc.result or exc), DETAIL_CHARS)
             await self._kill_tree()
             return ("resume" if resume else "start_failed"), detail
         if exc is not None:  # CLINotFoundError, CLIConnectionError, ProcessError, ...
@@ -318,17 +318,7 @@ class Observer:
 
     def _marked_processes(self, candidates: Any = None) -> list[psutil.Process]:
         """Processes carrying this observer's id: the CLI child and anything it spawned."""
-        found = []
-        uid = os.getuid()
-        for proc in candidates if candidates is not None else psutil.process_iter():
-            try:
-                if proc.pid == os.getpid() or proc.uids().real != uid:
-                    continue
-                if proc.environ().get(OBSERVER_ENV) == self.observer_id:
-                    found.append(proc)
-            except (psutil.Error, OSError):
-                continue
-        return found
+        return observer_processes(observer_id=self.observer_id, candidates=candidates)
 
     async def _kill_tree(self) -> None:
         """SIGTERM every process of this observer, SIGKILL what is left after `grace_s`.
@@ -358,7 +348,7 @@ class Observer:
             parts.append(f"{type(exc).__name__}: {exc}")
         if self._stderr:
             parts.append(f"stderr: {self._stderr[-1]}")
-        return _one_line(" — ".join(parts))
+        return cut(" — ".join(parts), DETAIL_CHARS)
 
 
 def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str | None, str]:
@@ -374,7 +364,7 @@ def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str |
         return None, ""
     prose = getattr(result, "result", None) or "; ".join(getattr(result, "errors", None) or []) or text
     prose = prose or getattr(result, "subtype", "") or "error result"
-    detail = _one_line(prose)
+    detail = cut(str(prose), DETAIL_CHARS)
     kind = assistant_errors[-1] if assistant_errors else ""
     lowered = prose.lower()
     if kind in ("authentication_failed", "billing_error") or status in (401, 403) or "not logged in" in lowered:
@@ -394,9 +384,3 @@ def _usage(raw: Any) -> dict | None:
         return None
     usage = {k: raw[k] for k in _TOKEN_FIELDS if isinstance(raw.get(k), int)}
     return usage or None
-
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

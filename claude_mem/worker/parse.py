@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from claude_mem.store.memories import SUMMARY_FIELDS, Observation, Summary, known_type
+from claude_mem.store.memories import Observation, Summary, known_type
+from claude_mem.store.reads import SUMMARY_FIELDS
+from claude_mem.text.shorten import clip, cut
 
 BLOCKS = ("observation", "summary")
 TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", *SUMMARY_FIELDS)
@@ -100,88 +102,100 @@ def parse_reply(text: str) -> ParseResult:
 
 
 def _to_xml(text: str) -> tuple[str, list[bool]]:
-    """Rewrite the reply as well-formed XML: <root> holding only blocks, with escaped text.
+    """Rewrite the reply as well-formed XML: <root> holding only blocks, with escaped text; and,
+    per block in order, whether it was closed explicitly.
 
     A text element (a field or a list entry) that is closed explicitly later in its block is
     "sealed": inside it only its own closing tag is markup, so a narrative that mentions
     `<summary>` or `<title>` keeps them as text. An element never closed is ended by the next
     tag that makes sense at an outer level (a forgotten </title>, a reply cut off).
     """
-    matches = list(_TOKEN.finditer(text))
-    closers: dict[str, list[int]] = {}
-    names = [_CANON.get(m["name"].lower(), "") if m["name"] else "" for m in matches]
-    for i, m in enumerate(matches):
-        if m["close"] and names[i]:
-            closers.setdefault(names[i], []).append(i)
+    return _Rewrite(text).run()
 
-    def next_close(name: str, i: int) -> int:
-        at = closers.get(name, [])
+
+class _Rewrite:
+    """One pass of `_to_xml` over the candidate tags of a reply."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.matches = list(_TOKEN.finditer(text))
+        self.names = [_CANON.get(m["name"].lower(), "") if m["name"] else "" for m in self.matches]
+        self.closers: dict[str, list[int]] = {}  # name -> indexes of the tokens closing it
+        for i, m in enumerate(self.matches):
+            if m["close"] and self.names[i]:
+                self.closers.setdefault(self.names[i], []).append(i)
+        self.out: list[str] = ["<root>"]
+        self.complete: list[bool] = []  # per block, in order: was it closed explicitly
+        self.stack: list[str] = []
+        self.opened: list[int] = []  # index of the token that opened each stack entry
+        self.seals: dict[int, bool] = {}
+
+    def run(self) -> tuple[str, list[bool]]:
+        text, stack, out = self.text, self.stack, self.out
+        pos = 0
+        for i, m in enumerate(self.matches):
+            if stack and pos < m.start():
+                out.append(_escape(text[pos:m.start()]))
+            pos = m.end()
+            if m["cdata"] is not None:
+                if stack:
+                    out.append(_escape(m["cdata"]))
+                continue
+            name, closing = self.names[i], bool(m["close"])
+            if not name or not self.markup(name, closing, i):
+                if stack:
+                    out.append(_escape(m.group()))
+            elif m["empty"] and not closing:
+                self.markup(name, True, i)
+        if stack:
+            tail = text[pos:]
+            partial = _CUT_TAG.search(tail)
+            if partial and any(n.startswith(partial[1].lower()) for n in _CANON):  # a tag cut in half by the end of the reply
+                tail = tail[:partial.start()]
+            out.append(_escape(tail))
+        while stack:
+            self.close()
+        out.append("</root>")
+        return "".join(out), self.complete
+
+    def next_close(self, name: str, i: int) -> int:
+        at = self.closers.get(name, [])
         j = bisect.bisect_right(at, i)
-        return at[j] if j < len(at) else len(matches)
+        return at[j] if j < len(at) else len(self.matches)
 
-    out: list[str] = ["<root>"]
-    complete: list[bool] = []  # per block, in order: was it closed explicitly
-    stack: list[str] = []
-    opened: list[int] = []  # index of the token that opened each stack entry
-    seals: dict[int, bool] = {}
-
-    def sealed() -> bool:
+    def sealed(self) -> bool:
         # Worked out only when a tag would end the element early: the common path never pays.
+        stack = self.stack
         if stack[-1] in BLOCKS:
             return False
-        at = opened[-1]
-        if at not in seals:
-            bound = min([next_close(outer, at) for outer in stack[:-1] if outer not in TEXT_FIELDS])
-            seals[at] = next_close(stack[-1], at) < bound
-        return seals[at]
+        at = self.opened[-1]
+        if at not in self.seals:
+            bound = min([self.next_close(outer, at) for outer in stack[:-1] if outer not in TEXT_FIELDS])
+            self.seals[at] = self.next_close(stack[-1], at) < bound
+        return self.seals[at]
 
-    def markup(name: str, closing: bool, i: int) -> bool:
+    def markup(self, name: str, closing: bool, i: int) -> bool:
         """Apply the tag if it is markup here, ending unsealed elements it belongs outside of."""
+        stack = self.stack
         while True:
             if ((stack[-1] if stack else None), name, closing) in _MARKUP:
                 if not closing:
-                    out.append(f'<{name} n="{len(complete)}">' if name in BLOCKS else f"<{name}>")
-                    complete.extend([False] if name in BLOCKS else [])
+                    self.out.append(f'<{name} n="{len(self.complete)}">' if name in BLOCKS else f"<{name}>")
+                    self.complete.extend([False] if name in BLOCKS else [])
                     stack.append(name)
-                    opened.append(i)
+                    self.opened.append(i)
                     return True
                 if name in BLOCKS:
-                    complete[-1] = True
-                close()
+                    self.complete[-1] = True
+                self.close()
                 return True
-            if not stack or not any([(outer, name, closing) in _MARKUP for outer in (None, *stack[:-1])]) or sealed():
+            if not stack or not any([(outer, name, closing) in _MARKUP for outer in (None, *stack[:-1])]) or self.sealed():
                 return False
-            close()  # never closed explicitly: ended by markup that belongs further out
+            self.close()  # never closed explicitly: ended by markup that belongs further out
 
-    def close() -> None:
-        out.append(f"</{stack.pop()}>")
-        opened.pop()
-
-    pos = 0
-    for i, m in enumerate(matches):
-        if stack and pos < m.start():
-            out.append(_escape(text[pos:m.start()]))
-        pos = m.end()
-        if m["cdata"] is not None:
-            if stack:
-                out.append(_escape(m["cdata"]))
-            continue
-        name, closing = names[i], bool(m["close"])
-        if not name or not markup(name, closing, i):
-            if stack:
-                out.append(_escape(m.group()))
-        elif m["empty"] and not closing:
-            markup(name, True, i)
-    if stack:
-        tail = text[pos:]
-        cut = _CUT_TAG.search(tail)
-        if cut and any(n.startswith(cut[1].lower()) for n in _CANON):  # a tag cut in half by the end of the reply
-            tail = tail[:cut.start()]
-        out.append(_escape(tail))
-    while stack:
-        close()
-    out.append("</root>")
-    return "".join(out), complete
+    def close(self) -> None:
+        self.out.append(f"</{self.stack.pop()}>")
+        self.opened.pop()
 
 
 def _escape(text: str) -> str:
@@ -215,7 +229,7 @@ def _observation(el: etree._Element, label: str, problems: list[str]) -> Observa
             problems.append(f"{label} dropped: no title, narrative or facts")
             return None
         source = next(s for s in (subtitle, narrative, facts[0] if facts else "") if s)
-        title = _shorten(_SENTENCE_END.split(source.splitlines()[0], maxsplit=1)[0], DERIVED_TITLE_CHARS)
+        title = clip(_SENTENCE_END.split(source.splitlines()[0], maxsplit=1)[0], DERIVED_TITLE_CHARS)
         problems.append(f"{label}: no title; derived one from its content")
     return Observation(type=kind, title=title, subtitle=subtitle, narrative=narrative, facts=facts,
                        concepts=_list(kids, ("concepts",), split_commas=True),
@@ -295,11 +309,4 @@ def _cap(text: str, what: str, label: str, problems: list[str]) -> str:
     if len(text) <= limit:
         return text
     problems.append(f"{label}: {what} of {len(text)} characters cut to {limit}")
-    return text[:limit - 1].rstrip() + "…"
-
-
-def _shorten(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut).rstrip() + "…"
+    return cut(text, limit, one_line=False)

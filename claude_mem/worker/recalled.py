@@ -15,10 +15,11 @@ import sqlite3
 from collections.abc import Callable
 
 from claude_mem.marks.claims import norm_path, same_file
-from claude_mem.push.terms import fts_match, query_terms
 from claude_mem.store import links
-from claude_mem.store.reads import cut
-from claude_mem.worker.render import Event, files_touched
+from claude_mem.text.clock import local_day
+from claude_mem.text.shorten import cut
+from claude_mem.text.terms import fts_match, query_terms
+from claude_mem.worker.events import Event, files_touched
 
 MAX_LINES = 4
 TITLE_CHARS = 90
@@ -57,7 +58,7 @@ class Recalled:
         if not kept:
             return ""
         self.shown.update(r["id"] for r in kept)
-        lines = [f"obs:{r['id']} {links.day(r['created_at_epoch'])} {cut(r['title'], TITLE_CHARS)}" for r in kept]
+        lines = [f"obs:{r['id']} {local_day(r['created_at_epoch'])} {cut(r['title'], TITLE_CHARS)}" for r in kept]
         return "\n".join([HEADER, *lines]) + "\n\n"
 
     def _about_files(self, project: str, events: list[Event]) -> list[dict]:

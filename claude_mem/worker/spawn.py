@@ -1,24 +1,27 @@
 """Starting one detached worker per session, and knowing whether one is alive.
 
 A live worker holds an exclusive flock on `<data dir>/workers/<session>.lock` for its whole
-life; the kernel drops it when the process dies, even on kill -9, so a lock can never go
-stale. Hooks probe it without psutil (~25 ms to import). The worker itself is the
-single-instance guard: it exits at once if it cannot take the lock, so two racing hooks that
-both spawn still leave exactly one worker. `<session>.json` beside the lock records pid and
-process create time for `claude-mem workers` (psutil checks them there, off the hook path).
+life (claude_mem/processes); hooks probe it. The worker itself is the single-instance guard: it
+exits at once if it cannot take the lock, so two racing hooks that both spawn still leave exactly
+one worker. `<session>.json` beside the lock records pid and process create time for
+`claude-mem workers` (`list_workers` checks them with psutil, off the hook path). A worker also
+holds one of `max_workers` slot locks.
 
-On the hook path: standard library only (a hook spawns with os.posix_spawn, without subprocess).
+On the hook path: standard library only.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-if sys.platform != "win32":
-    import fcntl
-else:  # pragma: no cover - claude-mem targets POSIX; Windows falls back to pid files
-    fcntl = None
+from claude_mem.processes import lock_held, spawn_detached, take_lock
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+    from claude_mem.settings import Config
 
 
 def session_key(session_id: str) -> str:
@@ -44,44 +47,6 @@ def worker_alive(workers_dir: str, session_id: str) -> bool:
     return lock_held(lock_path(workers_dir, session_id))
 
 
-def lock_held(path: str) -> bool:
-    """True while some process holds an exclusive flock on `path` (probed with a shared one)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
-
-
-def take_lock(path: str, wait_s: float = 0.0) -> int | None:
-    """Take an exclusive flock on `path`; returns the fd to keep open, or None if another process
-    holds it after `wait_s` (retried briefly: a liveness probe holds it shared for microseconds)."""
-    import time
-
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(0.05)
-
-
 def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int | None:
     """Take the session's worker lock; returns the fd to keep open, or None if another worker holds it."""
     return take_lock(lock_path(workers_dir, session_id), wait_s)
@@ -90,7 +55,8 @@ def acquire_lock(workers_dir: str, session_id: str, wait_s: float = 1.0) -> int 
 # --- the cap on concurrent workers ----------------------------------------------------------
 # A worker holds one of `max_workers` slot locks for its life (workers/slots/N.lock): the
 # sixteenth Claude Code window must not mean sixteen workers and sixteen observer CLIs. A session
-# beyond the cap waits in the durable queue; an exiting worker starts the oldest waiting one.
+# beyond the cap waits in the durable queue; an exiting worker starts the oldest waiting one
+# (hand_off), and an idle one gives its slot up to it (slot_wanted).
 
 def slot_path(workers_dir: str, slot: int) -> str:
     return os.path.join(workers_dir, "slots", f"{slot}.lock")
@@ -109,57 +75,40 @@ def take_slot(workers_dir: str, max_workers: int) -> int | None:
     return None
 
 
-def spawn_detached(data_dir: str, log_file: str, args: list[str], env: dict[str, str] | None = None) -> int:
-    """Start `python -m claude_mem ARGS` detached: its own process session, no stdin, output
-    appended to `log_file`, working in `data_dir`. Returns the child's pid."""
-    os.makedirs(os.path.dirname(log_file), mode=0o700, exist_ok=True)
-    log_fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    argv = [sys.executable, "-m", "claude_mem", *args]
+def slot_wanted(conn: sqlite3.Connection, workers_dir: str, max_workers: int, session_id: str) -> bool:
+    """Another session has due events and no worker while every slot is taken: an idle worker
+    then gives its slot up instead of idling in it."""
+    from claude_mem.store import queue
+    from claude_mem.store.db import now_ms
+
+    if slots_in_use(workers_dir, max_workers) < max_workers:
+        return False
+    return any(sid != session_id and not worker_alive(workers_dir, sid)
+               for sid in (w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())))
+
+
+def hand_off(config: Config, session_id: str) -> None:
+    """A worker exiting with its slot free starts the session that has waited longest,
+    `session_id` first: events that came after its last look found its lock held and started
+    no worker."""
+    import sqlite3
+
+    from claude_mem.store import queue
+    from claude_mem.store.db import connect, now_ms
+
+    if not config.worker_autostart:
+        return
     try:
-        if HOOK_PROCESS and hasattr(os, "posix_spawn"):
-            return _posix_spawn(data_dir, log_fd, argv, env)
-        return _popen(data_dir, log_fd, argv, env)
-    finally:
-        os.close(log_fd)
-
-
-# Set by the hook dispatcher (hooks.py): a hook has no thread of its own and exits within
-# milliseconds, so nothing sees its working folder move while it spawns, and the init process
-# reaps its children. Every other process starts them through subprocess and reaps them itself.
-HOOK_PROCESS = False
-
-
-def _posix_spawn(data_dir: str, log_fd: int, argv: list[str], env: dict[str, str] | None) -> int:
-    """The hook's way: no `subprocess` to import and no pipe to wait on (~10 ms of the hook's
-    ~30). posix_spawn has no working-folder action before Python 3.13, so the hook steps into
-    `data_dir` for the spawn, and back where it was at once."""
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, log_fd, 1),
-               (os.POSIX_SPAWN_DUP2, log_fd, 2)]
-    here = os.open(".", os.O_RDONLY)
-    try:
-        os.chdir(data_dir)
-        return os.posix_spawn(argv[0], argv, os.environ if env is None else env, file_actions=actions, setsid=True)
-    finally:
-        os.fchdir(here)
-        os.close(here)
-
-
-def _popen(data_dir: str, log_fd: int, argv: list[str], env: dict[str, str] | None) -> int:
-    import subprocess
-
-    kwargs: dict = {}
-    if sys.platform == "win32":  # pragma: no cover
-        kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NO_WINDOW
-    else:
-        kwargs["start_new_session"] = True
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, close_fds=True, cwd=data_dir,
-                             env=env, **kwargs)
-    # A long-lived spawner (the MCP server, the viewer, a worker) would keep a child that exits
-    # before it as a zombie: a daemon thread reaps it. A hook exits first anyway.
-    import threading
-
-    threading.Thread(target=child.wait, name="reap-detached", daemon=True).start()
-    return child.pid
+        conn = connect(config.db_path)
+        try:
+            waiting = [w["session_id"] for w in queue.waiting_sessions(conn, due_by=now_ms())]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return
+    for sid in sorted(waiting, key=lambda sid: sid != session_id):
+        if ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid, config.max_workers) is not None:
+            return
 
 
 def spawn_worker(data_dir: str, logs_dir: str, session_id: str, env: dict[str, str] | None = None) -> int:
@@ -175,3 +124,43 @@ def ensure_worker(data_dir: str, workers_dir: str, logs_dir: str, session_id: st
     if worker_alive(workers_dir, session_id) or slots_in_use(workers_dir, max_workers) >= max_workers:
         return None
     return spawn_worker(data_dir, logs_dir, session_id)
+
+
+class WorkerInfo:
+    """A worker as its info file records it, and whether that process still runs."""
+
+    __slots__ = ("session_id", "pid", "create_time", "started_at_epoch", "synthesizer", "alive", "info_file")
+
+    def __init__(self, session_id: str, pid: int, create_time: float, started_at_epoch: int, synthesizer: str | None,
+                 alive: bool, info_file: str) -> None:
+        self.session_id = session_id
+        self.pid = pid
+        self.create_time = create_time
+        self.started_at_epoch = started_at_epoch
+        self.synthesizer = synthesizer
+        self.alive = alive
+        self.info_file = info_file
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "info_file"}
+
+
+def list_workers(workers_dir: str) -> list[WorkerInfo]:
+    """Every worker with an info file; `alive` when its process (pid and create time) holds its lock."""
+    import glob  # fnmatch and re with it: never on the hook path, nor psutil
+    import json
+
+    from claude_mem.processes.census import same_process
+
+    found = []
+    for path in sorted(glob.glob(os.path.join(workers_dir, "*.json"))):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                info = json.load(fh)
+            session_id, pid, create_time = info["session_id"], int(info["pid"]), float(info["create_time"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        alive = same_process(pid, create_time) and worker_alive(workers_dir, session_id)
+        found.append(WorkerInfo(session_id, pid, create_time, int(info.get("started_at_epoch") or 0),
+                                info.get("synthesizer"), alive, path))
+    return found

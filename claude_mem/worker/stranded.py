@@ -1,7 +1,7 @@
 """Rows no worker is left to take: a session's due events with no live worker (its worker was
 killed, stopped, or exited idle while its events waited out an outage's backoff, and its own
 session may never send another hook). Whatever runs next — any hook of this data dir, `status`,
-the viewer, `doctor --fix` — calls `revive`, which starts their workers (issue 11).
+the viewer, `doctor --fix` — calls `revive`, which starts their workers.
 
 On the hook path: standard library only, and cheap: one index-only range scan, then a lock probe
 per candidate session.
@@ -66,3 +66,13 @@ def _due_for_a_look(workers_dir: str) -> bool:
     except OSError:
         pass
     return True
+
+
+def start_workers(config: Config, sessions: list[str]) -> list[str]:
+    """Start a worker for each session (unless one runs, or every slot is taken: it then waits its
+    turn); with worker_autostart off, none: returns what to tell the user instead."""
+    if not config.worker_autostart:
+        return [f"worker_autostart is off: run `claude-mem worker --session ID` for {', '.join(sessions)}"]
+    for sid in sessions:
+        spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, sid, config.max_workers)
+    return []

@@ -20,13 +20,15 @@ from claude_mem.logs import log_line
 from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records
 from claude_mem.store.db import transaction
-from claude_mem.store.memories import Observation, Summary, list_observations
-from claude_mem.store.reads import cut
+from claude_mem.store.memories import Observation, Summary
+from claude_mem.store.reads import list_observations
+from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
+from claude_mem.worker.events import Event, files_touched
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.recalled import Recalled
-from claude_mem.worker.render import Event, files_touched, fill, render_batch
+from claude_mem.worker.render import fill, render_batch
 
 if TYPE_CHECKING:
     from claude_mem.worker.observer import Reply

@@ -21,9 +21,10 @@ import psutil
 import pytest
 
 from claude_mem import settings
-from claude_mem.replay import play_subprocess, store_in_process
+from claude_mem.hooks import store_in_process
+from claude_mem.processes.census import OBSERVER_ENV
+from claude_mem.replay import play_subprocess
 from claude_mem.store.db import connect
-from claude_mem.worker.observer import OBSERVER_ENV
 from tests.hardening.support import (
     FIXTURES,
     expected_tool_ids,

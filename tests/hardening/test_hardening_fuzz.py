@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from claude_mem import hooks
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
+from claude_mem.cli.app import cli
 from claude_mem.mcp_server import build_server
 from claude_mem.worker.parse import parse_reply
 from tests.hardening.support import record, wait_until

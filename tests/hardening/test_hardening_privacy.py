@@ -26,8 +26,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from claude_mem import settings
-from claude_mem.cli import cli
-from claude_mem.cli import commands as _commands  # noqa: F401  (registers every command)
+from claude_mem.cli.app import cli
 from claude_mem.mcp_server import build_server
 from claude_mem.replay import play_subprocess
 from claude_mem.viewer.app import create_app

@@ -8,7 +8,7 @@ edit that fixed it when the batch holds both. Deterministic and cheap (regexes o
 hooks already redacted). Rows are marked source='heuristic' so `claude-mem reprocess` can
 later send the same events through the model.
 
-  commands.py  a shell command as a person names it, and its kind
+  bash.py      a shell command as a person names it, and its kind
   outputs.py   what a command's output says (test tally, failure, exception, commit)
   edits.py     the definitions an edit touched, and the kind of change
   compose.py   grouping and the observations and summary themselves

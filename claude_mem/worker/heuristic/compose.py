@@ -5,7 +5,7 @@ definitions they touched), tool failures and the rest; then grouped: a failing r
 after it and the passing re-run of the same check become one bugfix; runs of one check become
 one observation; commits, dependencies and servers get their own; routine commands, edits and
 failures are gathered one observation each. Every title names a command, file, test, error or
-commit (issue 18: "Ran 3 command(s)" can be found by no keyword).
+commit: "Ran 3 command(s)" could be found by no keyword.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem.store.memories import Observation, Summary
-from claude_mem.worker.heuristic import commands, edits, outputs
-from claude_mem.worker.heuristic.commands import clip
-from claude_mem.worker.render import Event, _response_text, files_touched
+from claude_mem.text.shorten import clip
+from claude_mem.worker.events import Event, files_touched, response_text
+from claude_mem.worker.heuristic import bash, edits, outputs
 
 TITLE_CHARS = 150
 NOTE = "Recorded from the tool events without a model."
@@ -93,7 +93,7 @@ def collect(events: list[Event]) -> Batch:
         if e.tool_name == "Bash" and i.get("command"):
             batch.runs.append(_run(index, e, str(i["command"]), batch.cwd))
         elif e.is_error and e.tool_name not in ("ExitPlanMode", "AskUserQuestion"):
-            batch.failures.append((index, e, outputs.tool_error(_response_text(e))))
+            batch.failures.append((index, e, outputs.tool_error(response_text(e))))
         elif e.tool_name in EDIT_TOOLS:
             change = edits.describe(e.tool_name, i, e.tool_response, known)
             batch.edits.append(Edited(index, e, change, os.path.basename(change.path) or "?"))
@@ -110,16 +110,16 @@ def collect(events: list[Event]) -> Batch:
 def _run(index: int, e: Event, command: str, cwd: str | None) -> Run:
     i = _input(e)
     failed = e.is_error or (isinstance(e.tool_response, dict) and bool(e.tool_response.get("interrupted")))
-    shown = commands.display(command, cwd)
-    kind = commands.kind(command, i)
+    shown = bash.display(command, cwd)
+    kind = bash.kind(command, i)
     label = shown
-    if commands.is_script(command) and isinstance(i.get("description"), str) and i["description"].strip():
+    if bash.is_script(command) and isinstance(i.get("description"), str) and i["description"].strip():
         # an inline script: its description says what it was for
         label = f"{(shown.split() or ['a'])[0]} script ({clip(i['description'], 60)})"
     elif kind == "commit":  # `git add a b c && git commit`: the commit is what matters
         label = "git commit"
-    return Run(index, e, shown, label, kind, commands.check_key(command),
-               outputs.read(_response_text(e), failed=failed, cwd=cwd), command)
+    return Run(index, e, shown, label, kind, bash.check_key(command),
+               outputs.read(response_text(e), failed=failed, cwd=cwd), command)
 
 
 def observe(events: list[Event]) -> list[Observation]:
@@ -212,22 +212,22 @@ def _checks(runs: list[Run]) -> Observation:
             title = f"{last.label}: {last.result()}"
         obs_type = "discovery"
     elif kind == "commit":
-        made = outputs.commit(_response_text(last.event))
-        message = made[1] if made else commands.commit_message(last.raw)
+        made = outputs.commit(response_text(last.event))
+        message = made[1] if made else bash.commit_message(last.raw)
         title = f"Committed {made[0]}: {message}" if made else f"git commit: {message or last.result()}"
         obs_type = "change"
     elif kind == "push":
-        branch = outputs.pushed(_response_text(last.event))
+        branch = outputs.pushed(response_text(last.event))
         title = f"git push: pushed {branch}" if branch else f"{last.label}: {last.result()}"
         obs_type = "change"
     elif kind == "install":
-        names = commands.packages(last.raw) or []
-        title = f"Added dependency {', '.join(names)} ({commands.install_tool(last.raw)})"
+        names = bash.packages(last.raw) or []
+        title = f"Added dependency {', '.join(names)} ({bash.install_tool(last.raw)})"
         obs_type = "change"
     elif kind == "server":
         command = last.raw
-        url = outputs.listening(_response_text(last.event))
-        port = commands.port(command)
+        url = outputs.listening(response_text(last.event))
+        port = bash.port(command)
         title = f"Started server: {last.label}" + (f" on {url}" if url else f" on port {port}" if port else "")
         obs_type = "change"
     else:
@@ -329,7 +329,7 @@ def _other(e: Event) -> Observation | None:
                            facts=[], concepts=["heuristic", "plan"])
     if e.tool_name in ("Task", "Agent"):
         agent = i.get("subagent_type") or "agent"
-        text = _agent_text(r) or _response_text(e)
+        text = _agent_text(r) or response_text(e)
         lines = [clip(line.strip(" #*-"), 200) for line in text.splitlines()
                  if len(line.strip(" #*-")) > 20 and not line.startswith(_CHATTER)]
         return Observation(type="discovery", title=clip(f"{agent} agent: {i.get('description') or i.get('prompt') or ''}", TITLE_CHARS),
@@ -338,7 +338,7 @@ def _other(e: Event) -> Observation | None:
         what = i.get("url") or i.get("query") or ""
         verb = "Fetched" if e.tool_name == "WebFetch" else "Searched the web for"
         return Observation(type="discovery", title=clip(f"{verb} {what}", TITLE_CHARS), narrative=NOTE,
-                           facts=[clip(_response_text(e), 300)], concepts=["heuristic", "web"])
+                           facts=[clip(response_text(e), 300)], concepts=["heuristic", "web"])
     return None
 
 

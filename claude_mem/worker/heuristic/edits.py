@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.worker.heuristic.commands import clip
+from claude_mem.text.shorten import clip
 
 _KEYWORDS = frozenset(("if", "for", "while", "switch", "catch", "return", "function", "with", "match", "elif", "else", "do",
                        "end", "new", "not", "and", "or"))

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from claude_mem.worker.heuristic.commands import clip
+from claude_mem.text.shorten import clip
 
 _EXIT = re.compile(r"^Exit code (\d+)\s*\n?")
 _DECORATION = re.compile(r"^[\s=\-_*#~.+|<>`┃│]*$|^=+ .* =+$|^(?:platform|rootdir|cachedir|configfile|testpaths|plugins|asyncio|"

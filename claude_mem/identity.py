@@ -1,7 +1,7 @@
 """Who this installation is, for a team sharing one Chroma server.
 
-Two laptops recording into one collection wrote the same document ids (`obs:1:main`), so each
-overwrote the other's, and a `reindex` on one deleted the other's documents (issue 16). Every
+Two installations recording into one collection must not write the same document ids (each
+would overwrite the other's, and a `reindex` on one would delete the other's documents). Every
 installation therefore has an identity: a random id made once and kept in the data dir
 (`<data dir>/installation-id`, 0600), which goes into every document id and its metadata so that
 nothing collides and everything that deletes can delete only its own; and a readable name

@@ -1,20 +1,22 @@
 """Past failures before a command runs: PreToolUse on Bash. When the command about to run,
-reduced to its program and subcommand (`npm test`, `pytest tests/x.py`, `git push`), failed in
+reduced to its program and subcommand (text/command_keys.py), failed in
 an earlier session of this project, its latest failure is pushed with what fixed it when memory
 knows (a bugfix observation of that session recorded after the failure, in its turn or the next;
-whether the command passed later in that session). At most `BUDGET` characters, once per command per session. SQL only: failed
-calls are found through the partial index of migration 0006.
+whether the command passed later in that session). At most `BUDGET` characters, once per
+command per session. SQL only: failed calls are found through the partial index of migration 0006.
 """
 
 from __future__ import annotations
 
 import json
 
-from claude_mem.push import project_of, shell
-from claude_mem.push.digest import local_day
+from claude_mem.push import project_of
 from claude_mem.push.lines import hook_answer
 from claude_mem.store import injections, links
-from claude_mem.store.reads import cut, like_escape
+from claude_mem.store.reads import like_escape
+from claude_mem.text.clock import local_day
+from claude_mem.text.command_keys import command_key
+from claude_mem.text.shorten import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -23,46 +25,6 @@ if TYPE_CHECKING:
 
 BUDGET = 300
 CANDIDATES = 50
-SUBCOMMAND_CHARS = 80
-# Programs whose failures teach nothing (a grep that found nothing exits 1); set-up (`cd`,
-# `export`) and wrappers (`sudo`, `npx`) are shell.py's to drop.
-_QUIET_TEXT = """
-exit return echo printf true false sleep clear ls cat head tail less more wc
-grep egrep fgrep rg ag find fd which type command test [ [[ pwd whoami date env stat file du df tree diff cmp
-"""
-QUIET_PROGRAMS = frozenset(_QUIET_TEXT.split())
-SCRIPT_RUNNERS = frozenset(("npm", "yarn", "pnpm", "bun"))  # `npm run build`: the script is the subcommand
-
-
-def command_key(command: str) -> str | None:
-    """`program subcommand` for the first command of interest in a shell line, or None."""
-    for part in shell.commands(command):
-        key = None if part.setup else _key(part)
-        if key:
-            return key
-    return None
-
-
-def command_keys(command: str) -> list[str]:
-    """`program subcommand` of every command of interest in a shell line, in order, each once."""
-    return list(dict.fromkeys(key for part in shell.commands(command) if not part.setup and (key := _key(part))))
-
-
-def _key(part: shell.Command) -> str | None:
-    program = part.program
-    if not program or program in QUIET_PROGRAMS:
-        return None
-    rest = part.args
-    sub = None
-    for k, word in enumerate(rest):
-        if not word.startswith("-"):
-            sub = word.split("::", 1)[0]  # pytest tests/x.py::test_one -> tests/x.py
-            if program in SCRIPT_RUNNERS and sub == "run" and k + 1 < len(rest) and not rest[k + 1].startswith("-"):
-                sub += " " + rest[k + 1]
-            break
-    if sub and (len(sub) > SUBCOMMAND_CHARS or "\n" in sub):
-        sub = None
-    return f"{program} {sub}" if sub else program
 
 
 def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, command: str) -> str | None:

@@ -4,25 +4,18 @@ FTS5's unicode61 tokenizer keeps a run of Han or kana characters as one token, s
 sentence is one "word" and no query matches it. Every such run is rewritten as its overlapping
 pairs of characters (the usual unit of Chinese and Japanese retrieval, as in Lucene's CJK
 analyzer), separated by spaces; everything else is left as it is, for the word index. The same
-rewriting serves the index (the `cjk_spaced` SQL function of the FTS triggers, migration `cjk_keywords`)
-and the query (push/terms.py), so their tokens agree.
+rewriting serves the index (store/db.py registers `spaced` as the SQL function `cjk_spaced` that
+the FTS triggers call) and the query (text/terms.py), so their tokens agree.
 
 A run is first cut where its script changes (Han, hiragana, katakana, Hangul): a kanji compound
-and a katakana loan word are units of their own, and pairs across "在庫が" or "スに" would be
-noise. Hiragana is left out: in Japanese it writes the grammar (particles, inflections: が, を,
-ている), so its pairs matched every Japanese text to every other (multilingual dev file: recall@5
-0.962 -> 0.975, Japanese 0.958 -> 1.0); a word written in hiragana alone is found by meaning.
-A lone character of any other script stands for itself.
+and a katakana loan word are units of their own. Hiragana is left out: in Japanese it writes the
+grammar, so its pairs would match every Japanese text to every other (docs/multilingual.md has
+the measurements). A lone character of any other script stands for itself.
 
-Standard library only: every hook opens the database through store/db.py, which registers the
-SQL function, and the prompt hook splits its query with this.
+Standard library only: every hook opens the database, and the prompt hook splits its query with this.
 """
 
 from __future__ import annotations
-
-import sqlite3
-
-SQL_FUNCTION = "cjk_spaced"
 
 # (first, last, script) code points: what counts as text written without spaces.
 _RANGES = (
@@ -98,8 +91,3 @@ def spaced(text: str | None) -> str:
     for piece, kind in segments(text):
         out.append(f" {' '.join(grams(piece, kind))} " if kind else piece)
     return "".join(out)
-
-
-def register(conn: sqlite3.Connection) -> None:
-    """Make `cjk_spaced(text)` known to this connection: the FTS triggers call it."""
-    conn.create_function(SQL_FUNCTION, 1, spaced, deterministic=True)

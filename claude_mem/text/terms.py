@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
-from claude_mem.store.cjk import has_cjk, script, spaced
+from claude_mem.text.cjk import has_cjk, script, spaced
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ TOKEN = re.compile(r"\w+", re.UNICODE)
 
 def words(text: str) -> list[str]:
     """The words of `text` as the keyword index holds them, lowercased: runs of Chinese, Japanese
-    or Korean as their overlapping character pairs (store/cjk.py), everything else as words."""
+    or Korean as their overlapping character pairs (text/cjk.py), everything else as words."""
     return [w.lower() for w in TOKEN.findall(spaced(text or "")) if w.strip("_")]
 
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem.payload import clean_text
-from claude_mem.store.db import is_peer_database, now_iso
-from claude_mem.store.memories import OBSERVATION_TYPES, SUMMARY_FIELDS, known_type
-from claude_mem.store.reads import cut, json_list
+from claude_mem.store.db import is_npm_database, now_iso
+from claude_mem.store.memories import known_type
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list
 from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_rows, validate_row
+from claude_mem.text.shorten import cut
 
 NAME = "the npm claude-mem (thedotmack/claude-mem)"
 FIELD_CHARS = 16_000  # per text field: the peer caps nothing, a pasted log may sit in a narrative
@@ -47,7 +48,7 @@ PEER_TYPES = {
 }
 
 
-class PeerImportError(Exception):
+class NpmImportError(Exception):
     """The file cannot be imported as the peer's database; nothing was imported."""
 
 
@@ -71,7 +72,7 @@ class PeerProject:
 
 
 @dataclass
-class PeerImport:
+class NpmImport:
     path: str
     schema_version: int | None
     projects: dict[str, PeerProject]  # by the peer's name
@@ -104,7 +105,7 @@ def open_copy(path: str, workdir: str | None = None, attempts: int = 5) -> Itera
     checksum and is ignored on opening, as SQLite does after a crash: the copy holds every
     transaction committed before it was taken."""
     if not os.path.isfile(path):
-        raise PeerImportError(f"no file {path}")
+        raise NpmImportError(f"no file {path}")
     folder = tempfile.mkdtemp(prefix=".peer-import-", dir=workdir)  # 0700: it holds memory
     copy = os.path.join(folder, "peer.db")
     try:
@@ -115,7 +116,7 @@ def open_copy(path: str, workdir: str | None = None, attempts: int = 5) -> Itera
             conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise PeerImportError(f"{path} is not a readable SQLite database ({exc})") from None
+            raise NpmImportError(f"{path} is not a readable SQLite database ({exc})") from None
         try:
             yield conn
         finally:
@@ -132,8 +133,8 @@ def _take_copy(path: str, copy: str, attempts: int) -> None:
             if _stamp(path) == before:
                 return
     except OSError as exc:
-        raise PeerImportError(f"cannot copy {path}: {exc.strerror or exc}") from None
-    raise PeerImportError(f"{path} kept changing while it was copied; try again when {NAME} is idle")
+        raise NpmImportError(f"cannot copy {path}: {exc.strerror or exc}") from None
+    raise NpmImportError(f"{path} kept changing while it was copied; try again when {NAME} is idle")
 
 
 def _copy_files(path: str, copy: str) -> None:
@@ -149,15 +150,15 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def check_schema(conn: sqlite3.Connection, path: str) -> int | None:
-    """The peer's schema version; raises PeerImportError for anything else."""
-    if not is_peer_database(conn):
+    """The peer's schema version; raises NpmImportError for anything else."""
+    if not is_npm_database(conn):
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone():
-            raise PeerImportError(f"{path} is a database of this claude-mem, not {NAME}'s: run `claude-mem export -o FILE`"
+            raise NpmImportError(f"{path} is a database of this claude-mem, not {NAME}'s: run `claude-mem export -o FILE`"
                                   " with CLAUDE_MEM_DATA_DIR set to its folder, then import FILE")
-        raise PeerImportError(f"{path} is an SQLite database but not {NAME}'s (it has no schema_versions, sdk_sessions"
+        raise NpmImportError(f"{path} is an SQLite database but not {NAME}'s (it has no schema_versions, sdk_sessions"
                               " and observations tables)")
     if not {"content_session_id", "memory_session_id"} <= _columns(conn, "sdk_sessions"):
-        raise PeerImportError(f"{path} is from an old version of {NAME}, before content_session_id: start the npm"
+        raise NpmImportError(f"{path} is from an old version of {NAME}, before content_session_id: start the npm"
                               " claude-mem 13 once (it upgrades its database), then import")
     row = conn.execute("SELECT max(version) FROM schema_versions").fetchone()
     return row[0] if row else None
@@ -380,8 +381,8 @@ class _Reader:
 
 # --- the import -------------------------------------------------------------------------------------
 
-def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, str] | None = None,
-                workdir: str | None = None, dry_run: bool = False, progress: Any = None) -> PeerImport:
+def import_npm(conn: sqlite3.Connection, path: str, *, project_map: dict[str, str] | None = None,
+                workdir: str | None = None, dry_run: bool = False, progress: Any = None) -> NpmImport:
     """Import the peer's database at `path` into ours (`conn`); see the module docstring.
     `progress` (a progress.Progress) follows the rows going in."""
     project_map = project_map or {}
@@ -390,14 +391,14 @@ def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, s
         names = peer_projects(peer)
         unknown = sorted(set(project_map) - names - {_base(n) for n in names})
         if unknown:
-            raise PeerImportError(f"--project-map {unknown[0]}=...: no project of that name in {path}"
+            raise NpmImportError(f"--project-map {unknown[0]}=...: no project of that name in {path}"
                                   f" (its projects: {', '.join(sorted(names)) or 'none'})")
         plan = plan_projects(names, our_projects(conn), project_map)
         read = _Reader(peer, plan).read()
     try:
         result = import_rows(conn, read.rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:
-        raise PeerImportError(f"{exc.label} of {path}: {exc}") from None
+        raise NpmImportError(f"{exc.label} of {path}: {exc}") from None
     projects = {name: PeerProject(name, *where) for name, where in plan.items()}
 
     def report(name: str) -> PeerProject:  # rows of no named project (an empty name) get a line too
@@ -409,7 +410,7 @@ def import_peer(conn: sqlite3.Connection, path: str, *, project_map: dict[str, s
             (counts.present if label in result.present_labels else counts.added)[kind] += 1
     for peer_project, skips in read.skipped.items():
         report(peer_project).skipped.extend(skips)
-    return PeerImport(path, version, projects, result)
+    return NpmImport(path, version, projects, result)
 
 
 def is_sqlite_file(path: str) -> bool:

@@ -5,10 +5,9 @@ commands, `pytest -q tests/x.py` (its `2>&1` a redirection, not an argument) and
 the `cd` is kept as a set-up command (it runs nothing), the assignment, the wrappers (`sudo`,
 `time`, `env`, `timeout`, ...) and the runners (`python -m`, `uv run`, `npx`, ...) are gone.
 
-Both readers of commands use this: the pre hook's lookup key (`push/commands.py`, which is
-why it lives here and takes nothing but the standard library, no regex either: a hook pays for
-every import and compile) and the worker's heuristic titles and kinds
-(`worker/heuristic/commands.py`). One pass over the text with a stack of open quotes and
+Both readers of commands use this: the pre hook's lookup key (text/command_keys.py, which is
+why it takes nothing but the standard library, no regex either: a hook pays for every import
+and compile) and the worker's heuristic titles and kinds (worker/heuristic/bash.py). One pass over the text with a stack of open quotes and
 substitutions: linear on any input, and it never raises -- an unclosed quote runs to the end
 of the text, as the shell would read it were more to come.
 """

@@ -1,5 +1,5 @@
 """`claude-mem import` of the npm claude-mem's database: its options and the per-project report.
-The import itself is `claude_mem.store.peer`."""
+The import itself is `claude_mem.store.npm_import`."""
 
 from __future__ import annotations
 
@@ -7,21 +7,21 @@ import os
 
 import click
 
-from claude_mem.cli import AppContext, emit_json
+from claude_mem.cli.app import AppContext, emit_json
 from claude_mem.cli.format import Column, echo_table, plural
 from claude_mem.cli.params import UsageProblem, create_db, index_new_rows, warn_index_error
 from claude_mem.cli.progress import IMPORT_INTERRUPTED, Bar
-from claude_mem.store import peer as peer_mod
+from claude_mem.store.npm_import import NAME, NpmImport, NpmImportError, import_npm, is_sqlite_file
 
 _COLUMNS = {"session": "SESSIONS", "prompt": "PROMPTS", "observation": "OBSERVATIONS", "summary": "SUMMARIES"}
 
 
-def peer_database_path(file: str) -> str | None:
+def npm_database_path(file: str) -> str | None:
     """FILE as an SQLite database to import (its folder is accepted too), or None for an export."""
     if file == "-":
         return None
     path = os.path.join(file, "claude-mem.db") if os.path.isdir(file) else file
-    return path if peer_mod.is_sqlite_file(path) else None
+    return path if is_sqlite_file(path) else None
 
 
 def parse_project_map(values: tuple[str, ...]) -> dict[str, str]:
@@ -37,7 +37,7 @@ def parse_project_map(values: tuple[str, ...]) -> dict[str, str]:
     return mapping
 
 
-def import_peer_database(app: AppContext, path: str, project_map: tuple[str, ...], *, dry_run: bool, no_index: bool,
+def import_npm_database(app: AppContext, path: str, project_map: tuple[str, ...], *, dry_run: bool, no_index: bool,
                          as_json: bool) -> None:
     from claude_mem.cli.marks import echo_marked, marks_counts
     from claude_mem.marks.apply import last_id, mark_added
@@ -47,9 +47,9 @@ def import_peer_database(app: AppContext, path: str, project_map: tuple[str, ...
     before = last_id(conn)
     with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
         try:
-            imported = peer_mod.import_peer(conn, path, project_map=mapping, workdir=app.config.data_dir, dry_run=dry_run,
+            imported = import_npm(conn, path, project_map=mapping, workdir=app.config.data_dir, dry_run=dry_run,
                                             progress=bar.progress("adding rows"))
-        except peer_mod.PeerImportError as exc:
+        except NpmImportError as exc:
             raise click.ClickException(f"{exc}; nothing was imported") from None
         result = imported.result
         marks = mark_added(conn, before) if result.added["observation"] and not dry_run else []
@@ -68,9 +68,9 @@ def import_peer_database(app: AppContext, path: str, project_map: tuple[str, ...
     warn_index_error(index_error)
 
 
-def _report(imported: peer_mod.PeerImport, dry_run: bool) -> None:
+def _report(imported: NpmImport, dry_run: bool) -> None:
     schema = f", schema {imported.schema_version}" if imported.schema_version else ""
-    click.echo(f"{peer_mod.NAME}{schema}: {imported.path}")
+    click.echo(f"{NAME}{schema}: {imported.path}")
     heads = [Column("PEER PROJECT"), Column("FILED UNDER"), *(Column(head, ">") for head in _COLUMNS.values()),
              Column("ALREADY HERE", ">"), Column("SKIPPED", ">"), Column("WHY", fit=True)]
     echo_table(heads, [(p.peer, p.project, *(p.added[k] for k in _COLUMNS), sum(p.present.values()), len(p.skipped), p.why)

@@ -3,7 +3,7 @@
 `cd repo && source .venv/bin/activate && python -m pytest -q tests/x.py 2>&1 | tail -20` is
 "pytest -q tests/x.py"; a heredoc commit is "git commit". The kind says what kind of outcome to
 look for (a test summary, a commit, a package added, a server started). How a line splits into
-commands and what is scaffolding is push/shell.py's reading, the one the pre hook's lookup key
+commands and what is scaffolding is text/shell.py's reading, the one the pre hook's lookup key
 uses too; what is here is the titles' own: what to show, and what kind of command it is.
 """
 
@@ -13,7 +13,8 @@ import functools
 import os
 import re
 
-from claude_mem.push import shell
+from claude_mem.text import shell
+from claude_mem.text.shorten import clip
 
 # `$(cat <<'EOF' ... EOF)`, tried where `$(cat` stands (a few places at most): searched for
 # anywhere, the lazy body made a 200 KB command of openers take 40 s.
@@ -52,7 +53,7 @@ def display(command: str, cwd: str | None = None) -> str:
 
 def clean(command: str, cwd: str | None = None) -> str:
     """The commands as written, without the set-up in front (`cd`, `source`, `export`), the
-    wrappers and runners (push/shell.py reads them), the noise (`2>&1`, `>/dev/null`, a closing
+    wrappers and runners (text/shell.py reads them), the noise (`2>&1`, `>/dev/null`, a closing
     `| tail -20`), a commit message's heredoc and an inline script's code (`python -c "…"`)."""
     parts = [c for c in _parse(command) if c.tokens]
     ran = next((k for k, c in enumerate(parts) if not c.setup), len(parts) - 1)
@@ -112,7 +113,7 @@ def _heredoc(command: str) -> re.Match[str] | None:
 
 @functools.lru_cache(maxsize=4)
 def _parse(command: str) -> tuple[shell.Command, ...]:
-    """push/shell.py's reading, once per command: a Bash event asks display, kind and check_key."""
+    """text/shell.py's reading, once per command: a Bash event asks display, kind and check_key."""
     return tuple(shell.commands(command))
 
 
@@ -230,14 +231,3 @@ def check_key(command: str) -> str:
             return " ".join([tool, *targets])
     return clean(command)
 
-
-def clip(text: str, limit: int) -> str:
-    """Cut at a word boundary with an ellipsis: a title is read, not parsed."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:—-") + "…"

@@ -1,0 +1,69 @@
+"""JSON files: one that must hold an object (ours and Claude Code's settings), read without ever
+being taken for something else; and any JSON written so that a reader sees the old file or the
+new one, whole, never half of it.
+
+Standard library only: a hook reads its settings file (when there is one) and spools events
+through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class JSONFileError(ValueError):
+    """A file that cannot be read as a JSON object; the message names it, on one line."""
+
+
+def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
+    """(content, existed) of a file that must hold a JSON object. Missing or empty is {};
+    anything else raises JSONFileError: a file that could not be parsed is never rewritten."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return {}, False
+    except OSError as exc:
+        raise JSONFileError(f"cannot read {path}: {exc.strerror}") from None
+    if not text.strip():
+        return {}, True
+    from claude_mem.payload import json_object
+
+    try:
+        return json_object(text), True
+    except ValueError as exc:
+        raise JSONFileError(f"{path} is {exc}") from None
+
+
+def write_json_atomic(path: str, data: Any, *, mode: int = 0o600, keep_mode: bool = False, indent: int | None = None,
+                      sort_keys: bool = False) -> None:
+    """Write `data` as JSON through a temporary file renamed over `path`, created with `mode`.
+    `keep_mode` keeps the permissions of the file it replaces, and writes a symlink's target so
+    the link survives (dotfile managers link settings files)."""
+    if keep_mode:
+        import stat
+
+        path = os.path.realpath(path)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            pass
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+            fh.write("\n")
+        os.chmod(tmp, mode)  # the umask may have taken some away
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
