@@ -415,3 +415,33 @@ def test_workers_catching_up_together_embed_each_row_once(conn: sqlite3.Connecti
         counts.append(json.loads(out))
     assert sorted(c["observation"] for c in counts) == [0, 150], counts  # one did the work, the other found none left
     assert Index(path=path).drift(conn)["in_sync"]
+
+
+def test_a_row_forgotten_while_it_is_embedded_keeps_no_documents(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """The memory service embeds rows it read a moment ago while `forget` removes them: the
+    documents it then writes must not outlive the rows (seen with a teammate's shared server)."""
+    from claude_mem.recall.embed import embed_texts
+    from claude_mem.store.forget import forget, plan
+
+    rows = add_rows(conn)
+    doomed = rows["observation"][1]
+    other = connect(str(tmp_path / "claude-mem.db"))  # forget runs in a process of its own
+    forgetting: list[int] = []
+
+    def embed_while_forgetting(texts: list[str]):
+        if not forgetting:  # the first chunk's rows are read; forget them before they are written
+            forgetting.append(doomed)
+            forget(other, plan(other, refs=[("observation", doomed)]), index)
+        return embed_texts(texts)
+
+    index = Index(path=str(tmp_path / "chroma"), embedder=embed_while_forgetting)
+    try:
+        index.index_observations(conn, rows["observation"])
+        with index._use("inspect") as store:
+            left = [split_doc_id(i)[0] for i in store.collection.get()["ids"]]
+        assert forgetting and left and not [d for d in left if d.startswith(f"obs:{doomed}:")], left
+        assert conn.execute("SELECT COUNT(*) FROM index_state WHERE kind = 'observation' AND row_id = ?", (doomed,)).fetchone()[0] == 0
+        assert index.drift(conn)["observation"]["stale"] == 0
+    finally:
+        index.close()
+        other.close()

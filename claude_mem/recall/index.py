@@ -150,16 +150,15 @@ class Index(IndexConnection):
                 break
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
+            alive = {int(r["id"]) for r in rows}
             docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in BUILD[kind](row)]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
                 cid = self._state_key(str(store.collection.id))
-                # Rows indexed before (index_state says this collection holds them; an empty
-                # collection id means "maybe still held", see store/forget.py) may have documents
-                # their new text no longer has (a summary field emptied, a fact removed). Rows
-                # indexed for the first time, which is what the worker sends after each commit,
-                # have none and skip the look.
+                # Rows indexed before (index_state says this collection holds them; an empty id means
+                # "maybe still held", see store/forget.py) may have documents their new text no longer
+                # has (a fact removed). Rows indexed for the first time (the worker's) skip the look.
                 held = [r[0] for r in conn.execute(
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
                     [kind, cid, *chunk])]
@@ -170,7 +169,13 @@ class Index(IndexConnection):
                 if docs:
                     store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
                                             metadatas=[d.metadata for d in docs])
-            present = [int(r["id"]) for r in rows]
+                    # A row forgotten since it was read above (forget deletes rows, then takes this
+                    # lock to delete documents) must not keep the documents just written.
+                    alive &= {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id IN ({marks})", chunk)}
+                    late = [d.id for d in docs if int(d.id.split(":")[1]) not in alive]
+                    if late:
+                        store.collection.delete(ids=late)
+            present = sorted(alive)
             gone = sorted(set(chunk) - set(present))
             found += len(present)
             with transaction(conn):
