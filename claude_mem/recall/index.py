@@ -11,9 +11,8 @@ Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma sid
 `IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
 deletes this installation's documents only. The long ones report to a `Progress` (progress.py),
 and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over.
-Around it: documents.py (a row's documents and ids), connection.py, chroma.py and locking.py
-(the way in), drift.py, legacy.py (documents from before installation ids); the measurements
-behind them are in docs/search-tuning.md. chromadb is imported lazily (~0.8 s): an `Index` costs nothing to make.
+Around it: documents.py (a row's documents and ids), connection.py, chroma.py and locking.py (the way in), drift.py,
+legacy.py (documents from before installation ids); measurements in docs/search-tuning.md. chromadb is imported lazily.
 """
 
 from __future__ import annotations
@@ -140,9 +139,8 @@ class Index(IndexConnection):
         return self._index(conn, kind, ids, progress)
 
     def _index(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int], progress: Progress | None = None) -> int:
-        """(Re)index these rows; returns how many were found in SQLite. Rows gone from SQLite
-        lose their documents. Each chunk is committed on its own: a stop between two (Ctrl-C,
-        or `progress.stopping`) leaves index_state saying exactly which rows are in."""
+        """(Re)index these rows; returns how many were found in SQLite. Rows gone from SQLite lose their documents.
+        Each chunk is committed on its own: a stop between two (Ctrl-C, `progress.stopping`) leaves index_state exact."""
         wanted = sorted({int(i) for i in ids})
         found = 0
         for chunk in _chunks(wanted, UPSERT_BATCH):
@@ -151,7 +149,9 @@ class Index(IndexConnection):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             alive = {int(r["id"]) for r in rows}
-            docs = [self._owned_document(doc) for row in rows if not self._kept_local(row) for doc in BUILD[kind](row)]
+            owners = [(int(row["id"]), self._owned_document(doc)) for row in rows if not self._kept_local(row)
+                      for doc in BUILD[kind](row)]
+            docs = [doc for _, doc in owners]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
@@ -172,7 +172,7 @@ class Index(IndexConnection):
                     # A row forgotten since it was read above (forget deletes rows, then takes this
                     # lock to delete documents) must not keep the documents just written.
                     alive &= {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id IN ({marks})", chunk)}
-                    late = [d.id for d in docs if int(d.id.split(":")[1]) not in alive]
+                    late = [doc.id for row_id, doc in owners if row_id not in alive]
                     if late:
                         store.collection.delete(ids=late)
             present = sorted(alive)
