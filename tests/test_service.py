@@ -245,6 +245,39 @@ def test_a_service_stopped_while_it_loads_is_gone_at_once(data_dir: Path, launch
             proc.wait()
 
 
+def test_a_service_starting_during_a_clients_probe_of_its_lock_still_starts(data_dir: Path) -> None:
+    """`running()` probes the lock with a shared flock; a service that tried its exclusive lock
+    in that moment gave up as if another service held it, and the client that had started it
+    waited out its deadline for a socket that never came (seen under load)."""
+    import fcntl
+
+    path = protocol.lock_path(str(data_dir))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    probe = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(probe, fcntl.LOCK_SH)  # a probe, caught holding it as the service starts
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_SEMANTIC_INDEX": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def opened_it() -> bool:  # its lock file among its open files: it is trying the lock now
+            try:
+                return any(os.readlink(f"/proc/{proc.pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{proc.pid}/fd"))
+            except OSError:
+                return False
+
+        assert wait_until(opened_it, 30, step=0.002) or proc.poll() is not None
+        time.sleep(0.05)
+        fcntl.flock(probe, fcntl.LOCK_UN)  # the probe lets go a moment later
+        assert wait_until(lambda: client.running(str(data_dir)) or proc.poll() is not None, 30)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    finally:
+        os.close(probe)
+        control.stop_service(str(data_dir))
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
 @pytest.mark.slow
 def test_doctor_fix_removes_what_a_dead_service_left(data_dir: Path, stored: stores.Stored) -> None:
     config = settings.load()

@@ -62,7 +62,7 @@ class Service:
     def run(self) -> str:
         config = self.config
         config.ensure_dirs()
-        lock_fd = take_lock(protocol.lock_path(config.data_dir))
+        lock_fd = take_lock(protocol.lock_path(config.data_dir), wait_s=0.5)  # past a client's probe of it
         if lock_fd is None:
             return "another service is running for this data folder"
         # Who holds it, for `stop` before the info file is written (that waits for the model).
