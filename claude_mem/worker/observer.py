@@ -125,10 +125,6 @@ class Observer:
     def closed(self) -> bool:
         return self._closed
 
-    @property
-    def stderr_tail(self) -> list[str]:
-        return list(self._stderr)
-
     async def start(self) -> None:
         """Spawn the CLI and complete the SDK handshake. Never raises for CLI failures: they are
         returned by the next `send()`. Idempotent."""

@@ -122,7 +122,3 @@ def render_batch(events: list[Event]) -> str:
     if folded:
         rendered.append("(also, nothing found/notable: " + "; ".join(folded) + ")")
     return "\n\n".join(rendered)
-
-
-def event_size(event: Event) -> int:
-    return len(render_event(event))
