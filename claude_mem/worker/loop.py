@@ -41,6 +41,7 @@ from claude_mem.settings import Config
 from claude_mem.store import budget, outages, queue, records, runs
 from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
+from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
 from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
@@ -276,7 +277,7 @@ class Worker:
             self._keep_raw_reply([e.id for e in events], outcome)
         if outcome.error == OVER_BUDGET:
             return self._over_budget(events, outcome)
-        if outcome.error == "cannot_start":
+        if outcome.error == Failure.CANNOT_START:
             # Only with synthesizer=model (auto has switched to heuristics): nothing will run the
             # model, so the events are skipped with the reason rather than waiting forever.
             reason = f"{outcome.error}: {outcome.detail}"
