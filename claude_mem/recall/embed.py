@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from claude_mem.jsonfile import replaced_atomically
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -172,9 +174,8 @@ def _optimized_session(path: Path, options: Any) -> Any:
     try:
         if not os.path.exists(saved):
             os.makedirs(_optimized_dir, mode=0o700, exist_ok=True)
-            tmp = f"{saved}.{os.getpid()}.tmp"
-            subprocess.run([sys.executable, "-c", _SAVE_OPTIMIZED, str(path), tmp], check=True, capture_output=True, timeout=300)
-            os.replace(tmp, saved)
+            with replaced_atomically(saved) as tmp:
+                subprocess.run([sys.executable, "-c", _SAVE_OPTIMIZED, str(path), tmp], check=True, capture_output=True, timeout=300)
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         return ort.InferenceSession(saved, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception:  # a half-written or foreign file, no disk space: made again next time
