@@ -383,7 +383,7 @@ def test_outage_backoff_doubles_with_jitter_up_to_the_cap() -> None:
     assert not faults.is_transient(Failure.INVALID_REQUEST) and not faults.is_transient(Failure.UNPARSEABLE)
     assert {c for c in Failure if faults.is_transient(c)} == {
         Failure.OVERLOADED, Failure.RATE_LIMIT, Failure.API_ERROR, Failure.TIMEOUT, Failure.CRASHED, Failure.AUTH,
-        Failure.KILLED, Failure.START_FAILED}
+        Failure.KILLED, Failure.START_FAILED, Failure.OVER_BUDGET}
     assert not faults.is_transient(Failure.CANNOT_START), "nothing will run the model: waiting would be forever"
     with pytest.raises(ValueError):  # a misspelt class is an error, not a silent retry forever
         faults.is_transient("overloadd")  # type: ignore[arg-type]

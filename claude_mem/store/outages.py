@@ -32,6 +32,7 @@ class Failure(enum.StrEnum):
     CRASHED = "crashed"
     EMPTY = "empty"
     UNPARSEABLE = "unparseable"  # the worker's own: a reply that would not parse after a nudge
+    OVER_BUDGET = "budget"  # the worker's own: today's observer_daily_tokens are spent
 
 
 # The failure classes that waiting will not fix: no login, and a Claude CLI that cannot be run at

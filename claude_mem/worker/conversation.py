@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
 # The error of a turn not sent because the day's token budget is spent.
-OVER_BUDGET = "budget"
+OVER_BUDGET = Failure.OVER_BUDGET
 GIVE_UP_MIN_STARTS = 3  # a run of failed starts this short is not "without end", however long it took
 
 
