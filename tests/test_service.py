@@ -115,6 +115,8 @@ def test_socket_is_owner_only(shared_service: str) -> None:
     (b'{"v": 1, "op": "search", "args": []}\n', "args must be"),
     (b'{"v": 1, "op": "search", "args": {"query": 5}}\n', "query must be a string"),
     (b'{"v": 1, "op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
+    (b'{"v": 1, "op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
+    (b'{"v": 1, "op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
     (b"\n", "empty request"),
     (b'{"v": 1, "op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
 ])
@@ -122,6 +124,22 @@ def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, 
     answer = raw_request(protocol.socket_path(shared_service), payload)
     assert answer["ok"] is False and says in answer["error"], answer
     assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] > 0
+
+
+def test_a_search_request_carries_every_filter_of_search_there_and_back() -> None:
+    import inspect
+
+    from claude_mem.recall.search import search
+
+    keywords = [p.name for p in inspect.signature(search).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert sorted(protocol.SEARCH_ARGS) == sorted(set(keywords) - {"index"}), "a filter the service would drop"
+    filters = {"project": "shop", "type_": "bugfix", "session_id": "s1", "since_ms": 1, "until_ms": 2, "file": "a.py",
+               "kinds": ("observation", "prompt"), "limit": 7, "mode": "fts", "exclude": [("prompt", 3)]}
+    wire = json.loads(json.dumps(protocol.encode_search("login crash", filters)))
+    assert protocol.decode_search(wire) == ("login crash", filters)
+    assert protocol.decode_search(protocol.encode_search("q", {"project": None})) == ("q", {})
+    with pytest.raises(TypeError, match="not a search argument: projet"):
+        protocol.encode_search("q", {"projet": "shop"})
 
 
 def test_many_clients_at_once(shared_service: str) -> None:
