@@ -64,10 +64,8 @@ class Chosen:
 
 
 def kind_of(row: dict[str, Any], superseding: set[int]) -> str:
-    """Which kind an observation belongs to. The heuristic synthesizer's reads, listings and
-    edits say what was done, not how things are: progress, unless a failure was fixed."""
-    if row["id"] in superseding:
-        return "knowledge"
+    """Which kind an observation belongs to. The heuristic synthesizer's reads, listings, edits
+    and reruns say what was done, not how things are: progress, unless a failure was fixed."""
     kind = row["type"]
     if kind == "bugfix":
         return "gotchas"
@@ -75,7 +73,7 @@ def kind_of(row: dict[str, Any], superseding: set[int]) -> str:
         return "progress"
     if kind == "decision":
         return "decisions"
-    if kind == "discovery":
+    if kind == "discovery" or row["id"] in superseding:
         return "knowledge"
     return "progress"  # feature, change, refactor
 
