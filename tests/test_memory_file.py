@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -126,6 +125,22 @@ def test_written_at_the_root_once_then_untouched(data_dir: Path, tmp_path: Path)
     assert not (empty / "CLAUDE.md").exists(), "no file made for a project with no memory"
 
 
+def test_a_linked_file_keeps_its_link_and_its_mode(data_dir: Path, tmp_path: Path) -> None:
+    conn, _ = store(data_dir)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("# Shared\n")
+    (root / "AGENTS.md").chmod(0o664)
+    (root / "CLAUDE.md").symlink_to("AGENTS.md")
+    update(conn, setting="CLAUDE.md", lines=150, start_dir=str(root), data_dir=str(data_dir), project="proj")
+    assert (root / "CLAUDE.md").is_symlink() and "Postgres chosen" in (root / "AGENTS.md").read_text()
+    assert (root / "AGENTS.md").stat().st_mode & 0o777 == 0o664
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    update(conn, setting="CLAUDE.md", lines=150, start_dir=str(fresh), data_dir=str(data_dir), project="proj")
+    assert (fresh / "CLAUDE.md").stat().st_mode & 0o777 == 0o644, "a project file, not one of our private ones"
+
+
 def test_the_setting_takes_off_or_a_path_inside_the_root() -> None:
     setting = SETTINGS["memory_file"]
     assert setting.default == "off" and SETTINGS["memory_file_lines"].default == 150
@@ -165,10 +180,8 @@ def test_session_end_has_the_worker_write_the_file_the_command_writes(data_dir: 
     steps = play_demo(root, "sess-mf")
     end = {**steps[-1][1], "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
     end.pop("stop_hook_active", None)
-    started = time.monotonic()
     proc = run_hook("summary", end, env=env)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
-    assert time.monotonic() - started < 5, "the hook does not wait for the file"
     assert wait_until(lambda: "claude-mem:start" in (root / "CLAUDE.md").read_text(), 120), "the worker wrote the section"
     conn = connect(str(data_dir / "claude-mem.db"))
     try:
