@@ -16,6 +16,8 @@ setting off, then on (CLAUDE.md), then once more. Scored:
   second.same       a second run leaves the file byte-identical (and untouched)
   off.nothing       with the setting off nothing is written
   subfolders.clean  nothing is written under any subfolder
+  command_x_floor   a first run's median wall time against `claude-mem --version` (the CLI's start,
+                    interleaved, same run)
   hook.same         a session's SessionEnd, through the real hooks and a heuristic worker, leaves
                     the very file the command writes (a project of its own)
 """
@@ -69,6 +71,12 @@ def outside(data: bytes) -> tuple[bytes, bytes, int]:
     return b"".join(lines[:s]), b"".join(lines[e + 1:]), e - s - 1
 
 
+def timed(run: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = run()
+    return time.perf_counter() - started, result
+
+
 def files_under(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.parts and p.parent != root}
 
@@ -81,7 +89,9 @@ def score_project(env: dict[str, str], p: dict[str, Any], root: Path, user: byte
     off = cli(env | {"CLAUDE_MEM_MEMORY_FILE": "off"}, "memory-file", "--project-dir", str(root / "src"))
     off_nothing = off.returncode == 1 and (root / "CLAUDE.md").read_bytes() == user
     on = env | {"CLAUDE_MEM_MEMORY_FILE": "CLAUDE.md"}
-    first = cli(on, "memory-file", "--project-dir", str(root / "src"))
+    floor = timed(lambda: cli(on, "--version"))  # the CLI's own start, interleaved: the baseline
+    took = timed(lambda: cli(on, "memory-file", "--project-dir", str(root / "src")))
+    first = took[1]
     if first.returncode != 0:
         raise SystemExit(f"memory-file failed for {p['project']}: {first.stderr.strip()}")
     written = (root / "CLAUDE.md").read_bytes()
@@ -97,7 +107,7 @@ def score_project(env: dict[str, str], p: dict[str, Any], root: Path, user: byte
             "current": [titles[k] in text for k in sorted(current)],
             "second.same": (root / "CLAUDE.md").read_bytes() == written and (root / "CLAUDE.md").stat().st_mtime_ns == stat.st_mtime_ns
             and "unchanged" in second.stdout,
-            "off.nothing": off_nothing, "subfolders.clean": files_under(root) == before}
+            "off.nothing": off_nothing, "subfolders.clean": files_under(root) == before, "s": took[0], "floor_s": floor[0]}
 
 
 def hook_session(env: dict[str, str], work: Path) -> bool:
@@ -136,11 +146,10 @@ def run(data_path: str, work: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         raise SystemExit(f"import failed: {proc.stderr.strip()}")
     rows = []
-    started = time.perf_counter()
     for n, p in enumerate(data["projects"]):
         root, user = make_project(work / "projects", p["project"], n)
         rows.append(score_project(env, p, root, user))
-    elapsed = time.perf_counter() - started
+    spent, floor = sorted(r["s"] for r in rows), sorted(r["floor_s"] for r in rows)
     outdated = [x for r in rows for x in r["outdated"]]
     current = [x for r in rows for x in r["current"]]
     return {"data": data_path, "projects": len(rows), "outdated.n": len(outdated), "current.n": len(current),
@@ -148,7 +157,8 @@ def run(data_path: str, work: Path) -> dict[str, Any]:
             "outdated.absent": round(sum(outdated) / len(outdated), 4), "current.present": round(sum(current) / len(current), 4),
             "second.same": all(r["second.same"] for r in rows), "off.nothing": all(r["off.nothing"] for r in rows),
             "subfolders.clean": all(r["subfolders.clean"] for r in rows),
-            "command_s": round(elapsed / (3 * len(rows)), 3), "hook.same": hook_session(env, work)}
+            "command_s": round(spent[len(spent) // 2], 3), "floor_s": round(floor[len(floor) // 2], 3),
+            "command_x_floor": round(spent[len(spent) // 2] / floor[len(floor) // 2], 2), "hook.same": hook_session(env, work)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"{report['data']}: {report['projects']} projects, {report['outdated.n']} outdated and {report['current.n']}"
-          f" current memories; {report['command_s']} s a command run")
+          f" current memories; a run {report['command_s']} s (median) against `claude-mem --version`'s"
+          f" {report['floor_s']} s in the same run: {report['command_x_floor']}x")
     bars = (("outside the markers byte-identical", "outside.same", "yes"), ("most lines inside", "lines.max", "<= 150"),
             ("outdated titles absent", "outdated.absent", ">= 0.9"), ("current titles present", "current.present", ">= 0.8"),
             ("second run byte-identical", "second.same", "yes"), ("setting off: nothing written", "off.nothing", "yes"),

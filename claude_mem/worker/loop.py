@@ -16,6 +16,8 @@ at the last stored batch, so nothing failed is ever in front of the model twice.
 or a CLI that cannot start with synthesizer=auto hands the session to the heuristic synthesizer
 so capture never stops; with synthesizer=model a CLI that cannot start gets the events skipped.
 A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
+A worker that exits because its session ended rewrites the project's memory file (memory_file/)
+when the setting is on: after the session's last summary, never on a hook's time.
 
 Between bursts of work the observer sleeps: after `observer_idle_s` without a batch its CLI is
 ended and the next batch resumes the same conversation. Once the day's observer tokens reach
