@@ -8,7 +8,8 @@
                                or edited, or how the command about to run failed before
   save     PostToolUse(+Failure)  queue the tool event
   summary  Stop                queue the end-of-turn marker
-           SessionEnd          mark the session ended, so its worker exits once drained
+           SessionEnd          mark the session ended, so its worker exits once drained (and
+                               then writes the memory file, when memory_file is on)
 
 Contract: a hook never blocks or breaks Claude Code. Whatever happens it exits 0, and on
 failure writes one line to stderr and one to the log. Events are made safe (redacted, capped)
@@ -233,7 +234,9 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         problem = str(exc) if isinstance(exc, NpmDatabaseError) else f"database unavailable ({_describe(exc)})"
         _log(config.logs_dir, command, f"error: {problem}; event kept in {path}", stderr=True)
         return False
-    if config.worker_autostart and record["type"] != "end":
+    # SessionEnd needs no worker, unless one is to write the memory file once the session's
+    # events are stored (never on the hook's time).
+    if config.worker_autostart and (record["type"] != "end" or config.memory_file != "off"):
         try:
             spawn.ensure_worker(config.data_dir, config.workers_dir, config.logs_dir, record["session_id"],
                                 config.max_workers)

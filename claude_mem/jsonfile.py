@@ -1,5 +1,5 @@
 """JSON files: one that must hold an object (ours and Claude Code's settings), read without ever
-being taken for something else; and any JSON written so that a reader sees the old file or the
+being taken for something else; and any JSON (or other bytes) written so that a reader sees the old file or the
 new one, whole, never half of it.
 
 Standard library only: a hook reads its settings file (when there is one) and spools events
@@ -45,6 +45,12 @@ def write_json_atomic(path: str, data: Any, *, mode: int = 0o600, keep_mode: boo
     """Write `data` as JSON through a temporary file renamed over `path`, created with `mode`.
     `keep_mode` keeps the permissions of the file it replaces, and writes a symlink's target so
     the link survives (dotfile managers link settings files)."""
+    text = json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode, keep_mode=keep_mode)
+
+
+def write_bytes_atomic(path: str, data: bytes, *, mode: int = 0o600, keep_mode: bool = False) -> None:
+    """`data` written through a temporary file renamed over `path` (see write_json_atomic)."""
     if keep_mode:
         import stat
 
@@ -55,9 +61,8 @@ def write_json_atomic(path: str, data: Any, *, mode: int = 0o600, keep_mode: boo
             pass
     with replaced_atomically(path) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
-            fh.write("\n")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.chmod(tmp, mode)  # the umask may have taken some away
 
 

@@ -36,7 +36,7 @@ class Setting:
     def __init__(self, key: str, kind: str, default: Any, help: str, *, choices: tuple[str, ...] = (),
                  minimum: float | None = None) -> None:
         self.key = key
-        self.kind = kind  # str | int | float | bool | list | choice
+        self.kind = kind  # str | int | float | bool | list | choice | relpath
         self.default = default
         self.help = help
         self.choices = choices
@@ -55,6 +55,8 @@ class Setting:
             if kind == "choice" and raw not in self.choices:
                 raise SettingsError(f"{self.key}: {raw!r} is not one of {', '.join(self.choices)}")
             return raw
+        if kind == "relpath":
+            return self._relative_path(raw)
         if kind == "bool":
             if isinstance(raw, bool):
                 return raw
@@ -85,6 +87,14 @@ class Setting:
                 raise SettingsError(f"{self.key}: must be at least {self.minimum:g}, got {value!r}")
             return value
         raise AssertionError(kind)
+
+    def _relative_path(self, raw: Any) -> str:
+        """`off`, or a file path relative to a project's root that stays inside it."""
+        value = raw.strip() if isinstance(raw, str) else None
+        parts = (value or "").replace("\\", "/").split("/")
+        if value is None or os.path.isabs(value) or value.startswith("~") or ".." in parts or parts[-1] in ("", "."):
+            raise SettingsError(f"{self.key}: expected off or a file path relative to the project root, got {raw!r}")
+        return "off" if value.lower() == "off" else value
 
 
 # Our own MCP tools are skipped so that recalling memory is not itself remembered.
@@ -157,6 +167,10 @@ SETTINGS: dict[str, Setting] = {
                 " Japanese and English alike), or auto (multilingual once the store is written in Chinese, Japanese or"
                 " Korean; status says why).",
                 choices=("auto", "minilm", "multilingual")),
+        Setting("memory_file", "relpath", "off",
+                "Keep a section of memory in this file at the project's root, between two marker lines, for agents that"
+                " read it (CLAUDE.md, AGENTS.md, or a path relative to the root); off: none."),
+        Setting("memory_file_lines", "int", 150, "Most lines of the memory file's section.", minimum=20),
         Setting("semantic_index", "bool", True, "Keep the Chroma index for search by meaning (off: keyword search only, no model loaded)."),
         Setting("retention_days", "int", 0, "prune removes memories older than this (0 keeps everything).", minimum=0),
         Setting("hook_busy_ms", "int", 3000, "How long a hook waits for a locked database before spooling.", minimum=0),

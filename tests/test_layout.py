@@ -40,7 +40,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker", "push"),
     ("service",),
     ("recall",),
-    ("marks",),
+    ("marks", "memory_file"),
     ("store", "registration"),
     ("settings", "logs"),
     # The ground: what every floor may need. Standard library only, save `processes.census`

@@ -16,6 +16,8 @@ at the last stored batch, so nothing failed is ever in front of the model twice.
 or a CLI that cannot start with synthesizer=auto hands the session to the heuristic synthesizer
 so capture never stops; with synthesizer=model a CLI that cannot start gets the events skipped.
 A worker exits idle even while its events wait out a backoff; stranded.py restarts one.
+A worker that exits because its session ended rewrites the project's memory file (memory_file/)
+when the setting is on: after the session's last summary, never on a hook's time.
 
 Between bursts of work the observer sleeps: after `observer_idle_s` without a batch its CLI is
 ended and the next batch resumes the same conversation. Once the day's observer tokens reach
@@ -37,6 +39,8 @@ from typing import Any
 from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded, sweep_step
+from claude_mem.memory_file import write as memory_file
+from claude_mem.memory_file.section import MemoryFileError
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, queue, records, runs
@@ -120,6 +124,8 @@ class Worker:
                 reason = await self._loop()
             except (asyncio.CancelledError, Stopping):
                 reason = "signal"
+            if reason == "session ended":
+                self._write_memory_file()
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
         finally:
@@ -136,6 +142,16 @@ class Worker:
             os.close(slot_fd)
             if reason != "signal":
                 spawn.hand_off(config, self.session_id)
+
+    def _write_memory_file(self) -> None:
+        """The project's memory file (setting memory_file), after the session's last summary."""
+        try:
+            outcome = memory_file.for_session(self.conn, self.config, self.session_id)
+        except (MemoryFileError, sqlite3.Error, OSError) as exc:
+            self.log(f"memory file not written: {exc}")
+            return
+        if outcome is not None and outcome.changed:
+            self.log(f"memory file {outcome.path}: {outcome.section_lines} lines")
 
     def _sweep(self) -> bool:
         """A slice of the marking rules over observations stored before they existed (idle time
