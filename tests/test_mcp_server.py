@@ -29,6 +29,7 @@ TOOLS = {
     "timeline": (set(), {"anchor", "query", "before", "after", "project"}),
     "get_observations": ({"ids"}, {"ids"}),
     "recent_sessions": (set(), {"project", "limit"}),
+    "ask": ({"question"}, {"question", "project"}),
 }
 
 
