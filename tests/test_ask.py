@@ -205,6 +205,23 @@ def test_the_mcp_tool_answers_through_the_mcp_client(store: Stored, tmp_path: Pa
     assert bad.is_error and "question" in bad.content[0].text
 
 
+def test_the_mcp_tool_gives_the_models_answer(store: Stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    login = f"obs:{store.obs['login']}"
+    log = fake_model(tmp_path, monkeypatch, [{"reply": f"A lock now guards the token refresh [{login}]."}])
+    cwd = tmp_path / "alpha"
+    cwd.mkdir()
+
+    async def scenario() -> Any:
+        async with Client(build_server(settings.load(), cwd=str(cwd))) as client:
+            return await client.call_tool("ask", {"question": "why did the login crash"})
+
+    result = asyncio.run(scenario())
+    assert not result.is_error, result.content
+    first, tail = result.content[0].text.splitlines()[:2]
+    assert first == f"A lock now guards the token refresh [{login}]." and tail.startswith("(model answer from project alpha, ")
+    assert len(logged(log, "start")) == 1
+
+
 # --- the real Claude Code CLI against the fake Messages API ---------------------------------------
 
 @pytest.mark.slow

@@ -95,12 +95,15 @@ def answer_with_model(config: Config, conn: sqlite3.Connection, question: str, i
         _record_usage(conn, config, usage)
     if reply.error:
         if reply.error in outages.NO_MODEL:
-            write_json_atomic(os.path.join(folder, NO_MODEL_FILE), {"at": time.time(), "reason": f"{reply.error}: {reply.detail}"})
+            try:
+                write_json_atomic(os.path.join(folder, NO_MODEL_FILE), {"at": time.time(), "reason": f"{reply.error}: {reply.detail}"})
+            except OSError:
+                pass  # a data folder that takes no file costs the next ask a CLI start, never this answer
         return Answer("", [], "extractive", tokens, note=f"the model did not answer ({reply.error}): extractive answer")
     known = {item.ref for item in items}
     text = cut(reply.text.strip(), config.ask_chars, one_line=False)
     refs = [r for r in dict.fromkeys(_REF.findall(text)) if r in known]
-    if not refs:  # an answer that names no record still rests on the best of them
+    if not refs and not text.lower().startswith("i don't know"):  # an answer naming no record rests on the best of them
         refs = [item.ref for item in items[:3]]
         tail = f" [{', '.join(refs)}]"
         text = cut(text, config.ask_chars - len(tail), one_line=False) + tail
