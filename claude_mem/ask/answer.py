@@ -28,11 +28,9 @@ from claude_mem.text.terms import query_terms, stem, words
 if TYPE_CHECKING:
     from claude_mem.recall.index import Index
 
-SOURCES = ("model", "extractive")
 HITS = 12  # memories read for an answer: more than ask_chars can show, so a memory without a good sentence has followers
 QUESTION_CHARS = 1000  # the embedder reads 256 tokens; a pasted log adds nothing past this
 DONT_KNOW = "I don't know: no memory bears on this question."
-HEADER = ""
 # The best memory's fused score (hybrid search) must reach this for an answer: LoCoMo dev questions
 # reach it 97% of the time, developer prompts asked of those conversations 7% (bench/ask.py; the
 # prompt push's own bar, tuned the same way, is 0.55).
@@ -80,16 +78,14 @@ def ask(config: Config, conn: sqlite3.Connection, question: str, *, project: str
     items = extract.evidence(question, found)
     if not items:
         return Answer(DONT_KNOW, [], "extractive", note=result.note)
-    if model is not None:
-        written = model(config, conn, question, items)
-        if written is not None and written.source == "model":
-            written.note = written.note or result.note
-            return written
-        note = "; ".join(filter(None, [result.note, written.note if written else None])) or None
-    else:
-        note = result.note
-    text, refs = extract.compose(items, config.ask_chars, HEADER)
-    return Answer(text, refs, "extractive", note=note, evidence=[i.ref for i in items])
+    written = model(config, conn, question, items) if model is not None else None
+    if written is not None and written.source == "model":
+        written.note = written.note or result.note
+        return written
+    # A failed request may still have cost tokens: they are the answer's too.
+    note = "; ".join(filter(None, [result.note, written.note if written else None])) or None
+    text, refs = extract.compose(items, config.ask_chars)
+    return Answer(text, refs, "extractive", written.tokens if written else 0, note, [i.ref for i in items])
 
 
 def rows_of(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> list[tuple[str, int, dict[str, Any]]]:

@@ -107,14 +107,14 @@ def line(item: Evidence, said: list[str]) -> str:
     return f"- {'; '.join(s.rstrip('.;') for s in said)}. [{item.ref}, {item.day}]"
 
 
-def compose(items: list[Evidence], limit: int, header: str = "") -> tuple[str, list[str]]:
+def compose(items: list[Evidence], limit: int) -> tuple[str, list[str]]:
     """The answer: a line per memory, best first, as many memories as fit in `limit` characters
     with their best sentence each; then, while there is room, the best memories' second
     sentences. The same sentence twice (a fact copied into two memories) is said once. Returns
     (text, refs shown)."""
     seen: set[str] = set()
     shown: list[tuple[Evidence, list[str]]] = []
-    size = len(header)
+    size = 0
     for item in items:
         said = [s for s in item.sentences if s.lower() not in seen]
         if said and size + len(line(item, said[:1])) + 1 <= limit:
@@ -129,5 +129,5 @@ def compose(items: list[Evidence], limit: int, header: str = "") -> tuple[str, l
                 counts[n] = 2
                 size += grown
                 seen.add(said[1].lower())
-    lines = ([header] if header else []) + [line(item, said[:count]) for (item, said), count in zip(shown, counts, strict=True)]
+    lines = [line(item, said[:count]) for (item, said), count in zip(shown, counts, strict=True)]
     return "\n".join(lines), [item.ref for item, _ in shown]
