@@ -104,7 +104,8 @@ def evidence(question: str, found: list[tuple[str, int, dict[str, Any]]]) -> lis
 
 
 def line(item: Evidence, said: list[str]) -> str:
-    return f"- {'; '.join(s.rstrip('.;') for s in said)}. [{item.ref}, {item.day}]"
+    text = "; ".join(s.rstrip(".;") for s in said)
+    return f"- {text}{'' if text.endswith(('!', '?')) else '.'} [{item.ref}, {item.day}]"
 
 
 def compose(items: list[Evidence], limit: int) -> tuple[str, list[str]]:
