@@ -1,7 +1,8 @@
-"""The MCP server (`claude-mem mcp`, stdio): four read-only tools that let the agent recall
+"""The MCP server (`claude-mem mcp`, stdio): five read-only tools that let the agent recall
 memory in few tokens, in three steps: `search` lists compact index rows (with what each full
 record would cost), `timeline` shows what happened around one of them, `get_observations` fetches
-the few records worth reading in full. `recent_sessions` answers "where did we leave off".
+the few records worth reading in full. `recent_sessions` answers "where did we leave off"; `ask`
+answers one question in a few sentences with their refs (ask/answer.py), in one call.
 
 Nothing is opened until a tool is called: the database on first use. Searches go to the memory
 service (one warm process per data folder holding the embedding model and Chroma; started if it
@@ -47,8 +48,9 @@ refactors, discoveries, changes), per-turn summaries and user prompts. Recall in
 1. search(query) -> compact rows: ref (obs:12, sum:3, prompt:7), date, type, title, files, ~tokens of the full record;
 2. timeline(anchor="obs:12") -> what happened around that row in its session, in order;
 3. get_observations(ids=[12, ...]) -> full records, only for the observations worth their ~tokens.
-recent_sessions() shows where recent sessions left off. The current project is searched unless you pass
-project="*" (all projects) or another project's name."""
+ask(question) answers one question about earlier work in a few sentences with their refs: one call instead of the three
+steps when you want a fact, not a list. recent_sessions() shows where recent sessions left off. The current project is
+searched unless you pass project="*" (all projects) or another project's name."""
 
 SEARCH_DOC = """Search memory of earlier sessions: step 1 of search -> timeline -> get_observations.
 Returns one compact row per match: ref (obs:N observation, sum:N turn summary, prompt:N user prompt), date, type,
@@ -68,6 +70,13 @@ teammate's ref as search shows it ("obs:12@laptop-b"), at most 20 per call. Ask 
 
 RECENT_DOC = """Where the latest sessions of a project left off, newest first: each session's most recent turn
 summary (request, completed, learned, next steps). project: default the current one; '*' for all."""
+
+ASK_DOC = """Ask memory one question about earlier sessions and get a short answer: a few sentences (under ~800
+characters) with the refs they rest on (obs:N, sum:N, prompt:N). Prefer it to search -> timeline -> get_observations
+when you want one fact or a short explanation ("why did we drop the cache?", "which port does staging use?", "when
+was the login bug fixed?"): one call and a few hundred characters instead of several calls and whole records. Use
+search to browse or compare many memories, get_observations(ids=[...]) to read a ref of the answer in full.
+"I don't know" means no memory bears on the question. project: default the current one; '*' for all."""
 
 Query = Annotated[str, Field(min_length=1, max_length=500, description="Words or a question, e.g. 'why did login crash'.")]
 Project = Annotated[str | None, Field(
@@ -210,7 +219,7 @@ def _scope_text(project: str | None) -> str:
 
 
 class Tools:
-    """What the four tools do, over the memory they share."""
+    """What the five tools do, over the memory they share."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
@@ -333,6 +342,32 @@ class Tools:
         return views.bounded(lines, MAX_SESSIONS_CHARS, "lines")
 
 
+    def ask(self, question: str, project: str | None) -> str:
+        from claude_mem.ask.answer import ask
+        from claude_mem.ask.model import answer_with_model
+        from claude_mem.store.db import connect
+
+        if not question.strip():
+            raise ToolError("question is empty: ask something")
+        memory = self.memory
+        with memory.lock:
+            conn = memory.conn()
+            if conn is None:
+                return NOTHING_YET
+            scope = memory.project(project)
+            live = memory.live_prompt(conn)
+        # A connection of its own: the model may take seconds, and the other tools go on meanwhile.
+        own = connect(memory.config.db_path)
+        try:
+            answer = ask(memory.config, own, question, project=scope, model=answer_with_model,
+                         exclude=[("prompt", live)] if live is not None else ())
+        finally:
+            own.close()
+        tail = f"({answer.source} answer from {_scope_text(scope)}" + (f", {answer.tokens:,} model tokens" if answer.tokens else "")
+        tail += "; get_observations(ids=[N, ...]) reads an obs:N in full)" if answer.refs else ")"
+        return "\n".join([answer.answer, tail, *([f"Note: {answer.note}"] if answer.note else [])])
+
+
 def _local_anchor(anchor: str) -> tuple[str, int]:
     """The (kind, id) of an anchor ref; a teammate's memory has no timeline here."""
     parsed = parse_ref(anchor)
@@ -378,6 +413,12 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
     def recent_sessions_tool(project: Project = None,
                              limit: Annotated[int, Field(ge=1, le=20, description="How many sessions.")] = 5) -> str:
         return tools.recent_sessions(project, limit)
+
+    @server.tool(name="ask", description=ASK_DOC, annotations=read_only, structured_output=False)
+    def ask_tool(question: Annotated[str, Field(min_length=1, max_length=1000,
+                                                description="One question about earlier work, e.g. 'why did login crash?'")],
+                 project: Project = None) -> str:
+        return tools.ask(question, project)
 
     server.memory = memory  # type: ignore[attr-defined]  # closed by serve() and by tests
     return server

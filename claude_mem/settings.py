@@ -155,6 +155,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("push_prompt_chars", "int", 1200, "Most characters one prompt's recall injects.", minimum=200),
         Setting("push_files", "bool", True, "Before Claude reads or edits a file, push what earlier sessions did with it (PreToolUse)."),
         Setting("push_commands", "bool", True, "Before a shell command runs, push its latest failure in an earlier session (PreToolUse)."),
+        Setting("ask_chars", "int", 800, "Most characters of an answer from `claude-mem ask` and the MCP tool ask.", minimum=200),
         Setting("push_timeout_ms", "int", 300, "How long the prompt hook waits for the memory service's search before it answers"
                 " from keywords alone.", minimum=0),
         Setting("chroma_url", "str", "", "Use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded index."),

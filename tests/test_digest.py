@@ -68,7 +68,7 @@ def test_latest_summary_then_observations_by_day_oldest_first(conn: sqlite3.Conn
                             next_steps="add a test", investigated="not shown"), prompt_number=2, at_ms=today)
     text = build_digest(conn, "alpha")
     assert text.startswith(HEADER) and text.endswith(FOOTER)
-    assert "get_observations" in FOOTER and "timeline" in FOOTER and "search" in FOOTER
+    assert "get_observations" in FOOTER and "timeline" in FOOTER and "search" in FOOTER and "ask(question)" in FOOTER
     summary = text[text.index("## Last summary"):text.index("## Recent observations")]
     assert "- Request: fix the login\n- Completed: lock around refresh\n- Learned: tokens raced\n- Next steps: add a test" in summary
     assert "old request" not in text and "not shown" not in text and "Beta only" not in text

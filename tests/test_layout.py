@@ -37,6 +37,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("replay", "viewer"),
     ("doctor",),
     ("status", "mcp_server", "hooks"),
+    ("ask",),
     ("worker", "push"),
     ("service",),
     ("recall",),

@@ -29,6 +29,7 @@ TOOLS = {
     "timeline": (set(), {"anchor", "query", "before", "after", "project"}),
     "get_observations": ({"ids"}, {"ids"}),
     "recent_sessions": (set(), {"project", "limit"}),
+    "ask": ({"question"}, {"question", "project"}),
 }
 
 
@@ -101,13 +102,15 @@ def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
             "get": ("get_observations", {"ids": [stored.obs["login"], f"obs:{stored.obs['dark']}", 99999]}),
             "recent": ("recent_sessions", {}),
             "all": ("search", {"query": "how many cores does the CI runner have", "project": "*", "limit": 3}),
+            "ask": ("ask", {"question": "why did the app crash at login"}),
         }.items():
             is_error, text = await call(client, name, **arguments)
             assert not is_error, text
             out[key] = text
         return out
 
-    out = run(scenario, stdio_server(stored.config.data_dir, alpha_dir))
+    # ask's extractive answer (no model is asked with the heuristic synthesizer): tests/test_ask.py has the model's.
+    out = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_MEM_SYNTHESIZER="heuristic"))
     rows = out["search"].splitlines()
     assert rows[0].endswith("in project alpha, best first:") and rows[1] == "ref | date | type | title | files | ~tokens"
     login = next(r for r in rows if r.startswith(f"obs:{stored.obs['login']} |"))
@@ -134,6 +137,8 @@ def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     assert out["recent"].index("session sess-alpha") < out["recent"].index("session sess-old")
     assert "next steps: none" in out["recent"] and "completed: chose PostgreSQL" in out["recent"]
     assert out["all"].splitlines()[2].startswith(f"obs:{stored.obs['ci']} | ")  # found by meaning and words
+    assert out["ask"].startswith("- Fixed login crash") and f"[obs:{stored.obs['login']}, " in out["ask"]
+    assert "(extractive answer from project alpha;" in out["ask"] and "CI runner" not in out["ask"]
 
 
 @pytest.mark.slow

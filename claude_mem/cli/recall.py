@@ -1,7 +1,8 @@
-"""Recall from the command line: `search`, `reindex`, and `mcp` (the MCP server on stdio).
+"""Recall from the command line: `search`, `ask`, `reindex`, and `mcp` (the MCP server on stdio).
 
 `search` calls the same search function as the MCP server and the viewer. Exit codes: 0 with
-matches, 1 when nothing matched (or nothing is stored yet), 2 for bad input.
+matches, 1 when nothing matched (or nothing is stored yet), 2 for bad input. `ask` answers with
+the MCP tool's core (ask/answer.py); "I don't know" is an answer (exit 0).
 """
 
 from __future__ import annotations
@@ -84,6 +85,33 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
     if not result.hits:
         raise NotFound(f"nothing matches {query!r}" + (" with these filters" if _filtered(project, type_, session_id, since,
                                                                                            until, file) else ""))
+
+
+@cli.command("ask", cls=_OneLineErrors)
+@click.argument("question")
+@click.option("--project", help="Only this project's memory (default: every project).")
+@click.option("--json", "as_json", is_flag=True, help="Print {answer, refs, source, tokens} as JSON.")
+@pass_app
+def ask_command(app: AppContext, question: str, project: str | None, as_json: bool) -> None:
+    """Answer a question from memory in a few sentences, with the refs it rests on: written by the
+    observer's model when one is usable, else the best sentences of the memories found."""
+    from claude_mem.ask.answer import ask
+    from claude_mem.ask.model import answer_with_model
+
+    if not question.strip():
+        raise UsageProblem("QUESTION is empty: ask something")
+    conn = app.db()
+    answer = ask(app.config, conn, question, project=project, model=answer_with_model)
+    if as_json:
+        emit_json(answer.as_json())
+        return
+    if answer.note:
+        click.echo(paint(f"note: {answer.note}", "yellow", err=True), err=True)
+    click.echo(answer.answer)
+    if answer.refs:
+        click.echo(paint(f"{answer.source} answer from {len(answer.refs)} memor{'y' if len(answer.refs) == 1 else 'ies'}"
+                         + (f", {answer.tokens:,} tokens" if answer.tokens else "")
+                         + ". `claude-mem show REF` prints one in full.", dim=True))
 
 
 def _files(files: list[str]) -> str:
@@ -177,7 +205,7 @@ def _rebuild_in_service(config: Any, bar: Bar) -> dict[str, Any]:
 @cli.command("mcp")
 def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
-    recent_sessions). `claude-mem install` registers it."""
+    recent_sessions, ask). `claude-mem install` registers it."""
     from claude_mem.mcp_server import serve
 
     serve()

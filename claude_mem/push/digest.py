@@ -26,7 +26,7 @@ TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
 OBSERVATIONS_HEADING = "\n## Recent observations\n"
 FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor=\"obs:<id>\") -> "
-          "get_observations(ids=[<id>, ...]).\n")
+          "get_observations(ids=[<id>, ...]); one fact: ask(question).\n")
 
 
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
