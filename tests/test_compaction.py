@@ -220,3 +220,29 @@ def test_a_short_last_prompt_brings_the_one_that_said_more(data_dir: Path, proje
     call("new", event("UserPromptSubmit", project, prompt="continue", prompt_id="p3"))
     assert ("Current request: continue (after: Now make the backoff jittered and cap it at thirty seconds)\n"
             in context(project, "compact"))
+
+
+@pytest.mark.slow
+def test_precompact_does_not_wait_for_a_busy_worker(data_dir: Path, project: Path, tmp_path: Path) -> None:
+    """The worker is in the middle of a slow model turn: the hook answers at once (the request
+    stays pending while the turn goes on), and the worker writes the checkpoint after it."""
+    from tests.hardening.support import wait_until
+
+    a_session(project)
+    env = model_env(tmp_path, [{"per_event": True, "sleep": 5}], {"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="0")
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", SESSION, "--drain"],
+                              env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        log = tmp_path / "fake.log"
+        assert wait_until(lambda: log.exists() and '"event": "step"' in log.read_text(), 60)  # mid-turn
+        proc = subprocess.run([sys.executable, "-m", "claude_mem", "summary"], capture_output=True, timeout=60,
+                              input=json.dumps(event("PreCompact", project, trigger="auto")).encode(),
+                              env={**os.environ, **env})
+        assert proc.returncode == 0 and proc.stderr == b""
+        assert [r["status"] for r in checkpoints(data_dir)] == ["pending"]
+        assert '"event": "exit"' not in log.read_text() and worker.poll() is None  # the turn was still going on
+        assert worker.wait(timeout=120) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert [(r["status"], r["source"]) for r in checkpoints(data_dir)] == [("written", "model")]

@@ -34,6 +34,8 @@ DETAIL_CHARS = 110
 TRANSCRIPT_TAIL = 2 * 1024 * 1024  # where Claude Code's summary of this compaction is, if written yet
 _CHECKPOINT_LABELS = (("Done", "completed"), ("Decided", "decided"), ("Still failing", "failing"), ("Next", "next_steps"))
 _WORD = re.compile(r"[A-Za-z0-9_]{4,}")
+FAILURES_HEADING = "## Failing when it stopped (not passed since)\n"
+CHECKPOINT_HEADING = "## Checkpoint written at the compaction\n"
 
 
 def build(conn: sqlite3.Connection, session_id: str, *, cwd: str | None, transcript_path: str | None,
@@ -52,13 +54,7 @@ def build(conn: sqlite3.Connection, session_id: str, *, cwd: str | None, transcr
     room -= len(head)
     names = [working_set.relative(f["path"], cwd) for f in files]
     file_lines, room = _names(names, room)
-    failure_lines = []
-    for failure in failures:
-        line = f"- `{cut(failure['command'], 80)}`: {failure['error']}"
-        line = cut(line, FAILURE_CHARS) + "\n"
-        if len(line) + (len(FAILURES_HEADING) if not failure_lines else 0) <= room:
-            room -= len(line) + (len(FAILURES_HEADING) if not failure_lines else 0)
-            failure_lines.append(line)
+    failure_lines, room = _failures(failures, room)
     # A checkpoint line that only repeats the files' names (or Claude Code's summary) is left out.
     checkpoint_lines, room = _checkpoint(checkpoint, " ".join([shown, *names, *(f["title"] for f in files)]), room)
     file_lines = _details(file_lines, files, names, shown, room)
@@ -69,11 +65,18 @@ def build(conn: sqlite3.Connection, session_id: str, *, cwd: str | None, transcr
         text += FAILURES_HEADING + "".join(failure_lines)
     if checkpoint_lines:
         text += CHECKPOINT_HEADING + "".join(checkpoint_lines)
-    return text
+    return text if len(text) <= max_chars else cut(text, max_chars, one_line=False)  # a budget below the header
 
 
-FAILURES_HEADING = "## Failing when it stopped (not passed since)\n"
-CHECKPOINT_HEADING = "## Checkpoint written at the compaction\n"
+def _failures(failures: list[dict[str, Any]], room: int) -> tuple[list[str], int]:
+    lines: list[str] = []
+    for failure in failures:
+        line = cut(f"- `{cut(failure['command'], 80)}`: {failure['error']}", FAILURE_CHARS) + "\n"
+        cost = len(line) + (0 if lines else len(FAILURES_HEADING))
+        if cost <= room:
+            room -= cost
+            lines.append(line)
+    return lines, room
 
 
 def _request(request: str, earlier: list[str], width: int) -> str:
