@@ -323,9 +323,9 @@ def report(latency: dict[str, Any], push: dict[str, Any] | None, burst: dict[str
           f" (bytecode: {latency['bytecode']})")
     b = latency["payload_bytes"]
     print(f"payload size: p50 {b['p50']:.0f} B, p95 {b['p95']:.0f} B, p99 {b['p99']:.0f} B")
-    print(f"{'':24} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'min ms':>7}")
+    print(f"{'':27} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'min ms':>7}")
     for name, s in latency["stats"].items():
-        print(f"{name:24} {ms(s['p50'])} {ms(s['p95'])} {ms(s['p99'])} {ms(s['min'])}")
+        print(f"{name:27} {ms(s['p50'])} {ms(s['p95'])} {ms(s['p99'])} {ms(s['min'])}")
     for name, ratio in latency["ratios"].items():
         launcher = name == "plugin launcher / console script"
         target = LAUNCHER_TARGET if launcher else PRECOMPACT_TARGET if name.startswith("precompact") else TARGET_RATIO
