@@ -20,6 +20,7 @@ HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
     ("PostToolUseFailure", "save", "*"),
     ("Stop", "summary", None),
     ("SessionEnd", "summary", None),  # lets the session's worker exit as soon as it is drained
+    ("PreCompact", "summary", None),  # asks the session's worker for a checkpoint (auto and manual)
 )
 
 # The hook commands, in the order of their first event.

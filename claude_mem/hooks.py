@@ -10,6 +10,7 @@
   summary  Stop                queue the end-of-turn marker
            SessionEnd          mark the session ended, so its worker exits once drained (and
                                then writes the memory file, when memory_file is on)
+           PreCompact          ask the session's worker for a checkpoint (queued only)
 
 Contract: a hook never blocks or breaks Claude Code. Whatever happens it exits 0, and on
 failure writes one line to stderr and one to the log. Events are made safe (redacted, capped)
@@ -176,6 +177,9 @@ def sanitize_finalize(config: Config, payload: dict[str, Any]) -> dict[str, Any]
         return None  # a subagent ending mid-turn does not end the user's turn
     if event == "SessionEnd":
         return {"type": "end", **common}
+    if event == "PreCompact":
+        trigger = optional_str(payload, "trigger")
+        return {"type": "checkpoint", **common, "trigger": trigger if trigger in ("auto", "manual") else ""}
     message = payload.get("last_assistant_message")
     return {
         "type": "finalize",
@@ -270,6 +274,8 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
     try:
         text = build_digest(conn, project, max_chars=config.context_chars)
+        if source == "compact" and session_id:
+            text = _working_set(config, conn, session_id, cwd, payload) + text
         revive_stranded(config, conn, "context")
         # Recorded so that no push repeats what the digest gave; after a compaction even an
         # empty digest is recorded: what was pushed before it is no longer in the context.
@@ -288,6 +294,15 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
         return None
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
                       ensure_ascii=False)
+
+
+def _working_set(config: Config, conn: sqlite3.Connection, session_id: str, cwd: str, payload: dict[str, Any]) -> str:
+    """After a compaction: what this session was in the middle of (push/compact.py)."""
+    from claude_mem.push import compact
+
+    block = compact.build(conn, session_id, cwd=cwd, transcript_path=optional_str(payload, "transcript_path"),
+                          max_chars=config.compact_context_chars)
+    return block + "\n" if block else ""
 
 
 # --- pushes: memory that bears on the prompt, the file, the command ----------------------------

@@ -5,6 +5,7 @@ hooks, so the hook payloads are rebuilt from it:
 
   SessionStart        first (source "startup"), and again (source "compact") at each
                       compact_boundary, as Claude Code re-runs SessionStart after compacting
+  PreCompact          just before each of those, with the boundary's trigger (auto | manual)
   UserPromptSubmit    each user line that a person (or a background task) submitted
   PostToolUse         each tool call, once its result line arrives: tool_use joined with its
                       tool_result on the id; tool_response is the line's `toolUseResult` (the
@@ -307,6 +308,7 @@ def _main_events(path: Path, lines: list[dict[str, Any]], base: dict[str, Any]) 
             base["permission_mode"] = line["permissionMode"]
         where = f"{path.name}:{line['_line']}"
         if kind == "system" and line.get("subtype") == "compact_boundary":
+            out.append(HookEvent(_pre_compact(base, line), line.get("timestamp", ""), where))
             out.append(HookEvent({**base, "hook_event_name": "SessionStart", "source": "compact"}, line.get("timestamp", ""), where))
         elif kind == "user":
             if text is not None:
@@ -330,6 +332,14 @@ def _main_events(path: Path, lines: list[dict[str, Any]], base: dict[str, Any]) 
     events.extend(parsed.events)
     events.extend(close_turn())
     return events, parsed.agent_types
+
+
+def _pre_compact(base: dict[str, Any], boundary: dict[str, Any]) -> dict[str, Any]:
+    """The PreCompact payload Claude Code sent before it compacted: its trigger is in the boundary's metadata."""
+    metadata = boundary.get("compactMetadata")
+    trigger = metadata.get("trigger") if isinstance(metadata, dict) else None
+    return {**base, "hook_event_name": "PreCompact", "trigger": trigger if trigger in ("auto", "manual") else "auto",
+            "custom_instructions": ""}
 
 
 def _subagent_events(agent_path: Path, main_base: dict[str, Any], agent_types: dict[str, str]) -> list[HookEvent]:

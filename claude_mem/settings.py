@@ -151,6 +151,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),
         Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
         Setting("context_chars", "int", 8000, "Most characters the SessionStart digest injects.", minimum=200),
+        Setting("compact_context_chars", "int", 2500, "Most characters of the session's own working set that"
+                " SessionStart injects after a compaction, before the digest.", minimum=200),
         Setting("push_prompt", "bool", True, "Push the memories that bear on each prompt into Claude's context (UserPromptSubmit)."),
         Setting("push_prompt_chars", "int", 1200, "Most characters one prompt's recall injects.", minimum=200),
         Setting("push_files", "bool", True, "Before Claude reads or edits a file, push what earlier sessions did with it (PreToolUse)."),

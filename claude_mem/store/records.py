@@ -118,6 +118,10 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
             queue.enqueue_finalize(conn, session_id, cwd=record.get("cwd"), prompt_id=record.get("prompt_id"),
                                    last_assistant_message=record.get("last_assistant_message"))
             record_reply(conn, session_id, record.get("last_assistant_message"), record.get("prompt_id"))
+        elif kind == "checkpoint":
+            from claude_mem.store import checkpoints  # only PreCompact needs it
+
+            checkpoints.request(conn, session_id, record.get("trigger") or "")
         else:
             raise ValueError(f"unknown event type {kind!r}")
 

@@ -48,7 +48,7 @@ from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import faults, heuristic, spawn
+from claude_mem.worker import checkpoint, faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
 from claude_mem.worker.render import render_event
@@ -200,6 +200,9 @@ class Worker:
             if self.stop_requested:
                 return "signal"
             rows = queue.next_pending(conn, self.session_id)
+            if await self._checkpoint(rows):
+                idle_since = time.monotonic()
+                continue
             if not rows:
                 if self.drain:
                     return "drained"
@@ -248,6 +251,14 @@ class Worker:
                 raise
             if settled != "outage":
                 idle_since = time.monotonic()
+
+    async def _checkpoint(self, rows: list[dict[str, Any]]) -> bool:
+        """A compaction's checkpoint, once the events queued before it are taken."""
+        due = checkpoint.due(self.conn, self.session_id, rows)
+        if due is None:
+            return False
+        self.log(f"checkpoint for a compaction written ({await checkpoint.write(self.synthesis, due)})")
+        return True
 
     def _session_ended(self) -> bool:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
