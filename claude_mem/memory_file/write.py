@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from claude_mem.jsonfile import write_bytes_atomic
@@ -97,3 +98,14 @@ def for_session(conn: sqlite3.Connection, config: Config, session_id: str) -> Ou
         return None
     return update(conn, setting=config.memory_file, lines=config.memory_file_lines, start_dir=row[1],
                   data_dir=config.data_dir, project=row[0])
+
+
+def after_session(conn: sqlite3.Connection, config: Config, session_id: str, log: Callable[[str], None]) -> None:
+    """for_session from a worker whose session ended: what happened goes to its log, never up."""
+    try:
+        outcome = for_session(conn, config, session_id)
+    except (MemoryFileError, sqlite3.Error, OSError) as exc:
+        log(f"memory file not written: {exc}")
+        return
+    if outcome is not None and outcome.changed:
+        log(f"memory file {outcome.path}: {outcome.section_lines} lines")

@@ -103,6 +103,20 @@ def _read_line(sock: socket.socket, deadline: float) -> bytes:
     return data
 
 
+NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
+
+
+def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int]) -> None:
+    """Tell the memory service what a worker committed. A hint: it finds new rows by their ids
+    and catches up on start; rows rewritten in place (a summary replaced, a prompt given its
+    reply) it learns of here."""
+    try:
+        call(config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids, "prompts": prompt_ids,
+                                        "settings": index_settings(config)}, timeout_s=NOTIFY_TIMEOUT_S)
+    except (ServiceUnavailable, ServiceError):
+        pass
+
+
 def index_settings(config: Any) -> dict[str, Any]:
     """What a request tells the service about the index this client is configured for."""
     return {"chroma_url": config.chroma_url or "", "semantic_index": bool(config.semantic_index), "embedder": config.embedder}

@@ -33,14 +33,12 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.memory_file import write as memory_file
-from claude_mem.memory_file.section import MemoryFileError
 from claude_mem.service import client as service
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, queue, records, runs
@@ -56,7 +54,6 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
-NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
 SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
 
 
@@ -125,7 +122,7 @@ class Worker:
             except (asyncio.CancelledError, Stopping):
                 reason = "signal"
             if reason == "session ended":
-                self._write_memory_file()
+                memory_file.after_session(self.conn, self.config, self.session_id, self.log)
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
         finally:
@@ -142,16 +139,6 @@ class Worker:
             os.close(slot_fd)
             if reason != "signal":
                 spawn.hand_off(config, self.session_id)
-
-    def _write_memory_file(self) -> None:
-        """The project's memory file (setting memory_file), after the session's last summary."""
-        try:
-            outcome = memory_file.for_session(self.conn, self.config, self.session_id)
-        except (MemoryFileError, sqlite3.Error, OSError) as exc:
-            self.log(f"memory file not written: {exc}")
-            return
-        if outcome is not None and outcome.changed:
-            self.log(f"memory file {outcome.path}: {outcome.section_lines} lines")
 
     def _sweep(self) -> bool:
         """A slice of the marking rules over observations stored before they existed (idle time
@@ -387,21 +374,9 @@ class Worker:
         # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
         replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
         if self.config.semantic_index and (new_ids or summary_ids or replied):
-            self._notify_index(new_ids, summary_ids, replied)
+            service.notify_index(self.config, new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
-
-    def _notify_index(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: Sequence[int] = ()) -> None:
-        """Tell the memory service what was committed. A hint: it finds new rows by their ids and
-        catches up on start; rows rewritten in place (a summary replaced, a prompt given its reply)
-        it learns of here."""
-        try:
-            service.call(self.config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids,
-                                                         "prompts": list(prompt_ids),
-                                                         "settings": service.index_settings(self.config)},
-                         timeout_s=NOTIFY_TIMEOUT_S)
-        except (service.ServiceUnavailable, service.ServiceError):
-            pass
 
     def _keep_raw_reply(self, ids: list[int], outcome: Outcome) -> None:
         """Keep a reply that yielded nothing usable (call inside a transaction)."""
