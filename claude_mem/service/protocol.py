@@ -10,6 +10,7 @@ answer, never a crash.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 VERSION = 1
 MAX_REQUEST = 1 << 20  # bytes; a search or an index notice is a few hundred
@@ -44,3 +45,26 @@ def lock_path(data_dir: str) -> str:
 
 def info_path(data_dir: str) -> str:
     return os.path.join(data_dir, INFO_NAME)
+
+
+def parse_request(line: bytes) -> tuple[str, dict[str, Any]]:
+    """A request's op and args; ValueError saying, in one line, what is wrong with it."""
+    import json
+
+    if not line.strip():
+        raise ValueError("empty request")
+    try:
+        request = json.loads(line)
+    except ValueError:
+        raise ValueError("request is not JSON") from None
+    if not isinstance(request, dict):
+        raise ValueError("request must be a JSON object")
+    if request.get("v") != VERSION:
+        raise ValueError(f"protocol version {request.get('v')!r} is not {VERSION}")
+    op, args = request.get("op"), request.get("args", {})
+    if not isinstance(op, str):
+        raise ValueError(f"unknown op {op!r}")
+    args = {} if args is None else args
+    if not isinstance(args, dict):
+        raise ValueError("args must be a JSON object")
+    return op, args
