@@ -118,9 +118,9 @@ class _Collect:
         pass
 
 
-async def _ask(server: Any, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What `server` answers to `messages`, sent as one connection's lines."""
-    out = _Collect(sum("id" in m for m in messages))
+async def _ask(server: Any, messages: list[dict[str, Any]], expected: int | None = None) -> list[dict[str, Any]]:
+    """What `server` answers to `messages` (`expected` lines), sent as one connection's lines."""
+    out = _Collect(sum("id" in m for m in messages) if expected is None else expected)
 
     async def lines() -> AsyncIterator[str]:
         for message in messages:
@@ -144,8 +144,14 @@ async def describe(server: Any) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     for version in MODERN_PROTOCOL_VERSIONS:
         asked = [(n, method) for n, method in enumerate(mcp_shim.LOCAL_METHODS)]
-        got = await _ask(server, [{"jsonrpc": "2.0", "id": n, "method": method, "params": envelope(version)} for n, method in asked])
+        listen = {"jsonrpc": "2.0", "id": "listen", "method": mcp_shim.LISTEN,
+                  "params": {**envelope(version), "notifications": mcp_shim.LISTEN_FOR}}
+        got = await _ask(server, [*({"jsonrpc": "2.0", "id": n, "method": method, "params": envelope(version)}
+                                    for n, method in asked), listen], expected=len(asked) + 1)
         answers.update({f"{method} {version}": _result(got, n) for n, method in asked})
+        # The listen request is answered by a notification first (its stream stays open).
+        answers[f"{mcp_shim.LISTEN} {version}"] = next(
+            (a for a in got if "method" in a and a.get("params", {}).get("_meta", {}).get(mcp_shim.SUBSCRIPTION_ID) == "listen"), None)
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         got = await _ask(server, [
             {"jsonrpc": "2.0", "id": 0, "method": "initialize",

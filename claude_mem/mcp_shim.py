@@ -29,7 +29,12 @@ from typing import Any
 DESCRIPTION_NAME = "mcp-description.json"
 CONNECT_S = 20.0  # a cold service imports its model and Chroma first: seconds, more on a loaded machine
 REPLAY_ID = "claude-mem-replay"  # the id of a handshake sent again to a new upstream; its answer is dropped
-LOCAL_METHODS = ("server/discover", "tools/list", "ping")
+LOCAL_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
+LISTEN = "subscriptions/listen"
+# What Claude Code listens for (its `subscriptions/listen` right after the probe, whose
+# acknowledgement it waits for before it lists the tools): the acknowledgement is answered here.
+LISTEN_FOR = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
 def description_path(data_dir: str) -> str:
@@ -90,7 +95,9 @@ def local_key(message: dict[str, Any], legacy_version: str | None) -> str | None
         if not plain or not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str):
             return None
         return f"initialize {version}"
-    if method not in LOCAL_METHODS or set(params) - {"_meta"}:
+    if method == LISTEN and set(params) - {"_meta"} == {"notifications"} and params["notifications"] == LISTEN_FOR:
+        pass  # the one listen asked for the same way every time
+    elif method not in LOCAL_METHODS or set(params) - {"_meta"}:
         return None
     meta = params.get("_meta") or {}
     if not isinstance(meta, dict):
@@ -188,6 +195,12 @@ class Shim:
         key = local_key(message, self.legacy_version)
         answer = self.answers.get(key) if key else None
         replay = {**message, "id": REPLAY_ID} if method == "initialize" else message if method == "notifications/initialized" else None
+        if answer is not None and method == LISTEN:
+            # The stream stays open with nothing on it: the tools never change while the code runs.
+            ack = json.loads(json.dumps(answer))
+            ack.setdefault("params", {}).setdefault("_meta", {})[SUBSCRIPTION_ID] = message["id"]
+            self.write(ack)
+            return
         if answer is not None:
             if method == "initialize":
                 self.legacy_version = answer.get("protocolVersion")
