@@ -319,9 +319,13 @@ def _line(message: dict[str, Any]) -> bytes:
 
 def serve() -> int:
     """Run on stdio until Claude Code closes stdin."""
+    import signal
+
     from claude_mem import settings
     from claude_mem.service import client
 
+    for sig in (signal.SIGINT, signal.SIGTERM):  # Claude Code ends its servers so: at once, nothing to save
+        signal.signal(sig, lambda *_: os._exit(0))
     config = settings.load(strict=False)
     data_dir = config.data_dir
     hello = {"cwd": os.getcwd(), "session_id": os.environ.get("CLAUDE_CODE_SESSION_ID") or "",
