@@ -16,6 +16,7 @@ service may still be starting.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 from collections.abc import AsyncIterator, Callable
@@ -33,15 +34,30 @@ class McpHost:
         self.config = config
         self.fingerprint = mcp_shim.fingerprint()  # of the code this process started with
         self._loading: asyncio.Future[None] | None = None
+        self._go: asyncio.Event | None = None
 
-    def start_loading(self) -> None:
-        """Import the server (the `mcp` library) off the event loop, then write the description."""
-        self._loading = asyncio.ensure_future(asyncio.to_thread(self._load))
+    def start_loading(self, after: concurrent.futures.Future[Any] | None = None) -> None:
+        """Import the server (the `mcp` library) off the event loop, then write the description:
+        once `after` is done (the service's model warm-up: ~1.5 s of imports on 2 cores would slow
+        the first searches), or at once when a session asks for its server."""
+        loop = asyncio.get_running_loop()
+        self._go = go = asyncio.Event()
+        if after is None:
+            go.set()
+        else:
+            after.add_done_callback(lambda _: loop.call_soon_threadsafe(go.set))
+
+        async def load() -> None:
+            await go.wait()
+            await asyncio.to_thread(self._load)
+
+        self._loading = asyncio.ensure_future(load())
 
     async def loaded(self) -> None:
         if self._loading is None:
             self.start_loading()
-        assert self._loading is not None
+        assert self._loading is not None and self._go is not None
+        self._go.set()
         await asyncio.shield(self._loading)
 
     def _load(self) -> None:

@@ -24,7 +24,12 @@ import queue
 import sys
 import threading
 import time
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a start that must be fast (~4 ms, as the hooks found)
+    from typing import Any
+
+    Outgoing = tuple[str | None, bytes, dict[str, Any] | None]  # pending request's key, line, handshake entry it makes
 
 DESCRIPTION_NAME = "mcp-description.json"
 CONNECT_S = 20.0  # a cold service imports its model and Chroma first: seconds, more on a loaded machine
@@ -159,9 +164,6 @@ def spawn_own(env: dict[str, str]) -> Upstream:
             proc.kill()
 
     return Upstream(send, iter(proc.stdout.readline, b""), close)
-
-
-Outgoing = tuple[str | None, bytes, dict[str, Any] | None]  # pending request's key, line, handshake entry it makes
 
 
 class Shim:

@@ -11,6 +11,8 @@ import json
 import re
 import statistics
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,8 @@ from tests.test_e2e_mcp_claude_cli import remember
 pytestmark = pytest.mark.slow
 
 TOOL = "mcp__claude-mem__search"
+CONNECT_MS = 1000  # issue 33's bar, on a quiet machine
+QUIET_FLOOR_MS = 30.0  # a stdlib Python start answering one line there (bench/mcp_start.py: 20-30 ms)
 CONNECTED = re.compile(r"Successfully connected \(transport: stdio\) in (\d+)\s*ms")
 
 
@@ -45,6 +49,14 @@ def mcp_log(home: Path) -> list[str]:
     return messages
 
 
+def floor_ms() -> float:
+    """A stdlib Python process reading one line and answering it, start to answer."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import json, sys; json.loads(sys.stdin.readline()); print('{}', flush=True)"],
+                   input='{"id": 0}\n', capture_output=True, text=True, timeout=60, check=True)
+    return (time.perf_counter() - started) * 1000
+
+
 def test_first_step_memory_search_under_the_real_cli(sandbox):  # noqa: F811
     obs_id = remember(sandbox["data"])
     proc = subprocess.run([str(CLAUDE_MEM), "install"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
@@ -54,8 +66,9 @@ def test_first_step_memory_search_under_the_real_cli(sandbox):  # noqa: F811
     for name in ("MCP_CONNECTION_NONBLOCKING", "MCP_CONNECT_TIMEOUT_MS", "MCP_TIMEOUT", "ENABLE_TOOL_SEARCH"):
         sandbox["env"].pop(name, None)  # the CLI's defaults, as a new user has them
 
-    answers, connects = [], []
+    answers, connects, floors = [], [], []
     for n in range(3):
+        floors.append(floor_ms())
         steps = [tool_use("ToolSearch", {"query": "select:" + TOOL, "max_results": 5}),
                  tool_use(TOOL, {"query": "how do retries back off?", "limit": 5})]
         with FakeMessagesAPI(steps, final_text="Retries back off exponentially.") as api:
@@ -69,10 +82,14 @@ def test_first_step_memory_search_under_the_real_cli(sandbox):  # noqa: F811
         print(f"session {n}: connects {connects[-1]}")
     log = mcp_log(Path(sandbox["env"]["HOME"]))
     assert log, "the CLI logged nothing about claude-mem's MCP server"
-    assert not [line for line in log if "timed out" in line or "legacy" in line], log
+    said = [json.loads(line).get("debug", line) if line.startswith("{") else line for line in log]
+    assert not [line for line in said if "timed out" in line or "legacy" in line.lower()], "\n".join(said)
     times = connects[-1]
     assert len(times) == 3, log
-    print(f"connect times (ms): {times}")
-    assert statistics.median(times) <= 1000, times
+    # Under load (8 engineers on 2 cores) every process start is slower: the bar scales with a
+    # bare Python start measured beside each session.
+    allowed = CONNECT_MS * max(1.0, statistics.median(floors) / QUIET_FLOOR_MS)
+    print(f"connect times (ms): {times}; floor {floors} ms; allowed {allowed:.0f} ms")
+    assert statistics.median(times) <= allowed, (times, floors)
     for text in answers:
         assert f"obs:{obs_id} | " in text and "Retries use exponential backoff capped at 30 s" in text, text

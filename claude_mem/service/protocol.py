@@ -10,7 +10,10 @@ answer, never a crash.
 from __future__ import annotations
 
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is slow to import on the hook path
+    from typing import Any
 
 VERSION = 1
 MAX_REQUEST = 1 << 20  # bytes; a search or an index notice is a few hundred

@@ -93,9 +93,9 @@ class Service:
         self.loaded = True
         server = await self._listen()
         self._write_info()
-        if self.mcp_host is not None:
-            self.mcp_host.start_loading()
         self._start_index()
+        if self.mcp_host is not None:  # after the model's warm-up, which the first searches wait for
+            self.mcp_host.start_loading(getattr(self, "warming", None))
         self.log(f"listening on {self.socket_path} (pid {os.getpid()})")
         reason = "stopped"
         try:
@@ -233,7 +233,7 @@ class Service:
             answering = Index(self.config, embedder=embedder_named("minilm"))
         self.indexer = Indexer(self.config, Index(self.config, embedder=embedder_named(choice.name)), self.log, choice, answering)
         self.indexer.start()
-        self.pool.submit(self._warm_up)
+        self.warming = self.pool.submit(self._warm_up)
 
     def _warm_up(self) -> None:
         """Load the embedding model now, so the first search (a hook's, on a budget) finds it warm."""
