@@ -88,8 +88,8 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def search_footprint(env: dict[str, str], data_dir: str) -> tuple[float, float, str]:
-    """Peak RSS (MiB) of the MCP process tree while it answers a search, the search's seconds, its first line."""
+def search_footprint(env: dict[str, str], data_dir: str) -> tuple[float, list[float], str]:
+    """Peak RSS (MiB) of the MCP process tree while it answers two searches, their seconds, the answer's first line."""
     from claude_mem.service import client
     from tests.stores import build_indexed
 
@@ -115,12 +115,14 @@ def search_footprint(env: dict[str, str], data_dir: str) -> tuple[float, float, 
         proc.stdin.write(json.dumps(message).encode() + b"\n")
     proc.stdin.flush()
     proc.stdout.readline()
-    started = time.perf_counter()
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "login crash"}}}
-    proc.stdin.write(json.dumps(call).encode() + b"\n")
-    proc.stdin.flush()
-    answer = json.loads(proc.stdout.readline())
-    seconds = time.perf_counter() - started
+    seconds = []
+    for n in (2, 3):  # the first loads the server in a service that has not hosted one yet
+        started = time.perf_counter()
+        call = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "login crash"}}}
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        seconds.append(time.perf_counter() - started)
     time.sleep(0.05)
     done.set()
     sampler.join()
@@ -171,7 +173,8 @@ def main() -> None:
     floor, mcp = statistics.median(times["floor"]), statistics.median(times["mcp"])
     report = {"floor_ms": round(floor * 1000, 1), "mcp_ms": round(mcp * 1000, 1), "ratio": round(mcp / floor, 2),
               "runs": args.runs, "answered": "result" in answer, "tree_peak_mib": round(peak, 1),
-              "search_ms": round(search_s * 1000, 1), "search_first_line": first_line}
+              "first_search_ms": round(search_s[0] * 1000, 1), "second_search_ms": round(search_s[1] * 1000, 1),
+              "search_first_line": first_line}
     if args.json:
         print(json.dumps(report))
         return
@@ -179,8 +182,9 @@ def main() -> None:
     print(f"  floor (stdlib python, one line) {report['floor_ms']:8.1f} ms")
     print(f"  claude-mem mcp                  {report['mcp_ms']:8.1f} ms  = {report['ratio']:.2f}x the floor"
           f" (target <= {TARGET_RATIO}x){'' if report['answered'] else '  NOT ANSWERED: ' + json.dumps(answer)[:200]}")
-    print(f"MCP process tree while it answers a search: peak {report['tree_peak_mib']:.1f} MiB (target <= {TARGET_RSS_MIB});"
-          f" the search took {report['search_ms']:.0f} ms: {first_line}")
+    print(f"MCP process tree while it answers a search: peak {report['tree_peak_mib']:.1f} MiB (target <= {TARGET_RSS_MIB})")
+    print(f"searches (the service warm): first {report['first_search_ms']:.0f} ms (a service that hosted no MCP server yet"
+          f" loads it), second {report['second_search_ms']:.0f} ms: {first_line}")
 
 
 if __name__ == "__main__":

@@ -167,8 +167,8 @@ def spawn_own(env: dict[str, str]) -> Upstream:
 
 
 class Shim:
-    def __init__(self, data_dir: str, hello: dict[str, Any], answers: dict[str, Any], out: Any) -> None:
-        self.data_dir, self.hello, self.answers, self.out = data_dir, hello, answers, out
+    def __init__(self, data_dir: str, db_path: str, hello: dict[str, Any], answers: dict[str, Any], out: Any) -> None:
+        self.data_dir, self.db_path, self.hello, self.answers, self.out = data_dir, db_path, hello, answers, out
         self.out_lock = threading.Lock()
         self.lock = threading.Lock()  # upstream, pending, handshake
         self.upstream: Upstream | None = None
@@ -248,7 +248,9 @@ class Shim:
 
     def reconnect(self) -> Upstream | None:
         upstream = None
-        if not self.service_failed:
+        # Nothing captured yet: no service to start (it would create the database a read must not);
+        # the server in a process of its own says so, as it always did.
+        if not self.service_failed and os.path.exists(self.db_path):
             try:
                 upstream = connect_service(self.data_dir, self.hello, CONNECT_S)
             except OSError:
@@ -332,8 +334,9 @@ def serve() -> int:
     data_dir = config.data_dir
     hello = {"cwd": os.getcwd(), "session_id": os.environ.get("CLAUDE_CODE_SESSION_ID") or "",
              "project_dir": os.environ.get("CLAUDE_PROJECT_DIR") or "", "settings": config.values}
-    shim = Shim(data_dir, hello, read_description(data_dir), sys.stdout.buffer)
-    client.ensure_started(data_dir)  # warm by the first tool call
+    shim = Shim(data_dir, config.db_path, hello, read_description(data_dir), sys.stdout.buffer)
+    if os.path.exists(config.db_path):
+        client.ensure_started(data_dir)  # warm by the first tool call
     sender = threading.Thread(target=shim.forward, daemon=True)
     sender.start()
     for line in sys.stdin.buffer:

@@ -130,3 +130,20 @@ def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
     assert not e1 and not e2 and not e3, (first, second, record)
     assert f"obs:{stored.obs['login']} | " in first and first.splitlines()[:2] == second.splitlines()[:2]
     assert record.startswith(f"## obs:{stored.obs['login']} · bugfix")
+
+
+@pytest.mark.slow
+def test_nothing_captured_yet_over_stdio(tmp_path: Path) -> None:
+    """No database yet: no service is started (it would create one); the server in a process of
+    its own answers, as before."""
+    data = tmp_path / "empty"
+    cwd = tmp_path / "alpha"
+    cwd.mkdir()
+
+    async def main() -> tuple[bool, str]:
+        async with Client(stdio_server(data, cwd)) as client:
+            return await call(client, "search", query="anything")
+
+    is_error, text = asyncio.run(main())
+    assert not is_error and text == "No memories yet: nothing has been captured on this machine."
+    assert not (data / "claude-mem.db").exists() and not control.state(str(data)).running
