@@ -1,6 +1,6 @@
 """What `claude-mem doctor` checks, and what `--fix` repairs: the database, stale worker files and
 locks, orphaned observer CLIs, queued work no worker takes, model outages, skipped events, the
-spool, the memory service and the semantic index's drift. Beside status.py, whose report it
+spool, the memory service, the MCP server's description and the semantic index's drift. Beside status.py, whose report it
 reads first (before any repair changes what it says). Core, not CLI: no click here; the command
 only prints the findings.
 
@@ -46,6 +46,7 @@ def diagnose(config: Config, conn: sqlite3.Connection, *, fix: bool = False,
         _skipped(info["skipped"]),
         _spool(config, conn, fix),
         _service(config, info["service"], fix),
+        _mcp_server(config, fix),
         _index(config, conn, info["index"], fix, index_progress),
     ], said
 
@@ -134,6 +135,25 @@ def _service(config: Config, found: dict[str, Any], fix: bool) -> Finding:
         return finding("memory service", True, f"pid {found['pid']} answering, index lag {found['index_lag']}")
     fixed = f"stopped the hung service (pid {control.stop_service(config.data_dir)})" if fix else ""
     return finding("memory service", False, f"pid {found['pid']} holds the lock but did not answer within 5 s", fixed)
+
+
+def _mcp_server(config: Config, fix: bool) -> Finding:
+    """`claude-mem mcp` answers Claude Code's first messages from the description the real
+    server wrote (mcp_shim.py); without a current one they wait for the memory service to start,
+    and Claude Code, which does not wait, may start the session without the memory tools.
+    --fix writes it (the service also does, whenever it starts)."""
+    from claude_mem.mcp_shim import description_path, read_description
+
+    if read_description(config.data_dir):
+        return finding("MCP server", True, "answers Claude Code's probe from its description at once")
+    state = "written by other code" if os.path.exists(description_path(config.data_dir)) else "not written yet"
+    fixed = ""
+    if fix:
+        from claude_mem.mcp_host import write_current_description
+
+        write_current_description(config)
+        fixed = "wrote the MCP server's description"
+    return finding("MCP server", False, f"its description is {state}: Claude Code's probe waits for the memory service", fixed)
 
 
 def _index(config: Config, conn: sqlite3.Connection, health: dict[str, Any], fix: bool,

@@ -22,9 +22,17 @@ def main(argv: list[str] | None = None) -> int:
         # Straight to the service: a racing second one must find the lock taken and exit in
         # milliseconds, before click or chromadb are imported.
         from claude_mem import settings
+        from claude_mem.mcp_host import McpHost
         from claude_mem.service.server import main as run_service
 
-        return run_service(settings.load(strict=False))
+        config = settings.load(strict=False)
+        return run_service(config, mcp_host=McpHost(config))
+    if args == ["mcp"]:
+        # Claude Code probes its MCP servers at once and does not wait: the standard library only
+        # (mcp_shim.py), the real server runs in the memory service.
+        from claude_mem.mcp_shim import serve as run_mcp
+
+        return run_mcp()
     from claude_mem.cli import main as run_cli
 
     return run_cli(args)

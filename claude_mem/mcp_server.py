@@ -114,9 +114,15 @@ class Memory:
     """What the tools share: settings, the default project, and the database,
     opened on first use. Tools run on worker threads: one lock serialises them."""
 
-    def __init__(self, config: Config, cwd: str | None = None) -> None:
+    def __init__(self, config: Config, cwd: str | None = None, session_id: str | None = None,
+                 project_dir: str | None = None, workdir: str | None = None) -> None:
         self.config = config
         self.cwd = cwd
+        self.workdir = workdir  # the session's process's folder, when that process is not this one
+        # The session that started this server (CLAUDE_CODE_SESSION_ID) and its project folder:
+        # from this process's environment, or from the session's own process (mcp_shim.py).
+        self.session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") if session_id is None else session_id
+        self.project_dir = os.environ.get("CLAUDE_PROJECT_DIR") if project_dir is None else project_dir
         self.lock = threading.Lock()
         self._project: str | None = None
         self._conn: sqlite3.Connection | None = None
@@ -128,7 +134,7 @@ class Memory:
         if value is not None and value.strip():
             return value.strip()
         if self._project is None:
-            self._project = project_for(self.cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+            self._project = project_for(self.cwd or self.project_dir or self.workdir or os.getcwd())
         return self._project
 
     def conn(self) -> sqlite3.Connection | None:
@@ -149,7 +155,7 @@ class Memory:
         context: the newest prompt of the session that started this server (Claude Code passes
         it CLAUDE_CODE_SESSION_ID, the id its hooks file prompts under). Read on every call:
         each turn brings a new one."""
-        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID")
+        session_id = self.session_id
         if not session_id:
             return None
         row = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? ORDER BY prompt_number DESC LIMIT 1",
@@ -160,7 +166,7 @@ class Memory:
         """Count what the agent read in full (`claude-mem stats`: were the pushes worth it?),
         under the session that started this server. Bookkeeping, not memory: a database that
         cannot take the row now costs the count, never the answer."""
-        session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") or ""
+        session_id = self.session_id or ""
         try:
             from claude_mem.push import project_of
             from claude_mem.store import injections
@@ -381,8 +387,9 @@ def _local_anchor(anchor: str) -> tuple[str, int]:
     return kind, row_id
 
 
-def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
-    memory = Memory(config, cwd)
+def build_server(config: Config, *, cwd: str | None = None, session_id: str | None = None,
+                 project_dir: str | None = None, workdir: str | None = None) -> MCPServer:
+    memory = Memory(config, cwd, session_id, project_dir, workdir)
     tools = Tools(memory)
     server = _Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -425,7 +432,8 @@ def build_server(config: Config, *, cwd: str | None = None) -> MCPServer:
 
 
 def serve() -> None:
-    """Run the server on stdio until the client goes away."""
+    """Run the server on stdio until the client goes away: in a process of its own, where no
+    memory service can be had (mcp_shim.py); Claude Code's `claude-mem mcp` is mcp_shim.py."""
     from claude_mem import settings
 
     # A bad setting must not take recall away: run on defaults for what is wrong.
@@ -434,3 +442,8 @@ def serve() -> None:
         server.run()
     finally:
         server.memory.close()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    os.umask(0o077)
+    serve()

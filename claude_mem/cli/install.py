@@ -24,7 +24,21 @@ def install_command(project: str | None, dry_run: bool, as_json: bool) -> None:
         result = registration.install(project, dry_run=dry_run)
     except registration.InstallError as exc:
         raise click.ClickException(str(exc)) from None
+    if not dry_run:
+        _describe_mcp_server()
     _report(result, as_json)
+
+
+def _describe_mcp_server() -> None:
+    """The first session's `claude-mem mcp` answers Claude Code's probe from this description
+    (mcp_shim.py) before any memory service has run; the service writes it again when it starts."""
+    from claude_mem import settings
+    from claude_mem.mcp_host import write_current_description
+
+    try:
+        write_current_description(settings.load(strict=False))
+    except OSError as exc:
+        click.echo(f"warning: the MCP server's description was not written ({exc}); the memory service writes it", err=True)
 
 
 @cli.command("uninstall")

@@ -206,6 +206,7 @@ def _rebuild_in_service(config: Any, bar: Bar) -> dict[str, Any]:
 def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
     recent_sessions, ask). `claude-mem install` registers it."""
-    from claude_mem.mcp_server import serve
+    # entry.py runs it before click is loaded; this is the same server, for `claude-mem mcp` reached here.
+    from claude_mem.mcp_shim import serve
 
-    serve()
+    raise SystemExit(serve())

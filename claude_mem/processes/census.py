@@ -90,3 +90,11 @@ def terminate(procs: list[psutil.Process], grace_s: float = 3.0) -> int:
             pass
     psutil.wait_procs(left, timeout=grace_s)
     return len(procs)
+
+
+def own_rss() -> int | None:
+    """This process's resident memory in bytes, if it can be read."""
+    try:
+        return int(psutil.Process().memory_info().rss)
+    except psutil.Error:
+        return None

@@ -59,6 +59,12 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     return answer.get("result")
 
 
+def connect(data_dir: str, *, timeout_s: float, start: bool = True) -> socket.socket:
+    """A connection to the service, started (and waited for) when it is missing: for a
+    conversation of more than one request (the MCP server, mcp_shim.py)."""
+    return _connect(data_dir, time.monotonic() + timeout_s, start=start, wait=True)
+
+
 def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> socket.socket:
     import socket  # here: the SessionStart hook imports this module only to start the service
 

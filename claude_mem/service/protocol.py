@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is slow to import on the hook path
+    from typing import Any
+
 VERSION = 1
 MAX_REQUEST = 1 << 20  # bytes; a search or an index notice is a few hundred
 SOCKET_NAME = "service.sock"
@@ -83,3 +87,25 @@ def decode_search(args: dict) -> tuple[str, dict]:
     except (TypeError, ValueError):
         raise ValueError("kinds must be a list of names and exclude a list of [kind, id] pairs") from None
     return query, filters
+
+def parse_request(line: bytes) -> tuple[str, dict[str, Any]]:
+    """A request's op and args; ValueError saying, in one line, what is wrong with it."""
+    import json
+
+    if not line.strip():
+        raise ValueError("empty request")
+    try:
+        request = json.loads(line)
+    except ValueError:
+        raise ValueError("request is not JSON") from None
+    if not isinstance(request, dict):
+        raise ValueError("request must be a JSON object")
+    if request.get("v") != VERSION:
+        raise ValueError(f"protocol version {request.get('v')!r} is not {VERSION}")
+    op, args = request.get("op"), request.get("args", {})
+    if not isinstance(op, str):
+        raise ValueError(f"unknown op {op!r}")
+    args = {} if args is None else args
+    if not isinstance(args, dict):
+        raise ValueError("args must be a JSON object")
+    return op, args

@@ -38,8 +38,9 @@ IDLE_CHECK_S = 1.0
 
 
 class Service:
-    def __init__(self, config: Config, *, idle_s: float | None = None) -> None:
+    def __init__(self, config: Config, *, idle_s: float | None = None, mcp_host: Any = None) -> None:
         self.config = config
+        self.mcp_host = mcp_host  # hosts the sessions' MCP servers (mcp_host.py), given by entry.py
         self.idle_s = config.service_idle_s if idle_s is None else idle_s
         self.started = time.time()
         self.last_request = time.monotonic()
@@ -93,6 +94,8 @@ class Service:
         server = await self._listen()
         self._write_info()
         self._start_index()
+        if self.mcp_host is not None:  # after the model's warm-up, which the first searches wait for
+            self.mcp_host.start_loading(getattr(self, "warming", None))
         self.log(f"listening on {self.socket_path} (pid {os.getpid()})")
         reason = "stopped"
         try:
@@ -230,7 +233,7 @@ class Service:
             answering = Index(self.config, embedder=embedder_named("minilm"))
         self.indexer = Indexer(self.config, Index(self.config, embedder=embedder_named(choice.name)), self.log, choice, answering)
         self.indexer.start()
-        self.pool.submit(self._warm_up)
+        self.warming = self.pool.submit(self._warm_up)
 
     def _warm_up(self) -> None:
         """Load the embedding model now, so the first search (a hook's, on a budget) finds it warm."""
@@ -250,8 +253,11 @@ class Service:
                 answer: dict[str, Any] = {"ok": False, "error": "refused: another user"}
             else:
                 answer = await self._answer(reader)
+            hosted = answer.pop("mcp", None)
             writer.write(json.dumps(answer, ensure_ascii=False, default=str).encode() + b"\n")
             await writer.drain()
+            if hosted is not None:  # from here on the connection carries one session's MCP messages
+                await self.mcp_host.serve(reader, writer, hosted, lambda: setattr(self, "last_request", time.monotonic()))
         except (ConnectionError, OSError):
             pass  # the client gave up (a hook past its budget): nothing to tell it
         finally:
@@ -270,23 +276,13 @@ class Service:
             line = exc.partial
         except TimeoutError:
             return self._error("no request within the time allowed")
-        if not line.strip():
-            return self._error("empty request")
         try:
-            request = json.loads(line)
-        except ValueError:
-            return self._error("request is not JSON")
-        if not isinstance(request, dict):
-            return self._error("request must be a JSON object")
-        if request.get("v") != protocol.VERSION:
-            return self._error(f"protocol version {request.get('v')!r} is not {protocol.VERSION}")
-        op, args = request.get("op"), request.get("args", {})
-        args = {} if args is None else args
-        handler = OPS.get(op) if isinstance(op, str) else None
-        if handler is None:
+            op, args = protocol.parse_request(line)
+        except ValueError as exc:
+            return self._error(str(exc))
+        handler = OPS.get(op)
+        if handler is None or (op == "mcp" and self.mcp_host is None):
             return self._error(f"unknown op {op!r} (known: {', '.join(OPS)})")
-        if not isinstance(args, dict):
-            return self._error("args must be a JSON object")
         self.requests += 1
         self.last_request = time.monotonic()
         await self._adopt(args.get("settings"))
@@ -301,6 +297,8 @@ class Service:
             return self._error(f"{op} failed: {type(exc).__name__}: {exc}")
         finally:
             self.last_request = time.monotonic()
+        if op == "mcp":
+            return {"ok": True, "result": result, "mcp": args}
         return {"ok": True, "result": result}
 
     def _error(self, message: str) -> dict[str, Any]:
@@ -324,7 +322,7 @@ class Service:
     async def op_status(self, args: dict[str, Any]) -> dict[str, Any]:
         status: dict[str, Any] = {
             "pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
-            "errors": self.errors, "idle_s": self.idle_s, "socket": self.socket_path, "rss_bytes": _rss(),
+            "errors": self.errors, "idle_s": self.idle_s, "socket": self.socket_path, "rss_bytes": _own_rss(),
         }
         if self.indexer is not None:
             status["index"] = self.indexer.state()
@@ -396,6 +394,11 @@ class Service:
         return {**counts, "location": self.indexer.index.location, "seconds": round(time.monotonic() - started, 2),
                 "resumed": self.indexer.index.resumed}
 
+    async def op_mcp(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Turn this connection into one session's MCP server (mcp_shim.py asks; _connection serves it)."""
+        await self.mcp_host.loaded()
+        return {"pid": os.getpid()}
+
     async def op_stop(self, args: dict[str, Any]) -> dict[str, Any]:
         self.stop_asked = True
         assert self.stopping is not None
@@ -405,7 +408,7 @@ class Service:
 
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
        "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "progress": Service.op_progress,
-       "stop": Service.op_stop}
+       "stop": Service.op_stop, "mcp": Service.op_mcp}
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:
@@ -420,21 +423,18 @@ def _same_user(writer: asyncio.StreamWriter) -> bool:
     return uid == os.getuid()
 
 
-def _rss() -> int | None:
-    try:
-        import psutil
-
-        return int(psutil.Process().memory_info().rss)
-    except Exception:
-        return None
-
-
 def _exit_while_loading(signum: int, frame: object) -> None:
     os._exit(0)
 
 
-def main(config: Config, *, idle_s: float | None = None) -> int:
-    reason = Service(config, idle_s=idle_s).run()
+def main(config: Config, *, idle_s: float | None = None, mcp_host: Any = None) -> int:
+    reason = Service(config, idle_s=idle_s, mcp_host=mcp_host).run()
     if reason.startswith("another service"):
         print(reason, file=sys.stderr)
     return 0
+
+
+def _own_rss() -> int | None:
+    from claude_mem.processes.census import own_rss  # psutil: not before the lock is taken
+
+    return own_rss()

@@ -1,0 +1,149 @@
+"""`claude-mem mcp` as Claude Code runs it (issue 33): a standard-library shim that answers what
+describes the server from the description the real server wrote, and hands everything else to
+the MCP server the memory service hosts. Its answers must be the library's own, byte for byte
+in meaning; a service killed between two calls must cost nothing but time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from claude_mem import mcp_shim
+from claude_mem.mcp_host import envelope, write_current_description
+from claude_mem.service import control
+from tests.stores import Stored, build_indexed
+from tests.test_mcp_server import call, stdio_server
+
+# What the Claude Code CLI (2.1.332) sends first, as it sent it (its envelope, its listen).
+CLI_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "title": "Claude Code", "version": "2.1.332"},
+                      "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}}}}}
+MODERN = [
+    {"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover", "params": CLI_META},
+    {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",
+     "params": {**CLI_META, "notifications": mcp_shim.LISTEN_FOR}},
+    *({"jsonrpc": "2.0", "id": n, "method": method, "params": CLI_META}
+      for n, method in enumerate(("server/discover", "prompts/list", "resources/list", "tools/list"))),
+]
+LEGACY = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+]
+
+
+def exchange(argv: list[str], env: dict[str, str], messages: list[dict[str, Any]], expected: int) -> list[dict[str, Any]]:
+    """Send `messages` and read `expected` lines back, in the order they came."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    proc.stdin.flush()
+    try:
+        return [json.loads(proc.stdout.readline()) for _ in range(expected)]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def keyed(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    return {json.dumps(line.get("id", line.get("method"))): line for line in lines}
+
+
+@pytest.mark.slow
+def test_the_shim_answers_what_the_library_answers(data_dir: Path) -> None:
+    config = build_indexed(data_dir).config
+    write_current_description(config)
+    env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir), "PYTHONPATH": os.pathsep.join(sys.path)}
+    answers = mcp_shim.read_description(str(data_dir))
+    for message in MODERN + LEGACY:  # every request of both openings is answered from the description
+        if "id" in message:
+            assert mcp_shim.local_key(message, "2025-11-25") in answers, message
+    shim = [sys.executable, "-m", "claude_mem", "mcp"]
+    library = [sys.executable, "-m", "claude_mem.mcp_server"]  # the real server in a process of its own
+    for messages in (MODERN, LEGACY):
+        expected = sum("id" in m for m in messages)
+        started = time.monotonic()
+        ours = keyed(exchange(shim, env, messages, expected))
+        ours_s = time.monotonic() - started
+        theirs = keyed(exchange(library, env, messages, expected))
+        assert ours == theirs
+        assert ours_s < 10, "answered from the description, not by a service that had to start"
+
+
+def test_a_stale_description_is_not_used(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    Path(mcp_shim.description_path(str(data_dir))).write_text(json.dumps({"fingerprint": "older code", "answers": {"x": 1}}))
+    assert mcp_shim.read_description(str(data_dir)) == {}
+    assert "mcp_server.py" in mcp_shim.fingerprint()
+
+
+def test_only_plain_requests_are_answered_locally() -> None:
+    discover = MODERN[0]
+    assert mcp_shim.local_key(discover, None) == "server/discover 2026-07-28"
+    assert mcp_shim.local_key({**MODERN[-1], "params": {**CLI_META, "cursor": "x"}}, None) is None  # a cursor: the library's
+    assert mcp_shim.local_key({"jsonrpc": "2.0", "method": "tools/list", "params": {}}, None) is None  # a notification
+    assert mcp_shim.local_key({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": envelope("2026-07-28")}, None) is None
+    other_listen = {**MODERN[1], "params": {**CLI_META, "notifications": {"toolsListChanged": True}}}
+    assert mcp_shim.local_key(other_listen, None) is None
+
+
+@pytest.mark.slow
+def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
+    stored: Stored = build_indexed(tmp_path / "data")
+    data = stored.config.data_dir
+    write_current_description(stored.config)
+    cwd = tmp_path / "alpha"
+    cwd.mkdir()
+
+    async def scenario(client: Client) -> list[tuple[bool, str]]:
+        first = await call(client, "search", query="login crash", limit=3)
+        pid = control.state(data).pid
+        assert pid
+        os.kill(pid, signal.SIGKILL)  # between two calls
+        deadline = time.monotonic() + 30
+        while control.state(data).running and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        second = await call(client, "search", query="login crash", limit=3)
+        third = await call(client, "get_observations", ids=[stored.obs["login"]])
+        return [first, second, third]
+
+    async def main() -> list[tuple[bool, str]]:
+        async with Client(stdio_server(Path(data), cwd)) as client:
+            return await scenario(client)
+
+    try:
+        (e1, first), (e2, second), (e3, record) = asyncio.run(main())
+    finally:
+        control.stop_service(data)
+    assert not e1 and not e2 and not e3, (first, second, record)
+    assert f"obs:{stored.obs['login']} | " in first and first.splitlines()[:2] == second.splitlines()[:2]
+    assert record.startswith(f"## obs:{stored.obs['login']} · bugfix")
+
+
+@pytest.mark.slow
+def test_nothing_captured_yet_over_stdio(tmp_path: Path) -> None:
+    """No database yet: no service is started (it would create one); the server in a process of
+    its own answers, as before."""
+    data = tmp_path / "empty"
+    cwd = tmp_path / "alpha"
+    cwd.mkdir()
+
+    async def main() -> tuple[bool, str]:
+        async with Client(stdio_server(data, cwd)) as client:
+            return await call(client, "search", query="anything")
+
+    is_error, text = asyncio.run(main())
+    assert not is_error and text == "No memories yet: nothing has been captured on this machine."
+    assert not (data / "claude-mem.db").exists() and not control.state(str(data)).running
