@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+from claude_mem.text.storable import decode_lossy, loads
+
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
@@ -344,10 +346,11 @@ class PayloadError(ValueError):
 
 
 def json_object(text: str) -> dict[str, Any]:
-    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
-    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
+    """`text` as a JSON object (a hook's payload, a settings file), its strings storable (see
+    text/storable.py); anything else raises ValueError saying what it is instead: "not valid
+    JSON (...)", "a JSON list, not a JSON object"."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError as exc:
         raise ValueError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -358,9 +361,10 @@ def json_object(text: str) -> dict[str, Any]:
 def parse_payload(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise PayloadError("empty payload on stdin")
-    # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
+    # Non-UTF-8 bytes and lone surrogates are replaced, not refused: the rest of the event is
+    # still worth keeping (a surrogate would fail every write of it, the spool's too: issue 35).
     try:
-        return json_object(raw.decode("utf-8", errors="replace"))
+        return json_object(decode_lossy(raw))
     except ValueError as exc:
         raise PayloadError(f"payload is {exc}") from None
 

@@ -221,17 +221,26 @@ def _export_to_file(conn: Any, output: str, project: str | None, session_id: str
 
 
 def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
+    from claude_mem.text.storable import decode, split_lines
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().splitlines()
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except FileNotFoundError:
         raise NotFound(f"no file {path}") from None
-    except UnicodeDecodeError:
-        raise click.ClickException(f"{path} is not UTF-8 text (is it a claude-mem export?)") from None
     except OSError as exc:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        # Split at \n only: str.splitlines() breaks inside a line at U+2028 and its kin (issue 35).
+        return split_lines(decode(data))
+    except UnicodeDecodeError as exc:
+        # A file cut inside a character is named by its line, like one cut between characters.
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise click.ClickException(f"{path}: line {line}: not UTF-8 text (is it a claude-mem export?); "
+                                   "nothing was imported") from None
 
 
 @cli.command("import", short_help="Add an export's rows, or the npm claude-mem's memories (idempotent).")

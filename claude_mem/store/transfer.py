@@ -29,6 +29,7 @@ from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
 from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.text.storable import dumps_line, loads
 
 if TYPE_CHECKING:
     from claude_mem.progress import Progress
@@ -173,7 +174,7 @@ def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None =
     conn.execute("BEGIN")
     try:
         for obj in export_objects(conn, project=project, session_id=session_id):
-            out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.write(dumps_line(obj) + "\n")
             if obj["kind"] in COUNTED:
                 counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
     finally:
@@ -244,7 +245,7 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = loads(text)
         except ValueError as exc:
             raise BadImportLine(number, f"not valid JSON ({exc})") from None
         try:
