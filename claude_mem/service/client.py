@@ -14,6 +14,7 @@ import time
 
 from claude_mem.processes import lock_held, spawn_detached
 from claude_mem.service import protocol
+from claude_mem.text.storable import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     deadline = time.monotonic() + timeout_s
     sock = _connect(data_dir, deadline, start=start, wait=wait)
     try:
-        line = json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False).encode() + b"\n"
+        # storable: a query may hold a lone surrogate (an MCP argument's escape, argv's undecodable bytes).
+        request = storable(json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False))
+        line = request.encode() + b"\n"
         try:
             sock.sendall(line)
             reply = _read_line(sock, deadline)

@@ -31,6 +31,7 @@ from claude_mem.logs import log_line
 from claude_mem.processes import take_lock
 from claude_mem.service import protocol
 from claude_mem.settings import Config
+from claude_mem.text.storable import decode, loads
 
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
 READ_TIMEOUT_S = 10.0  # a client that connects and sends nothing is dropped
@@ -273,7 +274,7 @@ class Service:
         if not line.strip():
             return self._error("empty request")
         try:
-            request = json.loads(line)
+            request = loads(decode(line))  # a lone surrogate (escaped or encoded) would fail the search and the answer
         except ValueError:
             return self._error("request is not JSON")
         if not isinstance(request, dict):
