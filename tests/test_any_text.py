@@ -8,6 +8,8 @@ import io
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ from claude_mem.replay import run_hook
 from claude_mem.store.db import connect
 from claude_mem.text.storable import dumps_line, split_lines, storable
 from tests.cli_helpers import invoke, invoke_json, one_error_line, table_rows
+from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
 
 KEYS = {"sdk_sessions": "claude_session_id", "user_prompts": "session_id,prompt_number",
         "observations": "session_id,content_hash", "session_summaries": "session_id,prompt_number"}
@@ -260,3 +263,47 @@ def test_any_text_survives_hook_store_export_import_export(data_dir: Path, texts
             assert rows_of(root / "one.jsonl") == rows_of(root / "two.jsonl")
             found = {w: {h["kind"] for h in invoke_json("search", w, "--mode", "fts")["hits"]} for w in WORDS}
         assert found == {"zqxprompt": {"prompt"}, "zqxreply": {"prompt"}, "zqxobs": {"observation"}, "zqxsum": {"summary"}}
+
+
+# --- the model path: NUL and friends reach the model whole, and what it answers is kept whole -------
+
+def echoing_model(request: ApiRequest) -> str:
+    """Answers with what it was sent (NUL and all), plus half an emoji, as a model's cut reply can."""
+    content = request.messages[-1].get("content")
+    text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    if "<summary>" in text:
+        return "<summary><request>echo</request><learned>nul\x00wombat</learned></summary>"
+    seen = "nul\x00wombat" if "nul\x00wombat" in text else "the NUL was lost"
+    return (f"<observation><type>discovery</type><title>Echo of a pasted\u2028zebrafish</title>"
+            f"<narrative>{seen} and half an emoji \ud83d</narrative></observation>")
+
+
+@pytest.mark.slow
+def test_nul_and_separators_reach_the_model_and_come_back_whole(data_dir: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    common = {"session_id": "sess-model", "transcript_path": str(project / "t.jsonl"), "cwd": str(project)}
+    run_hook("new", {**common, "hook_event_name": "UserPromptSubmit", "prompt": "cat the binary log"})
+    run_hook("save", tool_payload(project, {"stdout": "head nul\x00wombat tail \u2028 😀 \ud83d", "stderr": ""},
+                                  session="sess-model"))
+    run_hook("summary", {**common, "hook_event_name": "Stop", "last_assistant_message": "Shown."})
+    home = tmp_path / "h"
+    for d in ("home", "config", "tmp"):
+        (home / d).mkdir(parents=True)
+    with FakeMessagesAPI(echoing_model) as api:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
+               "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), "CLAUDE_MEM_SYNTHESIZER": "model"}
+        env.pop("CLAUDE_MEM_CLI_PATH", None)
+        proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-model", "--drain"],
+                              env=env, capture_output=True, text=True, timeout=600)
+        sent = [json.dumps(r.messages, ensure_ascii=False) for r in api.messages_requests()]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert any("nul\\u0000wombat tail \u2028 😀 \ufffd" in s for s in sent), sent  # the whole output, NUL and after
+    with contextlib.closing(sqlite3.connect(data_dir / "claude-mem.db")) as conn:
+        observations = conn.execute("SELECT title, narrative, source FROM observations").fetchall()
+        learned = conn.execute("SELECT learned FROM session_summaries").fetchall()
+        unusable = conn.execute("SELECT count(*) FROM raw_replies").fetchone()[0]
+    # A title is one line: U+2028 is a line end there, as a newline is.
+    assert observations == [("Echo of a pasted zebrafish", "nul\x00wombat and half an emoji \ufffd", "model")]
+    assert learned == [("nul\x00wombat",)] and unusable == 0
