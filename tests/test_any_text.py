@@ -307,3 +307,14 @@ def test_nul_and_separators_reach_the_model_and_come_back_whole(data_dir: Path, 
     # A title is one line: U+2028 is a line end there, as a newline is.
     assert observations == [("Echo of a pasted zebrafish", "nul\x00wombat and half an emoji \ufffd", "model")]
     assert learned == [("nul\x00wombat",)] and unusable == 0
+
+
+def test_a_transcript_line_holding_separators_and_a_lone_surrogate_is_read_whole(tmp_path: Path) -> None:
+    from claude_mem.replay import read_jsonl
+
+    path = tmp_path / "t.jsonl"
+    first = {"type": "user", "message": {"content": "pasted\u2028text\u0085and\x1cmore"}}
+    # JSON.stringify writes U+2028 raw and a lone surrogate escaped; \r between tokens is whitespace.
+    path.write_bytes(json.dumps(first, ensure_ascii=False).encode() + b"\n{\"type\":\r\"x\", \"t\": \"\\ud83d\"}\r\n")
+    assert [(r["_line"], r.get("message", r.get("t"))) for r in read_jsonl(path)] == [
+        (1, first["message"]), (2, "\ufffd")]
