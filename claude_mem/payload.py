@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 
-from claude_mem.text.storable import decode_lossy, loads
-
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
@@ -346,11 +344,10 @@ class PayloadError(ValueError):
 
 
 def json_object(text: str) -> dict[str, Any]:
-    """`text` as a JSON object (a hook's payload, a settings file), its strings storable (see
-    text/storable.py); anything else raises ValueError saying what it is instead: "not valid
-    JSON (...)", "a JSON list, not a JSON object"."""
+    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
+    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
     try:
-        data = loads(text)
+        data = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -361,12 +358,25 @@ def json_object(text: str) -> dict[str, Any]:
 def parse_payload(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise PayloadError("empty payload on stdin")
-    # Non-UTF-8 bytes and lone surrogates are replaced, not refused: the rest of the event is
-    # still worth keeping (a surrogate would fail every write of it, the spool's too: issue 35).
+    # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
     try:
-        return json_object(decode_lossy(raw))
+        return json_object(raw.decode("utf-8", errors="replace"))
     except ValueError as exc:
         raise PayloadError(f"payload is {exc}") from None
+
+
+def storable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A hook's record (redacted and capped) with any lone surrogate in it replaced (U+FFFD).
+    Claude Code escapes one when a tool output is cut inside an emoji's pair; kept, it would fail
+    every write of the event, the spool's too (issue 35). The record is checked, not the payload:
+    it is small, and looking for escapes in a 10 MB payload cost more than parsing it."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        from claude_mem.text.storable import storable_value  # loaded only then: a hook's import time counts
+
+        return storable_value(record)
+    return record
 
 
 def require_str(payload: dict[str, Any], key: str) -> str:

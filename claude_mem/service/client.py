@@ -14,7 +14,6 @@ import time
 
 from claude_mem.processes import lock_held, spawn_detached
 from claude_mem.service import protocol
-from claude_mem.text.storable import storable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,9 +40,7 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     deadline = time.monotonic() + timeout_s
     sock = _connect(data_dir, deadline, start=start, wait=wait)
     try:
-        # storable: a query may hold a lone surrogate (an MCP argument's escape, argv's undecodable bytes).
-        request = storable(json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False))
-        line = request.encode() + b"\n"
+        line = _encoded(json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False)) + b"\n"
         try:
             sock.sendall(line)
             reply = _read_line(sock, deadline)
@@ -60,6 +57,17 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     if not answer.get("ok"):
         raise ServiceError(str(answer.get("error") or "error"))
     return answer.get("result")
+
+
+def _encoded(request: str) -> bytes:
+    try:
+        return request.encode()
+    except UnicodeEncodeError:
+        # A query holding a lone surrogate (an MCP argument's escape, argv's undecodable bytes) is
+        # still searched (issue 35); the module is loaded only then (hooks call this).
+        from claude_mem.text.storable import storable
+
+        return storable(request).encode()
 
 
 def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> socket.socket:

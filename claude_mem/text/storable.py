@@ -7,7 +7,11 @@ event or row (`UnicodeEncodeError: surrogates not allowed`). A high+low pair bec
 character it encodes, a lone one U+FFFD. Every other character, NUL and control characters
 included, is kept as it is.
 
-Standard library only: the hooks parse their payload through here.
+Where text enters: a hook's record (payload.storable_record; this module is loaded only when the
+record holds a surrogate), an import file's rows, the npm claude-mem's database, the observer's
+replies, the memory service's requests, a replayed transcript.
+
+Standard library only: the hooks may load it.
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ def storable_value(value: Any) -> Any:
 
 def loads(text: str) -> Any:
     """json.loads of storable text (see `decode`), with the strings made storable. Only a
-    `\\ud...` escape can make one unstorable, so other text is not walked (a 10 MB tool output
-    costs the hook nothing more)."""
+    `\\ud...` escape can make one unstorable, so other text is not walked. For short texts: the
+    check costs up to half a parse on text with many backslashes (hooks and import check their
+    results' strings instead)."""
     value = json.loads(text)
     return storable_value(value) if "\\ud" in text or "\\uD" in text else value
 
