@@ -317,6 +317,14 @@ def _setting(key: str) -> settings_mod.Setting:
     return setting
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _show_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -365,6 +373,8 @@ def settings_get(key: str, as_json: bool) -> None:
 def settings_set(key: str, value: str, as_json: bool) -> None:
     """Check VALUE and write it to settings.json (lists: comma-separated or a JSON list)."""
     setting = _setting(key)
+    if not _utf8(value):  # argv's undecodable bytes: settings.json could not hold them (issue 35)
+        raise UsageProblem(f"the value for {key} is not UTF-8 text; nothing was changed")
     config = settings_mod.load(strict=False)
     try:
         settings_mod.read_settings_file(config.settings_path)
