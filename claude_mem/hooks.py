@@ -82,7 +82,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             record = storable_record(record) if record is not None else None
             stored = record is not None and run_event(config, command, record)
             # A spooled prompt has no memory to search (and its one error line is said).
-            if stored and command == "new" and config.push_prompt:
+            if stored and record is not None and command == "new" and config.push_prompt:
                 output = push_for_prompt(config, record) or QUIET
         else:
             raise PayloadError(f"unknown hook command {command!r}")
@@ -329,9 +329,9 @@ def run_pre(config: Config, payload: dict[str, Any]) -> str | None:
 
             # Redacted as the stored commands were: the same key for the same command, and no
             # secret of the live one can reach the injections table or the output.
-            return failures.run(conn, session_id, cwd, clean_text(command, config.max_field_chars))
+            return failures.run(conn, session_id, cwd, clean_text(str(command), config.max_field_chars))
         from claude_mem.push import files
 
-        return files.run(conn, session_id, cwd, path)
+        return files.run(conn, session_id, cwd, str(path))
     finally:
         conn.close()

@@ -53,17 +53,31 @@ def write_json_atomic(path: str, data: Any, *, mode: int = 0o600, keep_mode: boo
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
             pass
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
+    with replaced_atomically(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=indent, sort_keys=sort_keys, ensure_ascii=False)
             fh.write("\n")
         os.chmod(tmp, mode)  # the umask may have taken some away
-        os.replace(tmp, path)
-    except BaseException:
+
+
+class replaced_atomically:
+    """`with replaced_atomically(path) as tmp:` gives a path beside `path` to write (by this
+    process or a child); when the block ends without an error it is renamed over `path`, else
+    removed. A class, not contextlib's decorator: the hook path does not load contextlib."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.tmp = f"{path}.tmp-{os.getpid()}"
+
+    def __enter__(self) -> str:
+        return self.tmp
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            os.replace(self.tmp, self.path)
+            return
         try:
-            os.unlink(tmp)
+            os.unlink(self.tmp)
         except OSError:
             pass
-        raise

@@ -305,8 +305,9 @@ class Tools:
         missing: list[str] = []
         for text in refs:
             parsed = parse_ref(text)
-            assert parsed is not None and parsed[2] is not None  # the pattern was checked
+            assert parsed is not None  # the pattern was checked
             kind, row_id, origin = parsed
+            assert origin is not None
             try:
                 rec = remote_record(self.memory.config, kind, row_id, origin)
             except LookupError as exc:

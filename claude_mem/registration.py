@@ -349,7 +349,7 @@ def plan_mcp_uninstall(config: dict[str, Any], path: str = ".claude.json") -> tu
 def _server_command(entry: Any) -> str:
     if not isinstance(entry, dict):
         return json.dumps(entry)
-    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    args = listed if isinstance(listed := entry.get("args"), list) else []
     return shlex.join([str(entry.get("command", "")), *map(str, args)])
 
 

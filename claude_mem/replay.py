@@ -348,8 +348,8 @@ def _subagent_events(agent_path: Path, main_base: dict[str, Any], agent_types: d
             "agent_transcript_path": str(agent_path.resolve())}
     if sub.last_text is not None:
         stop["last_assistant_message"] = sub.last_text
-    last = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
-    sub.events.append(HookEvent(stop, last.get("timestamp", ""), f"{name}:{last['_line']}"))
+    last: dict[str, Any] = agent_lines[-1] if agent_lines else {"timestamp": "", "_line": 0}
+    sub.events.append(HookEvent(stop, str(last.get("timestamp", "")), f"{name}:{last['_line']}"))
     if agent_type:
         for event in sub.events:
             event.payload["agent_type"] = agent_type

@@ -1,6 +1,6 @@
 -- Keyword search for text written without spaces (issue 27): FTS5's unicode61 tokenizer keeps a
 -- run of Han or kana characters as one token, so no Chinese or Japanese query word matched. The
--- three keyword indexes are made again over the text as `cjk_spaced` rewrites it (store/cjk.py:
+-- three keyword indexes are made again over the text as `cjk_spaced` rewrites it (text/cjk.py:
 -- each CJK run as its overlapping character pairs, everything else unchanged), and filled from
 -- the rows. They are contentless now: what they index is no longer the rows' text, so FTS5 must
 -- never read it back from the tables (nothing does: snippets are made in Python, recall/hits.py).

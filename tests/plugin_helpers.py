@@ -78,3 +78,34 @@ def wait_for_builds(data: Path, count: int, timeout: float = 180) -> str:
             return log
         time.sleep(0.2)
     raise AssertionError(f"not {count} finished build(s) after {timeout} s:\n{log[-3000:]}")
+
+
+def builders(data: Path) -> list[int]:
+    """The pids of the launcher's builders working in `data`: started detached before the hook
+    that starts one exits, so a build that was (wrongly) started is seen here at once."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if "--build" in (proc.info["cmdline"] or []) and proc.cwd() == os.path.realpath(data):
+                found.append(proc.info["pid"])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def wait_gone(pids: list[int], timeout: float = 180) -> None:
+    import psutil
+
+    _, alive = psutil.wait_procs([p for p in map(_process, pids) if p is not None], timeout=timeout)
+    assert not alive, f"still running after {timeout}s: {[p.pid for p in alive]}"
+
+
+def _process(pid: int):  # noqa: ANN202 - psutil.Process or None
+    import psutil
+
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None

@@ -228,3 +228,38 @@ def test_without_chromium_the_browser_tests_skip_locally_and_fail_under_ci() -> 
     ci = _browser_tests_without_chromium("true")
     assert ci.returncode != 0 and "apt-get install -y chromium" in ci.stdout, ci.stdout[-2000:]
     assert "CI=\"${CI:-true}\"" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _code_map() -> dict[str, str]:
+    """docs/how-it-works.md's code map: each top entry (a module or a package of claude_mem/)
+    with the text that describes it, continuation lines included."""
+    block = PAGES["how-it-works.md"].split("## The code", 1)[1].split("```", 2)[1]
+    entries: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        head = re.match(r"^  (\S+)", line)
+        if head:
+            current = head.group(1)
+        entries[current] = entries.get(current, "") + line + "\n"
+    return entries
+
+
+def test_the_code_map_names_every_module() -> None:
+    """Every module of claude_mem/ is named in the code map: a top-level one anywhere in it, one
+    inside a package (or a package inside a package) in its package's entry, by its file name."""
+    entries = _code_map()
+    whole = "".join(entries.values())
+    missing = []
+    for path in sorted((ROOT / "claude_mem").rglob("*.py")):
+        parts = path.relative_to(ROOT / "claude_mem").parts
+        if parts[-1] == "__init__.py" and len(parts) < 3:
+            continue
+        name = f"{parts[-2]}/" if parts[-1] == "__init__.py" else parts[-1]
+        if len(parts) == 1:
+            found = name in whole
+        else:
+            text = next((t for entry, t in entries.items() if f"{parts[0]}/" in entry), "")
+            found = re.search(rf"(?<![\w/]){re.escape(name)}", text) is not None
+        if not found:
+            missing.append("/".join(parts))
+    assert missing == []

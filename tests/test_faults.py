@@ -33,6 +33,7 @@ from claude_mem.hooks import store_in_process
 from claude_mem.processes.census import OBSERVER_ENV
 from claude_mem.replay import play_subprocess
 from claude_mem.store.db import connect
+from claude_mem.store.outages import Failure
 from tests.fakes.messages_api import ApiError, ApiRequest, FakeMessagesAPI
 from tests.hardening.support import leftover_processes, record, rows, wait_until
 from tests.test_e2e_worker_cli import observer_reply
@@ -379,7 +380,10 @@ def test_outage_backoff_doubles_with_jitter_up_to_the_cap() -> None:
         assert max(ws) - min(ws) > ceiling / 4, "jittered, so sessions do not retry in step"
     assert faults.outage_backoff_s(config, 10_000, rng) <= 180.0
     assert [faults.attempt_backoff_s(config, a) for a in range(5)] == [1.0, 4.0, 16.0, 64.0, 180.0]
-    assert not faults.is_transient("invalid_request") and not faults.is_transient("unparseable")
-    assert all(faults.is_transient(c) for c in ("overloaded", "rate_limit", "api_error", "timeout", "crashed", "auth", "killed",
-                                                "start_failed"))
-    assert not faults.is_transient("cannot_start"), "nothing will run the model: waiting would be forever"
+    assert not faults.is_transient(Failure.INVALID_REQUEST) and not faults.is_transient(Failure.UNPARSEABLE)
+    assert {c for c in Failure if faults.is_transient(c)} == {
+        Failure.OVERLOADED, Failure.RATE_LIMIT, Failure.API_ERROR, Failure.TIMEOUT, Failure.CRASHED, Failure.AUTH,
+        Failure.KILLED, Failure.START_FAILED, Failure.OVER_BUDGET}
+    assert not faults.is_transient(Failure.CANNOT_START), "nothing will run the model: waiting would be forever"
+    with pytest.raises(ValueError):  # a misspelt class is an error, not a silent retry forever
+        faults.is_transient("overloadd")  # type: ignore[arg-type]

@@ -283,6 +283,16 @@ def test_no_function_or_module_is_too_long() -> None:
 BENCH_SCRIPTS = sorted(m for m, path in MODULES.items() if m.startswith("bench.") and "__main__" in path.read_text(encoding="utf-8"))
 
 
+def test_temporary_files_are_named_in_one_place() -> None:
+    """A file written whole through a temporary beside it is made by jsonfile alone (one naming,
+    one clean-up on failure), not by hand in each module that needs one."""
+    wrong = [f"{module}:{node.lineno}" for module, path in MODULES.items()
+             if module.startswith("claude_mem") and module != "claude_mem.jsonfile"
+             for node in ast.walk(parsed(path))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and ".tmp" in node.value]
+    assert wrong == []
+
+
 def test_bench_scripts_put_the_checkout_on_the_path_before_importing_their_siblings() -> None:
     """`python bench/x.py` puts bench/ on sys.path, not the repository: `from bench.y import ...`
     needs the checkout inserted first (at module level, or the function-level import fails later)."""

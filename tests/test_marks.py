@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from claude_mem.marks.apply import mark_all, mark_stored, sweep_pending, sweep_step
+from claude_mem.marks.apply import mark_all, mark_stored, sweep_step
 from claude_mem.marks.candidates import candidates
 from claude_mem.marks.claims import changed_words, claim, keyed_values, same_file
 from claude_mem.marks.rules import marks_for
@@ -39,6 +39,12 @@ def row(id_: int, type_: str, title: str, *, at: int = 0, files: tuple[str, ...]
 
 def marks_of(new: dict[str, Any], *older: dict[str, Any]) -> list[tuple[int, str, str]]:
     return [(m.old_id, m.relation, m.rule) for m in marks_for(claim(new), [claim(o) for o in older])]
+
+
+def sweep_pending(conn: sqlite3.Connection) -> int:
+    """How many observations stored before marks existed the sweep has still to run the rules over."""
+    through, upto = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
+    return int(conn.execute("SELECT count(*) FROM observations WHERE id > ? AND id <= ?", (through, upto)).fetchone()[0])
 
 
 # --- what a claim is -------------------------------------------------------------------------------

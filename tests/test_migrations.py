@@ -324,6 +324,61 @@ def test_fts_triggers_follow_inserts_updates_and_deletes(tmp_path: Path) -> None
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
 
 
+# What text/cjk.spaced gives for TOKENIZER_VERSION 1. A change to it without a new version would
+# leave stores indexed by the old rules, whose deletes then corrupt the contentless keyword index.
+PINNED_SPACED = {
+    "缓存失效": " 缓存 存失 失效 ",
+    "キャッシュの問題を直した": " キャ ャッ ッシ シュ    問題    直   ",
+    "서버 포트 변경": " 서버   포트   변경 ",
+    "plain ascii stays": "plain ascii stays",
+}
+
+
+def test_the_tokenizer_version_names_what_spaced_gives() -> None:
+    from claude_mem.text import cjk
+
+    assert cjk.TOKENIZER_VERSION == 1, "a new version pins its own output here"
+    assert {text: cjk.spaced(text) for text in PINNED_SPACED} == PINNED_SPACED
+
+
+def _unigrams(text: str | None) -> str:
+    """Another rewriting than today's, as a future tokenizer might be: CJK runs as single characters."""
+    from claude_mem.text.cjk import segments
+
+    return "".join(f" {' '.join(piece)} " if kind else piece for piece, kind in segments(text or ""))
+
+
+def _store_two(path: Path) -> tuple[sqlite3.Connection, int, int]:
+    conn = connect(str(path))
+    with transaction(conn):
+        records.ensure_session(conn, "s1", project="p", cwd="/w", transcript_path=None)
+        ids = [memories.insert_observation(conn, "s1", "p", memories.Observation(type="discovery", title=title),
+                                           prompt_number=1) for title in ("缓存失效的问题", "端口改成八千")]
+    return conn, ids[0], ids[1]
+
+
+@pytest.mark.parametrize("bumped", [True, False])
+def test_a_new_tokenizer_version_rebuilds_the_keyword_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            bumped: bool) -> None:
+    from claude_mem.store import db
+
+    conn, forgotten, kept = _store_two(tmp_path / "m.db")
+    stamp = "SELECT value FROM store_meta WHERE key = 'keyword_tokenizer'"
+    assert conn.execute(stamp).fetchone()[0] == "1"
+    conn.close()
+    monkeypatch.setattr(db, "spaced", _unigrams)  # the code now rewrites text another way
+    if bumped:
+        monkeypatch.setattr(db, "TOKENIZER_VERSION", 2)
+    conn = connect(str(tmp_path / "m.db"))
+    assert conn.execute(stamp).fetchone()[0] == ("2" if bumped else "1")
+    with transaction(conn):
+        conn.execute("DELETE FROM observations WHERE id = ?", (forgotten,))  # forget, through the triggers
+    # The kept row is found by the new rules' tokens; nothing is left of the forgotten one.
+    assert fts_ids(conn, "observations_fts", _unigrams("端").strip()) == ([kept] if bumped else [])
+    left = fts_ids(conn, "observations_fts", "缓存") + fts_ids(conn, "observations_fts", "缓")
+    assert (left == []) is bumped, "without a new version, the forgotten row's old tokens stay in the index"
+
+
 def test_database_file_is_private(tmp_path: Path) -> None:
     old = os.umask(0)
     try:

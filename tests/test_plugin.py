@@ -20,7 +20,19 @@ from claude_mem import __version__, registration
 from claude_mem.hook_table import HOOK_EVENTS, HOOK_REGISTRATIONS
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import cli_json
-from tests.plugin_helpers import BIN, LAUNCHER, ROOT, adopt_environment, builds, clone, launcher_env, run_launcher, wait_for_builds
+from tests.plugin_helpers import (
+    BIN,
+    LAUNCHER,
+    ROOT,
+    adopt_environment,
+    builders,
+    builds,
+    clone,
+    launcher_env,
+    run_launcher,
+    wait_for_builds,
+    wait_gone,
+)
 from tests.test_e2e_claude_cli import CLAUDE
 
 QUIET = '{"continue": true, "suppressOutput": true}'
@@ -124,8 +136,7 @@ def test_hooks_store_from_the_plugin_source_while_the_environment_cannot_be_buil
 
     # A hook does not retry a failed build; the session start does, and says so in one line.
     assert run_launcher(plugin, "save", tool(n=2), env).returncode == 0
-    time.sleep(1)
-    assert builds((data / "build.log").read_text()) == 1
+    assert builders(data) == [] and builds((data / "build.log").read_text()) == 1
     check = run_launcher(plugin, "plugin-check", "{}", env)
     assert check.returncode == 0 and check.stderr == ""
     [line] = check.stdout.splitlines()
@@ -158,7 +169,7 @@ def test_two_sessions_starting_at_once_build_once(tmp_path, data_dir, bare_pytho
     assert [r.returncode for r in results] == [0, 0]
     for result in results:
         assert "setting up its Python environment" in json.loads(result.stdout)["systemMessage"]
-    time.sleep(2)  # a second builder, had one been started, would be under way by now
+    wait_gone(builders(data))  # every builder either session started has ended (a second one by losing the lock)
     assert builds(wait_for_builds(data, 1)) == 1
 
 

@@ -115,6 +115,8 @@ def test_socket_is_owner_only(shared_service: str) -> None:
     (b'{"v": 1, "op": "search", "args": []}\n', "args must be"),
     (b'{"v": 1, "op": "search", "args": {"query": 5}}\n', "query must be a string"),
     (b'{"v": 1, "op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
+    (b'{"v": 1, "op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
+    (b'{"v": 1, "op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
     (b"\n", "empty request"),
     (b'{"v": 1, "op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
 ])
@@ -132,6 +134,22 @@ def test_a_lone_surrogate_in_a_query_is_replaced_not_a_failure(shared_service: s
     assert answer["ok"] is True and "Fixed login crash" in {h["title"] for h in answer["result"]["hits"]}, answer
     result = client.call(shared_service, "search", {"query": "login crash \udcff", "limit": 3}, timeout_s=30, start=False)
     assert "Fixed login crash" in {h["title"] for h in result["hits"]}
+
+
+def test_a_search_request_carries_every_filter_of_search_there_and_back() -> None:
+    import inspect
+
+    from claude_mem.recall.search import search
+
+    keywords = [p.name for p in inspect.signature(search).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert sorted(protocol.SEARCH_ARGS) == sorted(set(keywords) - {"index"}), "a filter the service would drop"
+    filters = {"project": "shop", "type_": "bugfix", "session_id": "s1", "since_ms": 1, "until_ms": 2, "file": "a.py",
+               "kinds": ("observation", "prompt"), "limit": 7, "mode": "fts", "exclude": [("prompt", 3)]}
+    wire = json.loads(json.dumps(protocol.encode_search("login crash", filters)))
+    assert protocol.decode_search(wire) == ("login crash", filters)
+    assert protocol.decode_search(protocol.encode_search("q", {"project": None})) == ("q", {})
+    with pytest.raises(TypeError, match="not a search argument: projet"):
+        protocol.encode_search("q", {"projet": "shop"})
 
 
 def test_many_clients_at_once(shared_service: str) -> None:

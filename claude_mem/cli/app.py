@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from claude_mem import __version__
 from claude_mem import settings as settings_mod
+
+if TYPE_CHECKING:
+    import sqlite3
 
 
 class AppContext:
@@ -18,7 +21,7 @@ class AppContext:
 
     def __init__(self) -> None:
         self._config: settings_mod.Config | None = None
-        self._conn = None
+        self._conn: sqlite3.Connection | None = None
         self.refused: str | None = None  # why the database was refused, once said
 
     @property

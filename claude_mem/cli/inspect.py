@@ -60,9 +60,9 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     summary (`sum:3`) or a prompt (`prompt:5`), or a teammate's memory found on a shared Chroma
     server (`obs:12@laptop-b`), shown from what their installation shared.
     """
-    theirs = parse_ref(ref)
-    if theirs and theirs[2]:
-        _show_remote(app, *theirs, as_json)
+    kind, row_id, origin = parse_ref(ref) or ("", 0, None)
+    if origin:
+        _show_remote(app, kind, row_id, origin, as_json)
         return
     conn = app.db()
     parsed = parse_ref(ref, loose=True)
@@ -107,7 +107,7 @@ def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: 
     except (IndexUnavailable, LookupError) as exc:
         raise click.ClickException(str(exc)) from None
     if rec is None:
-        raise NotFound(f"no {kind} {row_id} of {origin!r} on {index.location}")
+        raise NotFound(f"no {kind} {row_id} of {origin!r} on {index.location if index else 'the shared server'}")
     if as_json:
         emit_json(rec)
         return

@@ -23,6 +23,7 @@ from claude_mem.cli.params import (
     warn_index_error,
 )
 from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
+from claude_mem.jsonfile import replaced_atomically
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.reads import parse_ref
 from claude_mem.text.clock import local_stamp
@@ -207,15 +208,12 @@ def _export_to_file(conn: Any, output: str, project: str | None, session_id: str
     from claude_mem.store.transfer import write_export
 
     # Memory is private: the file is created 0600, and appears whole or not at all.
-    tmp = f"{output}.tmp-{os.getpid()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            counts = write_export(conn, fh, project=project, session_id=session_id)
-        os.replace(tmp, output)
+        with replaced_atomically(output) as tmp:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                counts = write_export(conn, fh, project=project, session_id=session_id)
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
     return counts
 

@@ -31,7 +31,7 @@ class _OneLineErrors(click.Command):
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: object) -> click.Context:
         try:
-            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[arg-type]
+            return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
             raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
 

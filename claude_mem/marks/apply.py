@@ -113,14 +113,6 @@ def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: 
     return applied
 
 
-def sweep_pending(conn: sqlite3.Connection) -> int:
-    """How many observations stored before marks existed still wait for the rules."""
-    row = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
-    if row is None or row[0] >= row[1]:
-        return 0
-    return int(conn.execute("SELECT count(*) FROM observations WHERE id > ? AND id <= ?", (row[0], row[1])).fetchone()[0])
-
-
 def sweep_step(conn: sqlite3.Connection, budget_s: float = 2.0, chunk: int = CHUNK) -> int:
     """Run the rules over the next observations stored before marks existed, for about
     `budget_s`, one committed chunk at a time (a kill loses at most a chunk, done again later).

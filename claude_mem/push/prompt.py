@@ -83,7 +83,7 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     given = injections.given_refs(conn, session_id)
     lines: list[tuple[str, str]] = []
     for h in hits:
-        ref = f"{REF_PREFIX.get(h.get('kind'), '')}:{h.get('id')}"
+        ref = f"{REF_PREFIX.get(h.get('kind') or '', '')}:{h.get('id')}"
         if h.get("kind") not in KINDS or ref in given or any(ref == r for r, _ in lines):
             continue
         lines.append((ref, memory_line(h["kind"], int(h["id"]), int(h.get("created_at_epoch") or 0), label_of(h),

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from claude_mem.jsonfile import replaced_atomically
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -90,9 +92,9 @@ class _Model:
         # The arena keeps every batch's peak buffers for the life of the process: measured here
         # it grew a worker by ~100 MiB after a few batches and made inference no faster.
         options.enable_cpu_mem_arena = False
-        self.session = _optimized_session(path, options) if _optimized_dir else None
-        if self.session is None:
-            self.session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        session = _optimized_session(path, options) if _optimized_dir else None
+        self.session: Any = session if session is not None else ort.InferenceSession(
+            str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self.input_names = {i.name for i in self.session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         # The shipped tokenizer.json pads and truncates to a fixed 128: override both.
@@ -172,9 +174,8 @@ def _optimized_session(path: Path, options: Any) -> Any:
     try:
         if not os.path.exists(saved):
             os.makedirs(_optimized_dir, mode=0o700, exist_ok=True)
-            tmp = f"{saved}.{os.getpid()}.tmp"
-            subprocess.run([sys.executable, "-c", _SAVE_OPTIMIZED, str(path), tmp], check=True, capture_output=True, timeout=300)
-            os.replace(tmp, saved)
+            with replaced_atomically(saved) as tmp:
+                subprocess.run([sys.executable, "-c", _SAVE_OPTIMIZED, str(path), tmp], check=True, capture_output=True, timeout=300)
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         return ort.InferenceSession(saved, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception:  # a half-written or foreign file, no disk space: made again next time
@@ -234,12 +235,12 @@ class PinnedEmbeddingFunction(EmbeddingFunction[Documents]):
         return {"model_sha256": self.MODEL_SHA256}
 
     @classmethod
-    def build_from_config(cls, config: dict[str, Any]) -> PinnedEmbeddingFunction:  # type: ignore[override]
+    def build_from_config(cls, config: dict[str, Any]) -> PinnedEmbeddingFunction:
         cls.validate_config(config)
         return cls()
 
     @classmethod
-    def validate_config(cls, config: dict[str, Any]) -> None:  # type: ignore[override]
+    def validate_config(cls, config: dict[str, Any]) -> None:
         stored = config.get("model_sha256")
         if stored and stored != cls.MODEL_SHA256:
             raise ValueError(f"the collection was embedded with model {stored}, this claude-mem runs {cls.MODEL_SHA256}: reindex")

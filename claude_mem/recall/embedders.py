@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from claude_mem.jsonfile import write_json_atomic
 from claude_mem.text.cjk import written_in_cjk
 
 if TYPE_CHECKING:
@@ -176,9 +177,7 @@ def choose(config: Any, conn: sqlite3.Connection, *, record: bool = True) -> Cho
     if record:
         path = os.path.join(config.data_dir, CHOICE_FILE)
         try:
-            with open(path + ".tmp", "w", encoding="utf-8") as fh:
-                json.dump({"embedder": choice.name, "reason": share.describe()}, fh)
-            os.replace(path + ".tmp", path)
+            write_json_atomic(path, {"embedder": choice.name, "reason": share.describe()})
         except OSError:
             pass  # not kept: judged again next time, most likely the same way
     return choice

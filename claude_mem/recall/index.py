@@ -323,7 +323,7 @@ class Index(IndexConnection):
             best.setdefault((match.kind, match.sqlite_id), match.distance)
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
-    def query_documents(self, text: str | Sequence[float], n: int = 10, where: dict[str, Any] | None = None, *,
+    def query_documents(self, text: str | Sequence[float] | np.ndarray, n: int = 10, where: dict[str, Any] | None = None, *,
                         with_embeddings: bool = False, include_remote: bool = True) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text of this installation's documents is not

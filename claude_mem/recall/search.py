@@ -87,7 +87,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         load_rows(conn, candidates)
         add_neighbours(conn, candidates, filters, excluded)
     if mode in ("hybrid", "vector"):
-        if nearest is None:
+        if nearest is None or index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
             from claude_mem.recall.chroma import IndexUnavailable

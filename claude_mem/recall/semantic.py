@@ -286,7 +286,7 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     query = np.asarray(query, dtype=np.float32)
     raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
     pool = docs.mean(axis=0)
-    q_centre = pool
+    q_centre: Any = pool
     centres = np.repeat(pool[None, :], len(docs), axis=0)
     written = np.array([_written_cjk(candidates.get((m.kind, m.sqlite_id))) for m in with_vectors])
     for cjk in (True, False):
@@ -295,7 +295,7 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
             centres[side] = docs[side].mean(axis=0)
             if cjk == query_cjk:
                 q_centre = centres[side][0]
-    docs = docs - tuning.CENTRING * centres
+    docs = np.asarray(docs - tuning.CENTRING * centres, dtype=np.float32)
     docs /= np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9, None)
     q = query - tuning.CENTRING * q_centre
     q /= max(float(np.linalg.norm(q)), 1e-9)

@@ -17,9 +17,10 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from claude_mem.progress import Progress
 from claude_mem.recall.chroma import IndexUnavailable
@@ -33,7 +34,19 @@ from claude_mem.text.shorten import cut
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
 
-_CATCH_UP, _ROWS, _STOP, _REBUILD = "catch-up", "rows", "stop", "rebuild"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One piece of work for the indexing thread. "catch-up" and "rows" both index what is new
+    (the ids are rows a worker rewrote in place, which the highest id seen would miss); "rebuild"
+    answers through `done`; "stop" ends the thread."""
+
+    kind: Literal["catch-up", "rows", "stop", "rebuild"]
+    observation_ids: Sequence[int] = ()
+    summary_ids: Sequence[int] = ()
+    prompt_ids: Sequence[int] = ()
+    done: Future[dict[str, int]] | None = None
 
 
 def unindexed_rows(conn: sqlite3.Connection) -> int:
@@ -57,7 +70,7 @@ class Indexer:
         # Looked at more closely on the indexing thread before the first catch-up (_holds).
         self.previous = answering if answering is not None and answering.embedder != index.embedder and answering.built else None
         self.caught_up = False  # the first full catch-up is done: the index holds every row
-        self.jobs: queue.SimpleQueue[tuple[str, list[int], list[int]]] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
         self.conn: sqlite3.Connection | None = None  # the thread's own
         self.failing = False  # the failure was logged; log again only on recovery
@@ -77,10 +90,10 @@ class Indexer:
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="claude-mem-indexer", daemon=True)
         self.thread.start()
-        self._put((_CATCH_UP, [], []))
+        self._put(Job("catch-up"))
 
-    def notify(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int] = ()) -> None:
-        self._put((_ROWS, observation_ids, summary_ids, list(prompt_ids)))
+    def notify(self, observation_ids: Sequence[int], summary_ids: Sequence[int], prompt_ids: Sequence[int] = ()) -> None:
+        self._put(Job("rows", observation_ids, summary_ids, prompt_ids))
 
     def rebuild(self) -> Future[dict[str, int]]:
         """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
@@ -93,7 +106,7 @@ class Indexer:
             self._unfinished += 1
             if self.job is not None:
                 self.job.stopping = True  # a catch-up under way would index rows the rebuild indexes again
-        self.jobs.put((_REBUILD, [], [], done))  # type: ignore[arg-type]
+        self.jobs.put(Job("rebuild", done=done))
         return done
 
     def poll(self) -> None:
@@ -112,7 +125,7 @@ class Indexer:
             if stale:
                 self.behind = True
             if self.idle():
-                self._put((_ROWS, [], []))
+                self._put(Job("rows"))
 
     def answering(self) -> Index:
         """The index searches read: the previous one, if it holds documents, until this one
@@ -145,11 +158,11 @@ class Indexer:
             self._poll_conn.close()
         if self.thread is None:
             return True
-        self.jobs.put((_STOP, [], []))
+        self.jobs.put(Job("stop"))
         self.thread.join(timeout_s)
         return not self.thread.is_alive()
 
-    def _put(self, job: tuple[str, list[int], list[int]]) -> None:
+    def _put(self, job: Job) -> None:
         with self._done:
             self._unfinished += 1
         self.jobs.put(job)
@@ -164,17 +177,17 @@ class Indexer:
                         jobs.append(self.jobs.get_nowait())
                     except queue.Empty:
                         break
-                stopping = any(job[0] == _STOP for job in jobs)
+                stopping = any(job.kind == "stop" for job in jobs)
                 try:
                     for job in jobs:
-                        if job[0] == _REBUILD:
-                            self._rebuild(job[3])  # type: ignore[misc]
-                    rows = [job for job in jobs if job[0] in (_CATCH_UP, _ROWS)]
+                        if job.done is not None:
+                            self._rebuild(job.done)
+                    rows = [job for job in jobs if job.kind in ("catch-up", "rows")]
                     if rows and not stopping:
                         self._handle(rows)
                 finally:
                     with self._done:
-                        self._unfinished -= sum(job[0] != _STOP for job in jobs)
+                        self._unfinished -= sum(job.kind != "stop" for job in jobs)
                         self._done.notify_all()
         finally:
             if self.conn is not None:
@@ -199,15 +212,15 @@ class Indexer:
         self.caught_up = True
         done.set_result(counts)
 
-    def _handle(self, jobs: list[tuple[str, list[int], list[int]]]) -> None:
+    def _handle(self, jobs: list[Job]) -> None:
         if self.failing and time.monotonic() < self.retry_at:
             self.behind = True
             return  # the index is down: a job after the pause catches up
         try:
             if self.conn is None:
                 self.conn = connect(self.config.db_path)
-            self._index(self.conn, [i for job in jobs for i in job[1]], [i for job in jobs for i in job[2]],
-                        [i for job in jobs if len(job) > 3 for i in job[3]])
+            self._index(self.conn, [i for job in jobs for i in job.observation_ids], [i for job in jobs for i in job.summary_ids],
+                        [i for job in jobs for i in job.prompt_ids])
         except Exception as exc:  # IndexUnavailable mostly; whatever it is, the service goes on
             self._failed(exc)
             return
@@ -217,7 +230,7 @@ class Indexer:
             self.log("semantic index is back")
 
     def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
-               prompt_ids: list[int] = ()) -> None:
+               prompt_ids: list[int]) -> None:
         if self.behind:
             if self.previous is not None and not self.caught_up and not self._holds(self.previous):
                 self.previous = None

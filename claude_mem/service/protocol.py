@@ -44,3 +44,42 @@ def lock_path(data_dir: str) -> str:
 
 def info_path(data_dir: str) -> str:
     return os.path.join(data_dir, INFO_NAME)
+
+
+# A search's arguments beside its query: recall.search.search's keyword arguments, less the index
+# (tests/test_service.py holds the two lists equal, so a new filter cannot be dropped on the way).
+SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode", "exclude")
+
+
+def encode_search(query: str, filters: dict) -> dict:
+    """The `search` request's args for `query` and `filters` (recall.search.search's keyword
+    arguments): tuples become lists, unset filters are left out, an unknown one is refused."""
+    unknown = sorted(set(filters) - set(SEARCH_ARGS))
+    if unknown:
+        raise TypeError(f"not a search argument: {', '.join(unknown)}")
+    args: dict = {key: value for key, value in filters.items() if value is not None}
+    if "kinds" in args:
+        args["kinds"] = list(args["kinds"])
+    if "exclude" in args:
+        args["exclude"] = [[kind, row_id] for kind, row_id in args["exclude"]]
+    return {"query": query, **args}
+
+
+def decode_search(args: dict) -> tuple[str, dict]:
+    """(query, filters) of a `search` request's args, as recall.search.search takes them; a
+    malformed request raises ValueError (an error answer), an unknown argument too."""
+    query = args.get("query")
+    if not isinstance(query, str):
+        raise ValueError("query must be a string")
+    unknown = sorted(set(args) - set(SEARCH_ARGS) - {"query", "settings"})
+    if unknown:
+        raise ValueError(f"not a search argument: {', '.join(unknown)}")
+    filters = {key: args[key] for key in SEARCH_ARGS if args.get(key) is not None}
+    try:
+        if "kinds" in filters:
+            filters["kinds"] = tuple(str(kind) for kind in filters["kinds"])
+        if "exclude" in filters:  # [kind, id] pairs over JSON
+            filters["exclude"] = [(str(kind), int(row_id)) for kind, row_id in filters["exclude"]]
+    except (TypeError, ValueError):
+        raise ValueError("kinds must be a list of names and exclude a list of [kind, id] pairs") from None
+    return query, filters

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.recall.hits import Hit
 from claude_mem.recall.search import SearchResult, search
-from claude_mem.service import client
+from claude_mem.service import client, protocol
 from claude_mem.settings import Config
 
 if TYPE_CHECKING:
@@ -44,11 +44,7 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, index
         if mode != "fts":
             result.note = OFF_NOTE
         return result
-    args = {"query": query, "mode": mode, "settings": client.index_settings(config), **filters}
-    if "kinds" in args:
-        args["kinds"] = list(args["kinds"])
-    if "exclude" in args:
-        args["exclude"] = [list(pair) for pair in args["exclude"]]
+    args = {**protocol.encode_search(query, {"mode": mode, **filters}), "settings": client.index_settings(config)}
     try:
         answer = client.call(config.data_dir, "search", args, timeout_s=timeout_s, wait=True)
     except (client.ServiceUnavailable, client.ServiceError) as exc:

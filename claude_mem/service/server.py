@@ -351,12 +351,10 @@ class Service:
         return {"queued": True}
 
     async def op_search(self, args: dict[str, Any]) -> dict[str, Any]:
-        query = args.get("query")
-        if not isinstance(query, str):
-            raise ValueError("query must be a string")
-        return await asyncio.get_running_loop().run_in_executor(self.pool, self._search, query, args)
+        query, filters = protocol.decode_search(args)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self._search, query, filters)
 
-    def _search(self, query: str, args: dict[str, Any]) -> dict[str, Any]:
+    def _search(self, query: str, filters: dict[str, Any]) -> dict[str, Any]:
         from claude_mem.recall.search import search
 
         index, note = self.index, None
@@ -368,11 +366,6 @@ class Service:
             from claude_mem.recall.index import NOT_BUILT_NOTE
 
             index, note = None, NOT_BUILT_NOTE
-        filters = {key: args[key] for key in SEARCH_ARGS if args.get(key) is not None}
-        if "kinds" in filters:
-            filters["kinds"] = tuple(filters["kinds"])
-        if "exclude" in filters:  # [kind, id] pairs over JSON
-            filters["exclude"] = [(str(kind), int(row_id)) for kind, row_id in filters["exclude"]]
         result = search(self.conn(), query, index=index, **filters)
         return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note,
                 "embedder": index.embedder if index is not None else None}
@@ -411,7 +404,6 @@ class Service:
         return {"stopping": True}
 
 
-SEARCH_ARGS = ("project", "type_", "session_id", "since_ms", "until_ms", "file", "kinds", "limit", "mode", "exclude")
 OPS = {"ping": Service.op_ping, "status": Service.op_status, "index": Service.op_index, "search": Service.op_search,
        "reindex": Service.op_reindex, "remote_record": Service.op_remote_record, "progress": Service.op_progress,
        "stop": Service.op_stop}

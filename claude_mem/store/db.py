@@ -15,7 +15,7 @@ import time
 from collections import namedtuple
 
 from claude_mem.resources import resource_dir
-from claude_mem.text.cjk import spaced
+from claude_mem.text.cjk import TOKENIZER_VERSION, spaced
 
 
 class SchemaTooNewError(RuntimeError):
@@ -149,6 +149,7 @@ def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
     conn.execute("PRAGMA foreign_keys = ON")
     if migrate:
         apply_migrations(conn, migrations_dir)
+        rebuild_stale_keywords(conn)
     return conn
 
 
@@ -207,6 +208,35 @@ def apply_migrations(conn: sqlite3.Connection, directory: str | None = None) -> 
         applied.append(f"{migration.version:04d}_{migration.name}")
         current = migration.version
     return applied
+
+
+# The keyword index's tables and the columns each indexes, as migration 0009 made them.
+KEYWORD_COLUMNS = {
+    "observations": ("title", "subtitle", "narrative", "facts", "concepts"),
+    "session_summaries": ("request", "investigated", "learned", "completed", "next_steps", "notes"),
+    "user_prompts": ("prompt_text", "reply_text"),
+}
+
+
+def rebuild_stale_keywords(conn: sqlite3.Connection) -> bool:
+    """Rebuild the keyword index when it was built by another `cjk_spaced` than this code's
+    (migration 0011_store_meta says why); True when it did. One small read when it was not."""
+    version = TOKENIZER_VERSION
+    stamp = "SELECT value FROM store_meta WHERE key = 'keyword_tokenizer'"
+    try:
+        if conn.execute(stamp).fetchone()[0] == str(version):
+            return False
+    except (sqlite3.OperationalError, TypeError):
+        return False  # a schema from before the stamp (tests apply old migrations on purpose)
+    with transaction(conn):
+        if conn.execute(stamp).fetchone()[0] == str(version):
+            return False  # another process rebuilt it meanwhile
+        for table, columns in KEYWORD_COLUMNS.items():
+            conn.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('delete-all')")
+            conn.execute(f"INSERT INTO {table}_fts (rowid, {', '.join(columns)})"
+                         f" SELECT id, {', '.join(f'cjk_spaced({c})' for c in columns)} FROM {table}")
+        conn.execute("UPDATE store_meta SET value = ? WHERE key = 'keyword_tokenizer'", (str(version),))
+    return True
 
 
 class transaction:

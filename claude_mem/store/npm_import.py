@@ -307,7 +307,7 @@ class _Reader:
         seen: set[tuple[str, int]] = set()
         for p in map(dict, self.conn.execute("SELECT * FROM user_prompts ORDER BY created_at_epoch, id")):
             label = f"prompt {p['id']}"
-            session = self.sessions.get(p.get("session_db_id")) or self.by_content_id.get(p["content_session_id"])
+            session = self.sessions.get(p.get("session_db_id") or 0) or self.by_content_id.get(p["content_session_id"])
             if session is None or session["key"] is None:
                 self.out.skip("prompt", label, session["peer"] if session else "(no session)",
                               f"its {session['label']} was skipped" if session else

@@ -7,15 +7,37 @@ Standard library only.
 
 from __future__ import annotations
 
+import enum
 import sqlite3
 from typing import Any
 
 from claude_mem.store import queue
 from claude_mem.store.db import now_ms
 
-# The failure classes (the first word of observer_error, worker/faults.py) that waiting will not
-# fix: no login, and a Claude CLI that cannot be run at all. Every other class is an outage.
-NO_MODEL = ("auth", "cannot_start")
+
+class Failure(enum.StrEnum):
+    """Why the observer gave no usable reply (worker/faults.py says which ones are outages). Kept
+    as the first word of `sdk_sessions.observer_error`; one enumeration, so a misspelt class is an
+    AttributeError where it is written, not a silent retry forever where it is read."""
+
+    AUTH = "auth"
+    OVERLOADED = "overloaded"
+    RATE_LIMIT = "rate_limit"
+    TIMEOUT = "timeout"
+    INVALID_REQUEST = "invalid_request"
+    API_ERROR = "api_error"
+    KILLED = "killed"
+    START_FAILED = "start_failed"
+    CANNOT_START = "cannot_start"
+    CRASHED = "crashed"
+    EMPTY = "empty"
+    UNPARSEABLE = "unparseable"  # the worker's own: a reply that would not parse after a nudge
+    OVER_BUDGET = "budget"  # the worker's own: today's observer_daily_tokens are spent
+
+
+# The failure classes that waiting will not fix: no login, and a Claude CLI that cannot be run at
+# all. Every other class is an outage.
+NO_MODEL = frozenset({Failure.AUTH, Failure.CANNOT_START})
 
 
 def record_failure(conn: sqlite3.Connection, session_id: str, message: str) -> tuple[int, int]:

@@ -271,8 +271,3 @@ def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict
         "  AND h.status IN ('pending', 'processing') ORDER BY h.id LIMIT 1)"
         f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN ('pending', 'processing') GROUP BY session_id",
         session_ids)}
-
-
-def sessions_with_work(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT DISTINCT session_id FROM observation_queue WHERE status IN ('pending', 'processing')")]

@@ -82,11 +82,6 @@ def end_session(conn: sqlite3.Connection, session_id: str) -> None:
                  (now_ms(), session_id))
 
 
-def touch_session(conn: sqlite3.Connection, session_id: str) -> None:
-    conn.execute("UPDATE sdk_sessions SET updated_at_epoch = ? WHERE claude_session_id = ?",
-                 (now_ms(), session_id))
-
-
 def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT * FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
     return dict(row) if row else None

@@ -349,11 +349,11 @@ def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[s
                 if progress is not None:
                     progress.advance()
         for label, mark in rows.get("mark", ()):  # after the observations they name
-            added = links.import_mark(conn, mark)
-            if added is None:
+            marked = links.import_mark(conn, mark)
+            if marked is None:
                 raise RejectedRow(label, "mark: an observation it names is neither in the file nor in the database")
-            result.added["mark"] = result.added.get("mark", 0) + added
-            result.present["mark"] = result.present.get("mark", 0) + (not added)
+            result.added["mark"] = result.added.get("mark", 0) + marked
+            result.present["mark"] = result.present.get("mark", 0) + (not marked)
         # A later prompt in an imported session must not reuse an imported prompt's number.
         touched = {r["session_id"] for _, r in rows.get("prompt", ())} | {r["claude_session_id"] for _, r in rows.get("session", ())}
         conn.executemany(

@@ -12,10 +12,21 @@ and a katakana loan word are units of their own. Hiragana is left out: in Japane
 grammar, so its pairs would match every Japanese text to every other (docs/multilingual.md has
 the measurements). A lone character of any other script stands for itself.
 
+The keyword index is contentless: a row leaves it by sending the tokens it was indexed with,
+which its triggers make again with today's `spaced`. So any change to what `spaced` gives (a
+range, a script, the pairing) must bump TOKENIZER_VERSION: the next connection sees the version
+stamped in the database differ and rebuilds the index from the rows (store/db.py
+rebuild_stale_keywords); without the bump, deletes would corrupt it. tests/test_migrations.py pins
+the output of this version, so a change without a bump fails there. The triggers also mean a
+plain `sqlite3` shell cannot write the three tables' rows ("no such function: cjk_spaced"):
+register this function first, as store/db.py does.
+
 Standard library only: every hook opens the database, and the prompt hook splits its query with this.
 """
 
 from __future__ import annotations
+
+TOKENIZER_VERSION = 1
 
 # (first, last, script) code points: what counts as text written without spaces.
 _RANGES = (

@@ -167,8 +167,8 @@ class Viewer:
         if unknown or not kinds:
             raise BadRequest(f"kinds must be a comma-separated list of {', '.join(KINDS)}, got {','.join(unknown)[:60]!r}")
         mode = _choice(request, "mode", MODES) or "hybrid"
-        filters = {"project": _text(request, "project"), "type_": _choice(request, "type", OBSERVATION_TYPES), "kinds": kinds,
-                   "limit": _int(request, "limit", 20, 1, 100)}
+        filters: dict[str, Any] = {"project": _text(request, "project"), "type_": _choice(request, "type", OBSERVATION_TYPES),
+                                   "kinds": kinds, "limit": _int(request, "limit", 20, 1, 100)}
         result = self.read(lambda conn: search_memory(self.config, conn, query, index=self.index, in_process=self.in_process,
                                                       mode=mode, **filters))
         notes = self.read(replaced_notes, result.hits)
@@ -191,11 +191,11 @@ class Viewer:
         from claude_mem.service.search import NoSharedServer, remote_record
 
         raw = request.path_params["ref"]
-        parsed = parse_ref(raw)
-        if parsed is None or parsed[2] is None:
+        kind, row_id, origin = parse_ref(raw) or ("", 0, None)
+        if origin is None:
             raise BadRequest(f"a teammate's memory is named like obs:12@laptop-b, got {raw[:80]!r}")
         try:
-            found = remote_record(self.config, *parsed, index=self.index, in_process=self.in_process)
+            found = remote_record(self.config, kind, row_id, origin, index=self.index, in_process=self.in_process)
         except NoSharedServer:
             raise BadRequest("no shared Chroma server is set up here (setting chroma_url)", 404) from None
         except IndexUnavailable as exc:

@@ -33,6 +33,7 @@ from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.outages import Failure
 from claude_mem.store.reads import list_observations
 from claude_mem.worker import spawn
 from claude_mem.worker.render import fill
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 # so its cost, bounded.
 MAX_TURNS_PER_CONVERSATION = 40
 # The error of a turn not sent because the day's token budget is spent.
-OVER_BUDGET = "budget"
+OVER_BUDGET = Failure.OVER_BUDGET
 GIVE_UP_MIN_STARTS = 3  # a run of failed starts this short is not "without end", however long it took
 
 
@@ -213,14 +214,14 @@ class Conversation:
     def _given_up(self, reply: Reply) -> Reply:
         """A start failure, as "cannot_start" once the CLI has kept failing to start long enough."""
         run = self._failed_starts()
-        if reply.error == "cannot_start" or run is None or run["failures"] < GIVE_UP_MIN_STARTS:
+        if reply.error == Failure.CANNOT_START or run is None or run["failures"] < GIVE_UP_MIN_STARTS:
             return reply
         minutes = (now_ms() - run["since"]) / 60_000
         if minutes * 60 < self.config.observer_start_give_up_s:
             return reply
         detail = (f"the Claude CLI has failed to start {run['failures']} times in a row over {minutes:.0f} min"
                   f" (setting observer_start_give_up_s); last: {reply.error}: {reply.detail}")
-        return dataclasses.replace(reply, error="cannot_start", detail=detail)
+        return dataclasses.replace(reply, error=Failure.CANNOT_START, detail=detail)
 
     async def close(self) -> None:
         if self.observer is not None:

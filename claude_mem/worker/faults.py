@@ -30,24 +30,24 @@ import signal
 
 from claude_mem.settings import Config
 from claude_mem.store.outages import NO_MODEL as NO_MODEL  # re-exported: the classes waiting will not fix
+from claude_mem.store.outages import Failure
 
-# Categories of worker/observer.py, plus the worker's own "unparseable".
-BATCH_FAILURES = frozenset({"invalid_request", "empty", "unparseable"})
+# The failures of the batch itself: they count toward max_attempts.
+BATCH_FAILURES = frozenset({Failure.INVALID_REQUEST, Failure.EMPTY, Failure.UNPARSEABLE})
 
 # Why exec() refuses a program: missing, not executable, not a program, a path through a non-folder.
 _CANNOT_EXEC = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.ENOTDIR})
 _EXIT_CODE = re.compile(r"exit code:? (-?\d+)")
 
 
-def is_transient(category: str) -> bool:
+def is_transient(category: Failure) -> bool:
     """True for a failure that says nothing about the events (see the module docstring): the
-    events wait. Unknown categories are transient: an outage costs waiting, a wrong count costs
-    events. "auth" is one too (the events wait for a login) unless synthesizer auto hands the
+    events wait. "auth" is one too (the events wait for a login) unless synthesizer auto hands the
     session to heuristics first; "cannot_start" is not: nothing will run the model."""
-    return category not in BATCH_FAILURES and category != "cannot_start"
+    return Failure(category) not in BATCH_FAILURES and category != Failure.CANNOT_START
 
 
-def cli_failure(exc: BaseException, *, starting: bool) -> tuple[str, str]:
+def cli_failure(exc: BaseException, *, starting: bool) -> tuple[Failure, str]:
     """(category, what happened) for an exception claude-agent-sdk raised about the CLI process,
     while it started (`starting`) or during a turn. A CLI killed by a signal surfaces as a
     ProcessError with a negative exit code, at start-up too: that is "killed", not "cannot_start"."""
@@ -56,14 +56,14 @@ def cli_failure(exc: BaseException, *, starting: bool) -> tuple[str, str]:
     when = "while starting" if starting else "while answering"
     code = exit_code(exc)
     if code is not None and code < 0:
-        return "killed", f"the Claude CLI was killed by {_signal_name(-code)} {when}"
+        return Failure.KILLED, f"the Claude CLI was killed by {_signal_name(-code)} {when}"
     cause = exc.__cause__
     unrunnable = isinstance(cause, OSError) and cause.errno in _CANNOT_EXEC
     if starting and (isinstance(exc, CLINotFoundError) or (isinstance(exc, CLIConnectionError) and unrunnable)):
-        return "cannot_start", "the Claude CLI cannot start"
+        return Failure.CANNOT_START, "the Claude CLI cannot start"
     if starting:
-        return "start_failed", "the Claude CLI exited while starting" + (f" (exit code {code})" if code is not None else "")
-    return "crashed", "the Claude CLI failed"
+        return Failure.START_FAILED, "the Claude CLI exited while starting" + (f" (exit code {code})" if code is not None else "")
+    return Failure.CRASHED, "the Claude CLI failed"
 
 
 def exit_code(exc: BaseException) -> int | None:

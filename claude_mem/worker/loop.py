@@ -31,6 +31,7 @@ import os
 import signal
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
@@ -41,6 +42,7 @@ from claude_mem.settings import Config
 from claude_mem.store import budget, outages, queue, records, runs
 from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
+from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
 from claude_mem.worker import faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
@@ -59,6 +61,11 @@ class Stopping(Exception):
 
 
 class Worker:
+    # Made once the database is open (run): the connection, the observer conversation, and what uses it.
+    conn: sqlite3.Connection
+    conversation: Conversation
+    synthesis: Synthesis
+
     def __init__(self, config: Config, session_id: str, *, idle_s: float | None = None, drain: bool = False,
                  synthesizer: str | None = None) -> None:
         self.config = config
@@ -66,10 +73,6 @@ class Worker:
         self.idle_s = config.worker_idle_s if idle_s is None else idle_s
         self.drain = drain  # exit as soon as the queue is empty (tests, reprocess, demo)
         self.mode = synthesizer or config.synthesizer
-        self.conn: sqlite3.Connection | None = None
-        # Made once the database is open (run): the observer conversation, and what uses it.
-        self.conversation: Conversation | None = None
-        self.synthesis: Synthesis | None = None
         self.worker_id = ""
         self.run_id: int | None = None
         self.stats = {"events": 0, "observations": 0}
@@ -120,9 +123,9 @@ class Worker:
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
         finally:
-            if self.conversation is not None:
+            if hasattr(self, "conversation"):
                 await self.conversation.close()
-            if self.conn is not None:
+            if hasattr(self, "conn"):
                 self._unregister(reason)
                 self.conn.close()
             try:
@@ -276,7 +279,7 @@ class Worker:
             self._keep_raw_reply([e.id for e in events], outcome)
         if outcome.error == OVER_BUDGET:
             return self._over_budget(events, outcome)
-        if outcome.error == "cannot_start":
+        if outcome.error == Failure.CANNOT_START:
             # Only with synthesizer=model (auto has switched to heuristics): nothing will run the
             # model, so the events are skipped with the reason rather than waiting forever.
             reason = f"{outcome.error}: {outcome.detail}"
@@ -315,7 +318,6 @@ class Worker:
         """The day's observer tokens are spent: heuristic observations (auto), or the events wait
         for tomorrow's budget (model), the session's later ones with them."""
         if self.mode == "auto":
-            assert self.synthesis is not None
             result = (self.synthesis.heuristic(events[0]) if events[0].kind == "finalize"
                       else Outcome(observations=heuristic.observe(events)))
             self._store(events, result, "heuristic")
@@ -340,7 +342,7 @@ class Worker:
                                             source=synth, model=model)
                 if new_id is not None:
                     new_ids.append(new_id)
-                    if obs.supersedes and self.synthesis is not None:
+                    if obs.supersedes:
                         self.synthesis.recalled.accept(new_id, obs.supersedes, model)
             mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
             if outcome.summary is not None:
@@ -350,12 +352,11 @@ class Worker:
                 records.complete_session(self.conn, self.session_id)
             self._keep_raw_reply(ids, outcome)
             conversation = self.conversation
-            if synth == "model" and conversation is not None and conversation.turn is not None:
+            if synth == "model" and conversation.turn is not None:
                 records.set_resume_point(self.conn, self.session_id, *conversation.turn)
                 conversation.fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
-        if self.conversation is not None:
-            self.conversation.turn = None
+        self.conversation.turn = None
         # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
         replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
         if self.config.semantic_index and (new_ids or summary_ids or replied):
@@ -363,7 +364,7 @@ class Worker:
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
 
-    def _notify_index(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int] = ()) -> None:
+    def _notify_index(self, observation_ids: list[int], summary_ids: list[int], prompt_ids: Sequence[int] = ()) -> None:
         """Tell the memory service what was committed. A hint: it finds new rows by their ids and
         catches up on start; rows rewritten in place (a summary replaced, a prompt given its reply)
         it learns of here."""
@@ -415,7 +416,6 @@ class Worker:
             self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")
         elif self.mode == "auto":
             note = f"the model failed on it {attempts} times; heuristic observations instead (last: {reason})"
-            assert self.synthesis is not None
             self._store([event], self.synthesis.heuristic(event), "heuristic", note)
             self.log(f"event {event.id}: {note}; `claude-mem reprocess --session {self.session_id}` redoes it with the model")
         else:

@@ -2,7 +2,7 @@
 
 An `Observer` owns one Claude Code CLI child (spawned by `ClaudeSDKClient`) and turns each
 `send(text)` into exactly one `Reply`. It never raises for model or transport failures: they come
-back as `Reply.error`, one of ERROR_CATEGORIES:
+back as `Reply.error`, a `Failure` (store/outages.py):
 
   auth        no usable login: "Not logged in", a 401/403, or a billing error. Retrying will not help;
               the worker should report the outage once (the CLI stays up, every turn says the same).
@@ -47,17 +47,16 @@ import contextlib
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 
 from claude_mem.processes.census import OBSERVER_ENV, alive, observer_processes
+from claude_mem.store.outages import Failure
 from claude_mem.text.shorten import cut
 from claude_mem.text.storable import storable
 from claude_mem.worker import faults
 
-ERROR_CATEGORIES = ("auth", "overloaded", "rate_limit", "timeout", "invalid_request", "api_error", "killed", "start_failed",
-                    "cannot_start", "crashed", "empty")
 DETAIL_CHARS = 300  # an error's one-line detail
 
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
@@ -76,7 +75,7 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
 class Reply:
     text: str  # concatenated assistant text of this turn
     session_id: str | None  # the observer conversation id (for resuming later)
-    error: str | None  # None, or one of ERROR_CATEGORIES
+    error: Failure | None
     detail: str = ""  # one-line human description of the error
     status: int | None = None  # the HTTP status of an API error, when the CLI reports one
     uuid: str | None = None  # the turn's last assistant message: where `resume_at` can cut the conversation
@@ -110,7 +109,7 @@ class Observer:
         self._proc: psutil.Process | None = None
         self._started = False
         self._closed = False
-        self._dead: tuple[str, str] | None = None  # (category, detail) once the CLI is gone
+        self._dead: tuple[Failure, str] | None = None  # (category, detail) once the CLI is gone
         self._closing: asyncio.Future[None] | None = None
         self._lock = asyncio.Lock()
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
@@ -125,10 +124,6 @@ class Observer:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    @property
-    def stderr_tail(self) -> list[str]:
-        return list(self._stderr)
 
     async def start(self) -> None:
         """Spawn the CLI and complete the SDK handshake. Never raises for CLI failures: they are
@@ -145,12 +140,12 @@ class Observer:
             failure = await self._connect(None)
         if failure is not None:
             self.failed_to_start = True
-            category = "start_failed" if failure[0] == "resume" else failure[0]
+            category = Failure.START_FAILED if failure[0] == "resume" else failure[0]
             await self._shutdown(category, failure[1], graceful=False)
 
     async def close(self) -> None:
         """Stop the CLI child for sure. Idempotent; safe to call while a send() is under way."""
-        await self._shutdown("crashed", "observer is closed", graceful=True)
+        await self._shutdown(Failure.CRASHED, "observer is closed", graceful=True)
 
     async def __aenter__(self) -> Observer:
         await self.start()
@@ -178,7 +173,7 @@ class Observer:
             stderr=self._stderr.append,
         )
 
-    async def _connect(self, resume: str | None, resume_at: str | None = None) -> tuple[str, str] | None:
+    async def _connect(self, resume: str | None, resume_at: str | None = None) -> tuple[Failure | Literal["resume"], str] | None:
         """Connect a client; returns None, or (category, detail) where category "resume" means
         the CLI refused to resume."""
         from claude_agent_sdk import ClaudeSDKClient, ResultError
@@ -197,14 +192,14 @@ class Observer:
                 task.cancel()
             await self._disconnect(client)
             await self._kill_tree()
-            return "start_failed", f"the Claude CLI did not start within {self.start_timeout_s:g}s"
+            return Failure.START_FAILED, f"the Claude CLI did not start within {self.start_timeout_s:g}s"
         exc = task.exception()
         if isinstance(exc, ResultError):
             # The CLI reported an error before the first turn and exited; with --resume this
             # is "No conversation found with session ID: ..." (or a title it does not know).
             detail = cut(str("; ".join(exc.errors) or exc.result or exc), DETAIL_CHARS)
             await self._kill_tree()
-            return ("resume" if resume else "start_failed"), detail
+            return ("resume" if resume else Failure.START_FAILED), detail
         if exc is not None:  # CLINotFoundError, CLIConnectionError, ProcessError, ...
             await self._kill_tree()
             category, what = faults.cli_failure(exc, starting=True)
@@ -212,7 +207,7 @@ class Observer:
         if self._closed:  # close() ran while the handshake was under way
             await self._disconnect(client)
             await self._kill_tree()
-            return "crashed", "observer is closed"
+            return Failure.CRASHED, "observer is closed"
         self._client = client
         self._proc = self._find_child()
         return None
@@ -225,19 +220,19 @@ class Observer:
             if not self._started and not self._closed:
                 await self.start()
             if self._dead is not None or self._client is None:
-                category, detail = self._dead or ("crashed", "observer is closed")
+                category, detail = self._dead or (Failure.CRASHED, "observer is closed")
                 return Reply(text="", session_id=self.session_id, error=category, detail=detail)
             try:
                 async with asyncio.timeout(self.turn_timeout_s):
                     reply = await self._turn(text)
             except TimeoutError:
-                reply = Reply(text="", session_id=self.session_id, error="timeout",
+                reply = Reply(text="", session_id=self.session_id, error=Failure.TIMEOUT,
                               detail=f"no reply within {self.turn_timeout_s:g}s; the Claude CLI was stopped")
             except Exception as exc:  # the CLI died or broke the protocol
                 category, what = faults.cli_failure(exc, starting=False)
                 reply = Reply(text="", session_id=self.session_id, error=category, detail=self._describe(exc, what))
-            if reply.error in ("timeout", "killed", "crashed"):
-                await self._shutdown("crashed", f"observer is closed after {reply.error}: {reply.detail}", graceful=False)
+            if reply.error in (Failure.TIMEOUT, Failure.KILLED, Failure.CRASHED):
+                await self._shutdown(Failure.CRASHED, f"observer is closed after {reply.error}: {reply.detail}", graceful=False)
             else:
                 self.turns += 1
             return reply
@@ -273,7 +268,7 @@ class Observer:
         reply_text = storable("\n".join(t for t in texts if t))
         if result is None:
             # The stream ended without a result: the CLI exited (cleanly or not) mid-turn.
-            return Reply(text=reply_text, session_id=self.session_id, error="crashed", model=model,
+            return Reply(text=reply_text, session_id=self.session_id, error=Failure.CRASHED, model=model,
                          detail=self._describe(None, "the Claude CLI exited before finishing the turn"))
         error, detail = classify(result, assistant_errors, reply_text)
         status = getattr(result, "api_error_status", None)
@@ -282,7 +277,7 @@ class Observer:
 
     # --- stopping the CLI -----------------------------------------------------------------------
 
-    async def _shutdown(self, category: str, detail: str, *, graceful: bool) -> None:
+    async def _shutdown(self, category: Failure, detail: str, *, graceful: bool) -> None:
         """Mark the Observer dead and stop its CLI. The work runs in one shielded task: a caller
         cancelled meanwhile (SIGTERM in the worker) cannot leave the child half-stopped, and a
         later close() waits for the same task."""
@@ -354,7 +349,7 @@ class Observer:
         return cut(" — ".join(parts), DETAIL_CHARS)
 
 
-def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str | None, str]:
+def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[Failure | None, str]:
     """Map a finished turn to (error category or None, one-line detail).
 
     The CLI reports an API failure as an assistant message with `error` set (authentication_failed,
@@ -363,7 +358,7 @@ def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str |
     status = getattr(result, "api_error_status", None)
     if not getattr(result, "is_error", False) and not assistant_errors:
         if not text.strip():
-            return "empty", "the model returned no text"
+            return Failure.EMPTY, "the model returned no text"
         return None, ""
     prose = getattr(result, "result", None) or "; ".join(getattr(result, "errors", None) or []) or text
     prose = prose or getattr(result, "subtype", "") or "error result"
@@ -371,15 +366,15 @@ def classify(result: Any, assistant_errors: list[str], text: str) -> tuple[str |
     kind = assistant_errors[-1] if assistant_errors else ""
     lowered = prose.lower()
     if kind in ("authentication_failed", "billing_error") or status in (401, 403) or "not logged in" in lowered:
-        return "auth", detail
+        return Failure.AUTH, detail
     if status == 529 or "overloaded" in lowered:
-        return "overloaded", detail
+        return Failure.OVERLOADED, detail
     if status == 429 or kind == "rate_limit":
-        return "rate_limit", detail
+        return Failure.RATE_LIMIT, detail
     # 408 (request timeout) and 409 (conflict) say nothing about the request's content.
     if (isinstance(status, int) and 400 <= status < 500 and status not in (408, 409)) or kind == "invalid_request":
-        return "invalid_request", detail
-    return "api_error", detail
+        return Failure.INVALID_REQUEST, detail
+    return Failure.API_ERROR, detail
 
 
 def _usage(raw: Any) -> dict | None:

@@ -58,7 +58,7 @@ def _input_summary(event: Event) -> tuple[str, list[str]]:
         extra.append("content: " + head_tail(content, INPUT_TEXT_BUDGET))
         return f"Write {_rel(i.get('file_path'), cwd)} ({len(content)} chars)", extra
     if name in ("Edit", "MultiEdit"):
-        edits = i.get("edits") if isinstance(i.get("edits"), list) else [i]
+        edits = listed if isinstance(listed := i.get("edits"), list) else [i]
         for edit in edits[:4]:
             if isinstance(edit, dict):
                 extra.append("- " + head_tail(text_of(edit.get("old_string")), INPUT_TEXT_BUDGET // 2))
@@ -122,7 +122,3 @@ def render_batch(events: list[Event]) -> str:
     if folded:
         rendered.append("(also, nothing found/notable: " + "; ".join(folded) + ")")
     return "\n\n".join(rendered)
-
-
-def event_size(event: Event) -> int:
-    return len(render_event(event))

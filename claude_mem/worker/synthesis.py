@@ -21,6 +21,7 @@ from claude_mem.settings import Config
 from claude_mem.store import outages, queue, records
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, Summary
+from claude_mem.store.outages import Failure
 from claude_mem.store.reads import list_observations
 from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
@@ -43,7 +44,7 @@ class Outcome:
     summary_source: str = "model"
     raw: str | None = None  # a reply kept because it yielded nothing usable
     raw_error: str = ""
-    error: str | None = None  # a model failure category
+    error: Failure | None = None
     detail: str = ""
 
 
@@ -93,7 +94,7 @@ class Synthesis:
             return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
         problems = "; ".join(second.problems)[:300] or "no usable block"
         await self.conversation.drop()  # the next try resumes the conversation before this batch
-        return Outcome(error="unparseable", detail=f"no usable reply after a nudge ({problems})", raw=both,
+        return Outcome(error=Failure.UNPARSEABLE, detail=f"no usable reply after a nudge ({problems})", raw=both,
                        raw_error=problems)
 
     def _memory(self, events: list[Event], request: str) -> str:
@@ -165,7 +166,7 @@ class Synthesis:
         # synthesizer=auto carry on without a model so capture never stops, reported once.
         # Anything else, a CLI killed or failing while it starts included, is an outage: the
         # events wait for the model.
-        if reply.error not in faults.NO_MODEL or (self.mode != "auto" and reply.error != "cannot_start"):
+        if reply.error not in faults.NO_MODEL or (self.mode != "auto" and reply.error != Failure.CANNOT_START):
             return Outcome(error=reply.error, detail=reply.detail)
         message = f"{reply.error}: {reply.detail}"
         known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error") or ""

@@ -311,9 +311,9 @@ def _other(e: Event) -> Observation | None:
     i = _input(e)
     r = e.tool_response if isinstance(e.tool_response, dict) else {}
     if e.tool_name == "AskUserQuestion":
-        raw = i.get("questions") if isinstance(i.get("questions"), list) else []
+        raw = listed if isinstance(listed := i.get("questions"), list) else []
         questions = [str(q.get("question") or "") for q in raw if isinstance(q, dict) and q.get("question")]
-        answers = r.get("answers") if isinstance(r.get("answers"), dict) else {}
+        answers = given if isinstance(given := r.get("answers"), dict) else {}
         if not questions:
             return None
         facts = [f"Asked {q!r}: answered {str(answers.get(q, '(no answer)'))!r}" for q in questions]
@@ -387,5 +387,4 @@ def _paths(changes: list[Edited]) -> list[str]:
 
 
 def _dedupe(items: list[str]) -> list[str]:
-    seen: set[str] = set()
-    return [x for x in items if not (x in seen or seen.add(x))]
+    return list(dict.fromkeys(items))

@@ -66,7 +66,7 @@ def describe(tool: str, tool_input: dict[str, Any], response: Any, known: dict[s
         change.what = f"cell {tool_input.get('cell_id') or tool_input.get('cell_number') or ''}".strip()
         change.snippet = _first_words(str(tool_input.get("new_source") or ""))
         return change
-    edits = tool_input.get("edits") if isinstance(tool_input.get("edits"), list) else [tool_input]
+    edits = listed if isinstance(listed := tool_input.get("edits"), list) else [tool_input]
     whats: list[str] = []
     for edit in (e for e in edits if isinstance(e, dict)):
         old, new = str(edit.get("old_string") or ""), str(edit.get("new_string") or "")

@@ -155,7 +155,8 @@ def _tally(out: Outcome, lines: list[str]) -> None:
         match = _EXUNIT.search(stripped)
         if match:
             out.tests = match.group(0)
-            out.failures = int(re.search(r"(\d+) failures?", match.group(0)).group(1))
+            counted = re.search(r"(\d+) failures?", match.group(0))
+            out.failures = int(counted.group(1)) if counted else 0
             return
         match = _JEST.match(stripped)
         if match:
@@ -170,7 +171,7 @@ def _tally(out: Outcome, lines: list[str]) -> None:
             return
         match = _UNITTEST_END.match(stripped)
         if match and any(_UNITTEST_RAN.match(x) for x in lines):
-            ran = next(_UNITTEST_RAN.match(x).group(1) for x in lines if _UNITTEST_RAN.match(x))
+            ran = next(m.group(1) for x in lines if (m := _UNITTEST_RAN.match(x)))
             out.tests = f"{ran} tests" + (f", {match.group(2)}" if match.group(2) else ", OK")
             out.failures = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", match.group(2) or ""))
             return
