@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from claude_mem.hook_table import COMMAND_FOR_EVENT
-from claude_mem.text.storable import loads
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
@@ -105,17 +104,16 @@ class HookResult:
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The transcript's JSON objects, each with its 1-based line number under "_line". A
-    malformed line is skipped, not fatal: a transcript being written may end in a partial line."""
+    malformed line is skipped, not fatal: a transcript being written may end in a partial line.
+    Lines end at \\n only: a raw CR between tokens is JSON whitespace, not a line end (issue 35)."""
     lines: list[dict[str, Any]] = []
-    # newline="\n": JSON Lines end at \n only (a raw CR is JSON whitespace, not a line end); the
-    # strings are made storable, as a hook would make them (a transcript escapes lone surrogates).
     with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
         for number, raw in enumerate(fh, 1):
             raw = raw.strip()
             if not raw:
                 continue
             try:
-                item = loads(raw)
+                item = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(item, dict):

@@ -316,5 +316,6 @@ def test_a_transcript_line_holding_separators_and_a_lone_surrogate_is_read_whole
     first = {"type": "user", "message": {"content": "pasted\u2028text\u0085and\x1cmore"}}
     # JSON.stringify writes U+2028 raw and a lone surrogate escaped; \r between tokens is whitespace.
     path.write_bytes(json.dumps(first, ensure_ascii=False).encode() + b"\n{\"type\":\r\"x\", \"t\": \"\\ud83d\"}\r\n")
+    # The lone surrogate is read as it is: the hook it is replayed through makes the record storable.
     assert [(r["_line"], r.get("message", r.get("t"))) for r in read_jsonl(path)] == [
-        (1, first["message"]), (2, "\ufffd")]
+        (1, first["message"]), (2, "\ud83d")]

@@ -9,7 +9,7 @@ included, is kept as it is.
 
 Where text enters: a hook's record (payload.storable_record; this module is loaded only when the
 record holds a surrogate), an import file's rows, the npm claude-mem's database, the observer's
-replies, the memory service's requests, a replayed transcript.
+replies, the memory service's requests.
 
 Standard library only: the hooks may load it.
 """
