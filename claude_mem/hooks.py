@@ -40,6 +40,7 @@ from claude_mem.payload import (
     optional_str,
     parse_payload,
     require_str,
+    storable_record,
     to_json_capped,
 )
 from claude_mem.project import project_for
@@ -80,6 +81,7 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
             output = run_pre(config, payload) or QUIET
         elif command in SANITIZE:
             record = SANITIZE[command](config, payload)
+            record = storable_record(record) if record is not None else None
             stored = record is not None and run_event(config, command, record)
             # A spooled prompt has no memory to search (and its one error line is said).
             if stored and record is not None and command == "new" and config.push_prompt:
@@ -201,7 +203,7 @@ def store_in_process(config: Config, conn: sqlite3.Connection, payloads: Iterabl
         make = SANITIZE.get(COMMAND_FOR_EVENT.get(payload.get("hook_event_name", ""), ""))
         record = make(config, payload) if make else None
         if record is not None:
-            apply_event(conn, record)
+            apply_event(conn, storable_record(record))
             stored += 1
     return stored
 

@@ -365,6 +365,20 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
         raise PayloadError(f"payload is {exc}") from None
 
 
+def storable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A hook's record (redacted and capped) with any lone surrogate in it replaced (U+FFFD).
+    Claude Code escapes one when a tool output is cut inside an emoji's pair; kept, it would fail
+    every write of the event, the spool's too (issue 35). The record is checked, not the payload:
+    it is small, and looking for escapes in a 10 MB payload cost more than parsing it."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        from claude_mem.text.storable import storable_value  # loaded only then: a hook's import time counts
+
+        return storable_value(record)
+    return record
+
+
 def require_str(payload: dict[str, Any], key: str) -> str:
     value = payload.get(key)
     if not isinstance(value, str) or not value.strip():

@@ -227,6 +227,7 @@ def test_settings_list_get_set_and_sources(data_dir: Path) -> None:
     (("set", "max_attempts", "lots"), "max_attempts: expected an integer, got 'lots'; nothing was changed"),
     (("set", "max_attempts", "0"), "must be at least 1"),
     (("set", "synthesizer", "magic"), "'magic' is not one of auto, model, heuristic"),
+    (("set", "installation_name", "caf\udce9"), "the value for installation_name is not UTF-8 text; nothing was changed"),
 ])
 def test_settings_bad_input(data_dir: Path, args: tuple[str, ...], expected: str) -> None:
     assert expected in one_error_line(invoke("settings", *args, code=2).output)

@@ -161,10 +161,14 @@ def test_our_own_tag_names_mentioned_in_text_stay_text() -> None:
     assert o.narrative == "Each <observation> may carry a <title> and <facts>; the <summary> comes last."
 
 
-def test_control_characters_are_removed_and_noted() -> None:
-    result = parse_reply(obs_xml("<type>change</type><title>bad\x00 \x07chars\ufffe</title>"))
-    assert result.observations[0].title == "bad chars"
-    assert any("not allowed in XML" in p for p in result.problems)
+def test_characters_xml_cannot_hold_are_kept_and_cut_nothing() -> None:
+    # NUL is text like any other (issue 35): never dropped, never where a field ends.
+    result = parse_reply(obs_xml("<type>change</type><title>bad\x00 \x07chars\ufffe</title>"
+                                 "<narrative>before\x00after\x1b[0m \ud83d</narrative><facts><fact>a\x00b</fact></facts>")
+                         + "<summary><request>x\x00y</request></summary>")
+    [o] = result.observations
+    assert (o.title, o.narrative, o.facts) == ("bad\x00 \x07chars\ufffe", "before\x00after\x1b[0m \ufffd", ["a\x00b"])
+    assert result.summary is not None and result.summary.request == "x\x00y" and result.problems == []
 
 
 def test_no_entity_expansion_no_dtd_no_file_access() -> None:

@@ -214,3 +214,20 @@ def test_the_report_names_each_project_and_its_skipped_rows(peer: Path, data_dir
     assert row[:8] == ["old-api", "legacy-api", "2", "2", "1", "0", "0", "1"]
     assert f"skipped observation {PEER_COUNTS['observation'] + 1} (old-api): its session (gone) is not in the database" in lines
     assert lines[-1] == "imported 5 sessions, 6 prompts, 8 observations, 4 summaries"
+
+
+def test_a_lone_surrogate_in_the_peers_rows_is_replaced_not_a_failure(peer: Path, ours: sqlite3.Connection) -> None:
+    # Node writes what a JavaScript string holds: a lone surrogate as its WTF-8 bytes in a column,
+    # escaped inside a JSON list (issue 35). Before, reading the row raised and nothing was imported.
+    edit = sqlite3.connect(peer, isolation_level=None)
+    memory_id = edit.execute("SELECT memory_session_id FROM sdk_sessions WHERE id = 3").fetchone()[0]
+    title = b"Emoji cut in half \xed\xa0\xbd" + " then pasted\u2028text".encode()
+    edit.execute("INSERT INTO observations (memory_session_id, project, text, type, title, narrative, facts, created_at,"
+                 " created_at_epoch) VALUES (?, 'notes', NULL, 'discovery', CAST(? AS TEXT), ?, ?,"
+                 " '2025-01-02T03:04:05.000Z', 1735787045001)", (memory_id, title, "nul\x00kept", '["half \\ud83d emoji"]'))
+    edit.close()
+    imported = npm_import.import_npm(ours, str(peer))
+    assert imported.skipped == []
+    row = ours.execute("SELECT title, narrative, facts FROM observations WHERE created_at_epoch = 1735787045001").fetchone()
+    # A title is one line (U+2028 ends a line, as \n does); the narrative keeps its NUL.
+    assert tuple(row) == ("Emoji cut in half \ufffd then pasted text", "nul\x00kept", '["half \ufffd emoji"]')

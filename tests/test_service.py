@@ -126,6 +126,16 @@ def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, 
     assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] > 0
 
 
+def test_a_lone_surrogate_in_a_query_is_replaced_not_a_failure(shared_service: str) -> None:
+    # An MCP argument's escape, or argv's undecodable byte: the search is still answered (issue 35).
+    escaped = b'{"v": 1, "op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
+    assert "\\ud83d" in escaped.decode()
+    answer = raw_request(protocol.socket_path(shared_service), escaped)
+    assert answer["ok"] is True and "Fixed login crash" in {h["title"] for h in answer["result"]["hits"]}, answer
+    result = client.call(shared_service, "search", {"query": "login crash \udcff", "limit": 3}, timeout_s=30, start=False)
+    assert "Fixed login crash" in {h["title"] for h in result["hits"]}
+
+
 def test_a_search_request_carries_every_filter_of_search_there_and_back() -> None:
     import inspect
 

@@ -219,17 +219,26 @@ def _export_to_file(conn: Any, output: str, project: str | None, session_id: str
 
 
 def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
+    from claude_mem.text.storable import decode, split_lines
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().splitlines()
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except FileNotFoundError:
         raise NotFound(f"no file {path}") from None
-    except UnicodeDecodeError:
-        raise click.ClickException(f"{path} is not UTF-8 text (is it a claude-mem export?)") from None
     except OSError as exc:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        # Split at \n only: str.splitlines() breaks inside a line at U+2028 and its kin (issue 35).
+        return split_lines(decode(data))
+    except UnicodeDecodeError as exc:
+        # A file cut inside a character is named by its line, like one cut between characters.
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise click.ClickException(f"{path}: line {line}: not UTF-8 text (is it a claude-mem export?); "
+                                   "nothing was imported") from None
 
 
 @cli.command("import", short_help="Add an export's rows, or the npm claude-mem's memories (idempotent).")
@@ -306,6 +315,14 @@ def _setting(key: str) -> settings_mod.Setting:
     return setting
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _show_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -354,6 +371,8 @@ def settings_get(key: str, as_json: bool) -> None:
 def settings_set(key: str, value: str, as_json: bool) -> None:
     """Check VALUE and write it to settings.json (lists: comma-separated or a JSON list)."""
     setting = _setting(key)
+    if not _utf8(value):  # argv's undecodable bytes: settings.json could not hold them (issue 35)
+        raise UsageProblem(f"the value for {key} is not UTF-8 text; nothing was changed")
     config = settings_mod.load(strict=False)
     try:
         settings_mod.read_settings_file(config.settings_path)

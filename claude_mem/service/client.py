@@ -40,7 +40,7 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     deadline = time.monotonic() + timeout_s
     sock = _connect(data_dir, deadline, start=start, wait=wait)
     try:
-        line = json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False).encode() + b"\n"
+        line = _encoded(json.dumps({"v": protocol.VERSION, "op": op, "args": args or {}}, ensure_ascii=False)) + b"\n"
         try:
             sock.sendall(line)
             reply = _read_line(sock, deadline)
@@ -63,6 +63,17 @@ def connect(data_dir: str, *, timeout_s: float, start: bool = True) -> socket.so
     """A connection to the service, started (and waited for) when it is missing: for a
     conversation of more than one request (the MCP server, mcp_shim.py)."""
     return _connect(data_dir, time.monotonic() + timeout_s, start=start, wait=True)
+
+
+def _encoded(request: str) -> bytes:
+    try:
+        return request.encode()
+    except UnicodeEncodeError:
+        # A query holding a lone surrogate (an MCP argument's escape, argv's undecodable bytes) is
+        # still searched (issue 35); the module is loaded only then (hooks call this).
+        from claude_mem.text.storable import storable
+
+        return storable(request).encode()
 
 
 def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> socket.socket:

@@ -90,12 +90,12 @@ def decode_search(args: dict) -> tuple[str, dict]:
 
 def parse_request(line: bytes) -> tuple[str, dict[str, Any]]:
     """A request's op and args; ValueError saying, in one line, what is wrong with it."""
-    import json
+    from claude_mem.text.storable import decode, loads
 
     if not line.strip():
         raise ValueError("empty request")
     try:
-        request = json.loads(line)
+        request = loads(decode(line))  # a lone surrogate (escaped or encoded) would fail the search and the answer
     except ValueError:
         raise ValueError("request is not JSON") from None
     if not isinstance(request, dict):

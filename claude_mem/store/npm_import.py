@@ -35,6 +35,7 @@ from claude_mem.store.memories import known_type
 from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list
 from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_rows, validate_row
 from claude_mem.text.shorten import cut
+from claude_mem.text.storable import decode_lossy, storable
 
 NAME = "the npm claude-mem (thedotmack/claude-mem)"
 FIELD_CHARS = 16_000  # per text field: the peer caps nothing, a pasted log may sit in a narrative
@@ -113,6 +114,9 @@ def open_copy(path: str, workdir: str | None = None, attempts: int = 5) -> Itera
         try:
             conn = sqlite3.connect(copy, isolation_level=None)
             conn.row_factory = sqlite3.Row
+            # Node writes what JavaScript strings hold, lone surrogates (as WTF-8) and all: a row
+            # whose text is not UTF-8 is imported with it replaced, not refused (issue 35).
+            conn.text_factory = decode_lossy
             conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
@@ -211,7 +215,8 @@ def peer_projects(conn: sqlite3.Connection) -> set[str]:
 # --- rows -----------------------------------------------------------------------------------------
 
 def _clean(value: Any) -> str:
-    return clean_text(value, FIELD_CHARS).strip() if isinstance(value, str) else ""
+    # storable: a JSON list column's items may hold escaped lone surrogates.
+    return storable(clean_text(value, FIELD_CHARS).strip()) if isinstance(value, str) else ""
 
 
 def _clean_list(raw: Any) -> list[str]:

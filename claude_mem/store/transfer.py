@@ -29,6 +29,7 @@ from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
 from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.text.storable import dumps_line, storable, storable_value
 
 if TYPE_CHECKING:
     from claude_mem.progress import Progress
@@ -173,7 +174,7 @@ def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None =
     conn.execute("BEGIN")
     try:
         for obj in export_objects(conn, project=project, session_id=session_id):
-            out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.write(dumps_line(obj) + "\n")
             if obj["kind"] in COUNTED:
                 counts[obj["kind"]] = counts.get(obj["kind"], 0) + 1
     finally:
@@ -216,7 +217,14 @@ def validate_row(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         problem = _check_value(f, obj[f.name])
         if problem:
             raise ValueError(f"{kind}: {problem}")
-        row[f.name] = obj[f.name]
+        value = obj[f.name]
+        # Made storable here, where the row's values are walked anyway (checking every line's text
+        # for an escape first cost more): a lone surrogate becomes U+FFFD instead of failing the import.
+        if f.type == "text" and value is not None:
+            value = storable(value)
+        elif f.type == "list":
+            value = [storable(v) for v in value]
+        row[f.name] = value
     for name in ("claude_session_id", "session_id", "project", "title"):
         if name in row and row[name] is not None and not row[name].strip():
             raise ValueError(f"{kind}: {name!r} must not be empty")
@@ -257,7 +265,7 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             kind = obj.get("kind")
             if kind not in COUNTED:
                 raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(COUNTED)}")
-            rows[kind].append((number, links.check_mark(obj) if kind == "mark" else validate_row(kind, obj)))
+            rows[kind].append((number, storable_value(links.check_mark(obj)) if kind == "mark" else validate_row(kind, obj)))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:

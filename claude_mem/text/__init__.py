@@ -6,4 +6,5 @@
   command_keys.py   a shell line's commands of interest as `program subcommand`
   shorten.py        a text cut to a length, marked with an ellipsis
   clock.py          moments as people read them, in local time
+  storable.py       text as it enters, made storable (surrogates resolved); JSON Lines read and written safely
 """

@@ -54,6 +54,7 @@ import psutil
 from claude_mem.processes.census import OBSERVER_ENV, alive, observer_processes
 from claude_mem.store.outages import Failure
 from claude_mem.text.shorten import cut
+from claude_mem.text.storable import storable
 from claude_mem.worker import faults
 
 DETAIL_CHARS = 300  # an error's one-line detail
@@ -262,7 +263,9 @@ class Observer:
             elif isinstance(message, SystemMessage) and message.subtype == "init":
                 # Known before the reply: a turn that then times out can still be resumed.
                 self.session_id = message.data.get("session_id") or self.session_id
-        reply_text = "\n".join(t for t in texts if t)
+        # The CLI's JSON may carry a lone surrogate (a reply cut inside an emoji): made storable
+        # here, or keeping the reply (raw_replies, the rows parsed from it) would fail.
+        reply_text = storable("\n".join(t for t in texts if t))
         if result is None:
             # The stream ended without a result: the CLI exited (cleanly or not) mid-turn.
             return Reply(text=reply_text, session_id=self.session_id, error=Failure.CRASHED, model=model,

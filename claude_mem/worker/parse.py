@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
 
 from lxml import etree
 
@@ -20,6 +21,7 @@ from claude_mem.store.memories import Observation, Summary, known_type
 from claude_mem.store.reads import SUMMARY_FIELDS
 from claude_mem.text.shorten import clip, cut
 
+_Parsed = TypeVar("_Parsed", Observation, Summary)
 BLOCKS = ("observation", "summary")
 TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", *SUMMARY_FIELDS)
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
@@ -68,10 +70,10 @@ def parse_reply(text: str) -> ParseResult:
     if not isinstance(text, str) or not text.strip():
         result.problems.append("empty reply: no <observation> or <summary> block found")
         return result
-    clean = _INVALID_CHARS.sub("", text)
-    if len(clean) != len(text):
-        result.problems.append(f"removed {len(text) - len(clean)} character(s) not allowed in XML")
-    xml, complete = _to_xml(clean)
+    # XML cannot hold NUL and most control characters, the model's text can (issue 35: NUL is text
+    # like any other): each stands in the tree as a private-use character, and is put back after.
+    hidden = _INVALID_CHARS.search(text) is not None
+    xml, complete = _to_xml(_INVALID_CHARS.sub(_hide, text) if hidden else text)
     try:
         root = etree.fromstring(xml.encode("utf-8"), _PARSER)
     except (etree.LxmlError, ValueError) as exc:  # not expected for our own output; never let it escape
@@ -98,7 +100,35 @@ def parse_reply(text: str) -> ParseResult:
         result.summary = finished[-1] if finished else summaries[-1][0]
         if len(summaries) > 1:
             result.problems.append(f"{len(summaries)} <summary> blocks; kept the last {'complete ' if finished else ''}one")
+    if hidden:
+        result.observations = [_reveal(o) for o in result.observations]
+        result.summary = _reveal(result.summary) if result.summary is not None else None
     return result
+
+
+# Characters XML cannot hold stand in the tree as private-use characters (plane 16's last 256; a
+# reply that holds those itself, with a control character too, gets controls back for them).
+_HIDDEN_BASE = 0x10FF00
+_REVEAL = {_HIDDEN_BASE + cp: chr(cp) for cp in range(0x20)} | {_HIDDEN_BASE + 0x20: "\ufffe", _HIDDEN_BASE + 0x21: "\uffff"}
+
+
+def _hide(m: re.Match[str]) -> str:
+    cp = ord(m.group())
+    if cp < 0x20:
+        return chr(_HIDDEN_BASE + cp)
+    if cp >= 0xFFFE:
+        return chr(_HIDDEN_BASE + 0x20 + cp - 0xFFFE)
+    return "\ufffd"  # a lone surrogate: what text/storable.py makes of one
+
+
+def _reveal(item: _Parsed) -> _Parsed:
+    """`item` with the characters `_hide` stood in for put back in every text."""
+    def back(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.translate(_REVEAL)
+        return [back(v) for v in value] if isinstance(value, list) else value
+
+    return replace(item, **{f.name: back(getattr(item, f.name)) for f in fields(item)})
 
 
 def _to_xml(text: str) -> tuple[str, list[bool]]:
