@@ -225,6 +225,7 @@ def _server(base: list[str]) -> Any:
         env["CLAUDE_MEM_DATA_DIR"] = os.path.abspath(os.path.expanduser(data_dir))
         server["env"] = env
     server["startup_timeout_sec"] = MCP_STARTUP_S
+    server.add(tomlkit.nl())  # set off from a table that follows it in the file
     return server
 
 
@@ -297,3 +298,33 @@ def _write_text_atomic(path: str, text: str) -> None:
         f.write(text)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+# --- what status and doctor say ---------------------------------------------------------------
+
+def state() -> dict[str, Any] | None:
+    """Our registration with Codex as it stands: None when none of our hooks is in hooks.json;
+    else CODEX_HOME, how many of our hooks there are and are trusted, whether the MCP server is
+    registered, and a problem to fix when the files cannot be read."""
+    import tomllib
+
+    hooks_path, config_path = paths()
+    try:
+        hooks_file = read_json_object(hooks_path)[0]
+    except InstallError as exc:
+        return {"home": codex_home(), "hooks": 0, "trusted": 0, "expected": len(CODEX_HOOKS), "mcp_server": False,
+                "problem": str(exc)}
+    ours = our_hooks(hooks_file, hooks_path)
+    if not ours:
+        return None
+    try:
+        config = tomllib.loads(_read_text(config_path)[0])
+    except (InstallError, tomllib.TOMLDecodeError) as exc:
+        config, problem = {}, f"{config_path}: {exc}"
+    else:
+        problem = None
+    trust = config.get("hooks", {}).get("state", {}) if isinstance(config.get("hooks"), dict) else {}
+    trusted = sum(1 for key, digest, _ in ours if isinstance(trust.get(key), dict) and trust[key].get("trusted_hash") == digest)
+    servers = config.get("mcp_servers")
+    return {"home": codex_home(), "hooks": len(ours), "trusted": trusted, "expected": len(CODEX_HOOKS),
+            "mcp_server": isinstance(servers, dict) and _is_ours(servers.get(SERVER_NAME)), "problem": problem}

@@ -31,9 +31,9 @@ CODEX = "codex"
 HOSTS = (CLAUDE_CODE, CODEX)
 HOST_FLAG = "--host"
 
-# Codex writes the exit code into the call's output (`Process exited with code 3`).
-_EXIT = re.compile(r"Process exited with code (-?\d+)")
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
+# Patterns, compiled on first use only: a Claude Code hook never needs them.
+_EXIT = r"Process exited with code (-?\d+)"  # the call's output as the model reads it
+_PATCH_FILE = r"(?m)^\*\*\* (Add|Update|Delete) File: (.+?)\s*$"
 TRANSCRIPT_TAIL = 256 * 1024  # the call is among the last lines; older ones are not read
 
 
@@ -62,7 +62,7 @@ def patch_files(command: Any) -> list[tuple[str, str]]:
     """(verb, path) of each file an `apply_patch` command names; [] for any other command."""
     if not isinstance(command, str) or not command.lstrip().startswith(("apply_patch", "applypatch")):
         return []
-    return [(verb, path) for verb, path in _PATCH_FILE.findall(command)]
+    return [(verb, path) for verb, path in re.findall(_PATCH_FILE, command)]
 
 
 def as_edit(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -116,7 +116,7 @@ def _recorded_exit(payload: Any, call_id: str) -> int | None:
         return code if isinstance(code, int) and not isinstance(code, bool) else None
     output = payload.get("output")
     if payload.get("type") == "function_call_output" and payload.get("call_id") == call_id and isinstance(output, str):
-        match = _EXIT.search(output)
+        match = re.search(_EXIT, output)
         return int(match.group(1)) if match else None
     return None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,40 @@ def test_codex_and_claude_code_share_one_memory(tmp_path: Path, data_dir: Path) 
 
         hosts = {row["claude_session_id"]: row["host"] for row in json.loads(claude_mem("sessions", "--json", env=env))}
         assert hosts[claude] == "claude-code" and hosts[first] == "codex"
+        found = json.loads(claude_mem("search", "linker script nebula", "--json", env=env))["hits"]
+        assert {(h["session_id"], h["host"]) for h in found} >= {(first, "codex"), (claude, "claude-code")}
 
         claude_mem("uninstall", "--codex", env=env)
         assert {name: (home / name).read_bytes() for name in before} == before
+
+
+def hooks_list(codex: Path, home: Path, cwd: Path) -> list[dict[str, Any]]:
+    """What `codex app-server` reports of the hooks it would run in `cwd`: each one's trust."""
+    proc = subprocess.Popen([str(codex), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=cwd, env={**os.environ, "CODEX_HOME": str(home)})
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in ({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "test", "version": "1"}}},
+                        {"method": "initialized"}, {"id": 2, "method": "hooks/list", "params": {"cwds": [str(cwd)]}}):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:  # the server answers in order; a hang is ended by the finally below
+            answer = json.loads(line)
+            if answer.get("id") == 2:
+                return answer["result"]["data"][0]["hooks"]
+        raise AssertionError("codex app-server ended without answering hooks/list")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_codex_itself_trusts_what_install_wrote(tmp_path: Path) -> None:
+    codex = codex_binary()
+    home = Path(os.environ["CODEX_HOME"])
+    home.mkdir()
+    (home / "hooks.json").write_text(json.dumps(USER_HOOKS, indent=2) + "\n")
+    claude_mem("install", "--codex", env={**os.environ})
+    listed = hooks_list(codex, home, tmp_path)
+    ours = {h["key"]: h["trustStatus"] for h in listed if "claude-mem" in h["command"]}
+    assert len(ours) == 6 and set(ours.values()) == {"trusted"}, ours
+    assert [h["trustStatus"] for h in listed if h["command"] == "true"] == ["untrusted"]  # the user's own: not ours to trust
