@@ -19,9 +19,15 @@ import pytest
 
 from claude_mem.replay import run_hook
 from tests.codex_helpers import claude_mem, codex_binary, provider_config, run_codex
+from tests.fakes.messages_api import FakeMessagesAPI, bash
 from tests.fakes.responses_api import FakeResponsesAPI, developer_text, has_tool_output, say, shell
 from tests.git_layout import git_checkout
 from tests.hardening.support import wait_until
+from tests.test_e2e_claude_cli import (
+    allow_tools,
+    run_claude,
+    sandbox,  # noqa: F401 - a fixture, asked for by name below
+)
 
 pytestmark = pytest.mark.slow
 
@@ -158,3 +164,35 @@ def test_codex_itself_trusts_what_install_wrote(tmp_path: Path) -> None:
     ours = {h["key"]: h["trustStatus"] for h in listed if "claude-mem" in h["command"]}
     assert len(ours) == 6 and set(ours.values()) == {"trusted"}, ours
     assert [h["trustStatus"] for h in listed if h["command"] == "true"] == ["untrusted"]  # the user's own: not ours to trust
+
+
+def test_the_real_claude_code_and_codex_share_memory(sandbox: dict[str, Any]) -> None:  # noqa: F811
+    """Both agents for real: the bundled Claude Code CLI (fake Messages API) and codex (fake
+    Responses API), each installed with its own `install`, one repository, one data folder."""
+    codex = codex_binary()
+    env = {**sandbox["env"], "CODEX_HOME": str(sandbox["project"].parent / "codex-home"), "CLAUDE_MEM_WORKER_AUTOSTART": "1",
+           "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0", "CLAUDE_MEM_WORKER_IDLE_S": "2"}
+    sandbox["env"] = env
+    home = Path(env["CODEX_HOME"])
+    home.mkdir()
+    data = sandbox["data"]
+    for args in (["install"], ["install", "--codex"]):
+        claude_mem(*args, env=env)
+    allow_tools(sandbox["settings"])
+
+    with FakeMessagesAPI([bash("echo 'nebula parser: fixed the off-by-one'", "Fix it")], final_text="Fixed.") as claude_api:
+        first_claude = run_claude(sandbox, claude_api, "fix the nebula parser")["session_id"]
+    assert wait_until(lambda: observed(data, first_claude), 60)
+
+    with FakeResponsesAPI(script) as api:
+        (home / "config.toml").write_text(provider_config(api.url) + (home / "config.toml").read_text())
+        run_codex(codex, home, sandbox["project"], "run the quasar build", env)
+        context = developer_text(api.requests[0])
+        assert "nebula parser: fixed the off-by-one" in context[context.find("# claude-mem"):]  # Claude Code's, in Codex
+    first_codex = db_rows(data, "SELECT claude_session_id FROM sdk_sessions WHERE host = 'codex'")[0][0]
+    assert wait_until(lambda: observed(data, first_codex), 60)
+
+    with FakeMessagesAPI([], final_text="Noted.") as claude_api:
+        run_claude(sandbox, claude_api, "and the quasar build?")
+        assert "quasar" in claude_api.agent_requests()[0].system_text()  # Codex's, in Claude Code
+    assert sorted(host for (host,) in db_rows(data, "SELECT host FROM sdk_sessions")) == ["claude-code", "claude-code", "codex"]
