@@ -265,3 +265,32 @@ def test_status_and_doctor_tell_the_codex_registration(data_dir: Path) -> None:
     found = {f["check"]: f for f in json.loads(proc.stdout)}
     assert proc.returncode == 1 and not found["codex"]["ok"] and "install --codex" in found["codex"]["detail"]
     assert "5 trusted" in found["codex"]["detail"]
+
+
+def test_the_viewer_and_search_say_which_host(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    from claude_mem import settings
+    from claude_mem.store.db import transaction
+    from claude_mem.store.memories import Observation, insert_observation
+    from claude_mem.store.records import ensure_session
+    from claude_mem.viewer.app import create_app
+
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(config.db_path)
+    with transaction(conn):
+        for session, host in (("codex-1", "codex"), ("claude-1", None)):
+            ensure_session(conn, session, project="widgets", cwd="/w", transcript_path=None, host=host)
+            insert_observation(conn, session, "widgets", Observation("discovery", f"quasar linker script seen by {session}"),
+                               prompt_number=1)
+    conn.close()
+    with TestClient(create_app(config, poll_s=0.02, use_index=False), base_url="http://127.0.0.1:37777") as client:
+        assert client.get("/api/session/codex-1").json()["session"]["host"] == "codex"
+        assert client.get("/api/session/claude-1").json()["session"]["host"] == "claude-code"
+        hits = client.get("/api/search", params={"q": "quasar linker"}).json()["hits"]
+    assert {(h["session_id"], h["host"]) for h in hits} == {("codex-1", "codex"), ("claude-1", "claude-code")}
+    out = subprocess.run([sys.executable, "-m", "claude_mem", "search", "quasar linker"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ}).stdout
+    assert "discovery (codex)" in out and out.count("(codex)") == 1
