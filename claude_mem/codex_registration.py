@@ -52,7 +52,9 @@ CODEX_HOOKS: tuple[tuple[str, str, int], ...] = (
     ("SessionEnd", "summary", 3),
 )
 _OURS = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(" + "|".join(HOOK_COMMANDS) + rf")\s+{HOST_FLAG}\s+{CODEX}\s*$")
-# Codex waits ~1 s for an MCP server it is not told to wait longer for; ours imports mcp first.
+# How long Codex lets our MCP server start before giving up on it (ours imports mcp first: seconds
+# on a loaded machine). Not `required`: Codex does not wait for it (its tools join the session's
+# requests once it is up) and a server that fails never stops a Codex session from starting.
 MCP_STARTUP_S = 20
 
 
@@ -173,7 +175,14 @@ def plan_config(text: str, trusted: list[tuple[str, str, str]], drop: list[str],
     where = f"mcp_servers.{SERVER_NAME}"
     if base:
         wanted = _server(base)
-        if current is None or current.unwrap() != wanted.unwrap():
+        if current is not None and _is_ours(current):
+            # Ours already: its keys set in place, a user's own (`required`, `enabled`) kept.
+            stale = {k: v for k, v in wanted.items() if current.get(k) != v}
+            for key, value in stale.items():
+                current[key] = value
+            if stale:
+                changes.append(Change("update", "mcp_server", None, shlex.join([*base, "mcp"]), where=where))
+        elif current is None or current.unwrap() != wanted.unwrap():
             servers[SERVER_NAME] = wanted
             changes.append(Change("add" if current is None else "update", "mcp_server", None,
                                   shlex.join([*base, "mcp"]), where=where))

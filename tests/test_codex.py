@@ -116,6 +116,15 @@ def test_a_moved_install_updates_its_commands_and_their_trust() -> None:
     assert "/opt/cm" not in config.read_text()
 
 
+def test_a_users_own_keys_in_our_mcp_server_survive_a_reinstall() -> None:
+    _, config = codex_files()
+    codex_registration.install(base=BASE)
+    config.write_text(config.read_text().replace("startup_timeout_sec = 20", "startup_timeout_sec = 20\nrequired = true"))
+    codex_registration.install(base=["/new/bin/claude-mem"])
+    server = tomllib.loads(config.read_text())["mcp_servers"]["claude-mem"]
+    assert server["required"] is True and server["command"] == "/new/bin/claude-mem"
+
+
 def test_an_edited_hook_is_no_longer_trusted() -> None:
     hooks, _ = codex_files()
     codex_registration.install(base=BASE)
