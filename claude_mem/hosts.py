@@ -66,19 +66,38 @@ def patch_files(command: Any) -> list[tuple[str, str]]:
 
 
 def as_edit(payload: dict[str, Any]) -> dict[str, Any] | None:
-    """An apply_patch Bash call as the Edit (Write for a new file) of its first file, with the
-    patch as what changed; None for any other call."""
+    """An apply_patch Bash call as Claude Code's Edit of its first file (old_string and
+    new_string from its hunks; a Write with the content for an added file), with the whole patch
+    and every file it touches beside; None for any other call."""
     tool_input = payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     files = patch_files(command)
     if payload.get("tool_name") != "Bash" or not files:
         return None
-    verb, path = files[0]
     cwd = payload.get("cwd")
-    absolute = os.path.join(cwd, path) if isinstance(cwd, str) and cwd else path
-    edit_input = {"file_path": absolute, "patch": command,
-                  "files": [os.path.join(cwd, p) if isinstance(cwd, str) and cwd else p for _, p in files]}
-    return {**payload, "tool_name": "Write" if verb == "Add" else "Edit", "tool_input": edit_input}
+    paths = [os.path.join(cwd, p) if isinstance(cwd, str) and cwd else p for _, p in files]
+    old, new = _first_file_change(command)
+    edit_input: dict[str, Any] = {"file_path": paths[0], "patch": command, "files": paths}
+    if files[0][0] == "Add":
+        return {**payload, "tool_name": "Write", "tool_input": {**edit_input, "content": new}}
+    return {**payload, "tool_name": "Edit", "tool_input": {**edit_input, "old_string": old, "new_string": new}}
+
+
+def _first_file_change(patch: str) -> tuple[str, str]:
+    """(the lines the first file's hunks take out, the lines they put in), context in both."""
+    old: list[str] = []
+    new: list[str] = []
+    header = re.search(_PATCH_FILE, patch)
+    section = patch[header.end():].split("\n*** ")[0] if header else ""
+    for line in section.splitlines():
+        if line.startswith("-"):
+            old.append(line[1:])
+        elif line.startswith("+"):
+            new.append(line[1:])
+        elif line.startswith(" "):
+            old.append(line[1:])
+            new.append(line[1:])
+    return "\n".join(old), "\n".join(new)
 
 
 def exit_code(transcript_path: Any, call_id: Any) -> int | None:

@@ -167,7 +167,8 @@ def test_cli_install_codex(data_dir: Path) -> None:
 
 # --- payloads ---------------------------------------------------------------------------------
 
-PATCH = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: notes.md\n+hi\n*** End Patch\nEOF"
+PATCH = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/app.py\n@@ def main\n ctx\n-a = 1\n+a = 2\n"
+         "*** Add File: notes.md\n+hi\n*** End Patch\nEOF")
 
 
 def test_host_is_named_or_told_by_the_payload() -> None:
@@ -184,10 +185,12 @@ def test_apply_patch_is_an_edit_of_its_files() -> None:
     assert edit is not None and edit["tool_name"] == "Edit"
     assert edit["tool_input"]["file_path"] == "/repo/src/app.py"
     assert edit["tool_input"]["files"] == ["/repo/src/app.py", "/repo/notes.md"]
+    # As Claude Code's Edit has it: what the renderer, the heuristic and the pushes read.
+    assert (edit["tool_input"]["old_string"], edit["tool_input"]["new_string"]) == ("ctx\na = 1", "ctx\na = 2")
     assert hosts.as_edit({"tool_name": "Bash", "tool_input": {"command": "ls"}}) is None
     added = hosts.as_edit({"tool_name": "Bash", "cwd": "/r", "tool_input": {"command": "apply_patch '*** Begin Patch\n"
                                                                                "*** Add File: a.txt\n+x\n*** End Patch'"}})
-    assert added is not None and added["tool_name"] == "Write"
+    assert added is not None and added["tool_name"] == "Write" and added["tool_input"]["content"] == "x"
 
 
 def rollout(path: Path, call_id: str, *, item_code: int | None = None, output_code: int | None = None) -> Path:
