@@ -196,3 +196,26 @@ def test_the_real_claude_code_and_codex_share_memory(sandbox: dict[str, Any]) ->
         run_claude(sandbox, claude_api, "and the quasar build?")
         assert "quasar" in claude_api.agent_requests()[0].system_text()  # Codex's, in Claude Code
     assert sorted(host for (host,) in db_rows(data, "SELECT host FROM sdk_sessions")) == ["claude-code", "claude-code", "codex"]
+
+
+def test_an_apply_patch_edit_is_captured_as_the_edit_it_is(tmp_path: Path, data_dir: Path) -> None:
+    codex = codex_binary()
+    repo = git_checkout(tmp_path / "widgets", "git@github.com:acme/widgets.git")
+    (repo / "app.py").write_text("def main():\n    return 1\n")
+    home = Path(os.environ["CODEX_HOME"])
+    home.mkdir()
+    patch = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: app.py\n@@ def main():\n-    return 1\n+    return 2\n"
+             "*** End Patch\nEOF")
+
+    def edit_script(request: dict[str, Any], n: int) -> list[dict[str, Any]]:
+        return [say("patched")] if has_tool_output(request) else [shell(patch)]
+
+    with FakeResponsesAPI(edit_script) as api:
+        (home / "config.toml").write_text(provider_config(api.url))
+        claude_mem("install", "--codex", env={**os.environ})
+        run_codex(codex, home, repo, "make main return 2", {**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+    assert (repo / "app.py").read_text() == "def main():\n    return 2\n"  # Codex really applied it
+    queued = db_rows(data_dir, "SELECT tool_name, tool_input FROM observation_queue WHERE kind = 'tool'")
+    assert [name for name, _ in queued] == ["Edit"]
+    edit = json.loads(queued[0][1])
+    assert (edit["file_path"], edit["old_string"], edit["new_string"]) == (str(repo / "app.py"), "    return 1", "    return 2")
