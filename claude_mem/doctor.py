@@ -48,7 +48,21 @@ def diagnose(config: Config, conn: sqlite3.Connection, *, fix: bool = False,
         _service(config, info["service"], fix),
         _mcp_server(config, fix),
         _index(config, conn, info["index"], fix, index_progress),
+        *_codex(info["codex"]),
     ], said
+
+
+def _codex(codex: dict[str, Any] | None) -> list[Finding]:
+    """Registered with the Codex CLI: every hook there and trusted (Codex skips an untrusted one
+    silently), and the MCP server. Nothing to say when Codex is not set up."""
+    if codex is None:
+        return []
+    if codex["problem"]:
+        return [finding("codex", False, codex["problem"])]
+    whole = codex["hooks"] == codex["trusted"] == codex["expected"] and codex["mcp_server"]
+    detail = (f"{codex['hooks']} of {codex['expected']} hooks in {codex['home']}, {codex['trusted']} trusted,"
+              f" {'the' if codex['mcp_server'] else 'no'} MCP server")
+    return [finding("codex", whole, detail if whole else detail + "; `claude-mem install --codex` sets it right")]
 
 
 def _migrations(conn: sqlite3.Connection) -> Finding:

@@ -7,6 +7,7 @@ import os
 import sys
 
 from claude_mem.hook_table import HOOK_COMMANDS
+from claude_mem.hosts import host_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,10 +15,11 @@ def main(argv: list[str] | None = None) -> int:
     # Memory is private: whatever this process (or a library it uses: Chroma, onnxruntime, the
     # observer CLI it starts) creates is for its owner only, not just the files we open ourselves.
     os.umask(0o077)
-    if len(args) == 1 and args[0] in HOOK_COMMANDS:
+    host = host_from_args(args[1:]) if args and args[0] in HOOK_COMMANDS else None
+    if host is not None:  # `claude-mem save`, or `claude-mem save --host codex`
         from claude_mem.hooks import main as run_hook
 
-        return run_hook(args[0])
+        return run_hook(args[0], host=host)
     if args == ["service"]:
         # Straight to the service: a racing second one must find the lock taken and exit in
         # milliseconds, before click or chromadb are imported.

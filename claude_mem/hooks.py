@@ -30,7 +30,7 @@ import os
 import sqlite3
 import sys
 
-from claude_mem import processes
+from claude_mem import hosts, processes
 from claude_mem import settings as settings_mod
 from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
 from claude_mem.payload import (
@@ -59,8 +59,8 @@ QUIET = '{"continue": true, "suppressOutput": true}'
 REPLY_CHARS = 4000
 
 
-def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
-    """Run one hook command. Always returns 0."""
+def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None, host: str = "") -> int:
+    """Run one hook command for `host` (hosts.py; "" to tell by the payload). Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
     processes.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
@@ -75,13 +75,18 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
         event = payload.get("hook_event_name")
         if isinstance(event, str) and event and event not in HOOK_EVENTS[command]:
             raise PayloadError(f"{command} does not handle {event} events")
+        host = hosts.detect(payload, host)
+        if host == hosts.CODEX:
+            payload = codex_payload(config, command, payload)
         if command == "context":
             output = run_context(config, payload) or ""
         elif command == "pre":
             output = run_pre(config, payload) or QUIET
         elif command in SANITIZE:
             record = SANITIZE[command](config, payload)
-            record = storable_record(record) if record is not None else None
+            if record is not None:
+                record = storable_record(record)
+                record["host"] = host
             stored = record is not None and run_event(config, command, record)
             # A spooled prompt has no memory to search (and its one error line is said).
             if stored and record is not None and command == "new" and config.push_prompt:
@@ -91,6 +96,8 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     except Exception as exc:  # the contract: never let anything reach Claude Code
         logs_dir = config.logs_dir if config else _fallback_logs_dir()
         _log(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
+    if host == hosts.CODEX:
+        output = hosts.codex_answer(output)  # Codex fails a run on fields it does not know
     try:
         if output:
             stdout.write(output + "\n")
@@ -118,6 +125,21 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, (PayloadError, settings_mod.SettingsError, SchemaTooNewError)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+def codex_payload(config: Config, command: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A Codex payload as Claude Code's (hosts.py). An apply_patch edit, which Codex follows with no
+    PostToolUse, is queued by `pre` as the Edit it is, then pushes for its file like one."""
+    if command == "save":
+        return hosts.codex_tool_result(payload)
+    edit = hosts.as_edit(payload) if command == "pre" else None
+    if edit is None:
+        return payload
+    record = sanitize_tool(config, {**edit, "hook_event_name": "PostToolUse", "tool_response": None})
+    if record is not None:
+        record["host"] = hosts.CODEX
+        run_event(config, "save", record)
+    return edit
 
 
 # --- making events safe -------------------------------------------------------------------

@@ -56,9 +56,10 @@ class Change:
     event: str | None  # the hook event, for hooks
     command: str  # the command after the change (for remove: the one removed)
     previous: str | None = None  # for update: the command before
+    where: str | None = None  # where it is, when not a hook event or mcpServers (Codex's config.toml)
 
     def describe(self) -> str:
-        where = self.event if self.target == "hook" else f"mcpServers.{SERVER_NAME}"
+        where = self.where or (self.event if self.target == "hook" else f"mcpServers.{SERVER_NAME}")
         if self.op == "add":
             return f"+ {where}: {self.command}"
         if self.op == "update":

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from typing import Any
 
+from claude_mem import codex_registration
 from claude_mem.settings import Config
 from claude_mem.store import budget, overview
 from claude_mem.store import queue as queue_mod
@@ -128,7 +129,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": model_credentials(),
-                            "database_bytes": overview.database_bytes(config.db_path)}
+                            "database_bytes": overview.database_bytes(config.db_path), "codex": codex_registration.state()}
     info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None, observer_budget=None,
                 sharing=sharing(config, None), workers_started=[])
     if conn is not None:

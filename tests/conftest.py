@@ -60,6 +60,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(directory))
     monkeypatch.setenv("CLAUDE_MEM_WORKER_AUTOSTART", "0")
     monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "minilm")  # as above
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))  # `install --codex` never reaches ~/.codex
     # A memory service some test started and nobody stopped (it was still starting when the
     # test ended) goes away by itself soon after.
     monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "15")

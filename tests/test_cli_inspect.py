@@ -50,8 +50,9 @@ def test_table_lines_align_right_pad_and_cut_to_width() -> None:
 def test_sessions_table_and_json(stored: Stored) -> None:
     out = invoke("sessions").output
     lines = out.splitlines()
-    assert lines[0].split() == ["SESSION", "PROJECT", "STATUS", "PROMPTS", "OBS", "SUMS", "STARTED", "FIRST", "PROMPT"]
-    assert [line.split()[0] for line in lines[1:]] == ["sess-beta", "sess-alpha", "sess-old"]  # newest first
+    assert lines[0].split() == ["SESSION", "HOST", "PROJECT", "STATUS", "PROMPTS", "OBS", "SUMS", "STARTED", "FIRST", "PROMPT"]
+    assert [line.split()[:2] for line in lines[1:]] == [["sess-beta", "claude-code"], ["sess-alpha", "claude-code"],
+                                                        ["sess-old", "claude-code"]]  # newest first
     columns_start_alike(lines)
     assert "\x1b[" not in out  # not a terminal: no colour
     rows = invoke_json("sessions", "--project", "alpha")

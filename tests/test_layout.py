@@ -42,12 +42,12 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker", "push"),
     ("service",),
     ("recall",),
-    ("marks", "memory_file"),
+    ("marks", "memory_file", "codex_registration"),
     ("store", "registration"),
     ("settings", "logs"),
     # The ground: what every floor may need. Standard library only, save `processes.census`
     # (psutil): the hook path loads them.
-    ("hook_table", "processes", "text", "jsonfile", "project", "payload", "identity", "resources", "progress", "__init__"),
+    ("hook_table", "hosts", "processes", "text", "jsonfile", "project", "payload", "identity", "resources", "progress", "__init__"),
 )
 # The walls the floors alone would not keep (issue 25's "done when").
 NEVER: dict[str, tuple[str, ...]] = {

@@ -22,7 +22,7 @@ from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migr
 
 EXPECTED_COLUMNS = {
     "sdk_sessions": {"claude_session_id", "sdk_session_id", "project", "cwd", "user_prompt", "status", "prompt_counter",
-                     "started_at", "started_at_epoch", "updated_at_epoch", "completed_at_epoch"},
+                     "started_at", "started_at_epoch", "updated_at_epoch", "completed_at_epoch", "host"},
     "user_prompts": {"session_id", "prompt_number", "prompt_text", "reply_text", "created_at_epoch"},
     "observation_queue": {"session_id", "kind", "tool_name", "tool_input", "tool_response", "tool_use_id", "prompt_number",
                           "status", "attempts", "last_error", "created_at_epoch", "updated_at_epoch", "is_error"},

@@ -104,7 +104,7 @@ def test_hit_contract(store) -> None:
     login = next(h for h in result.hits if h.kind == "observation" and h.id == ids["login"])
     assert login == Hit(kind="observation", id=ids["login"], session_id="a1", project="alpha", type="bugfix",
                         title="Fixed login crash", snippet=login.snippet, created_at_epoch=T0,
-                        files=["src/auth/session.py"], score=login.score)
+                        files=["src/auth/session.py"], score=login.score, host="claude-code")
     summary = next(h for h in result.hits if h.kind == "summary")
     assert summary.title == "fix the login crash" and summary.type is None and summary.files == ["src/auth/session.py"]
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)

@@ -35,17 +35,17 @@ def require_session(conn: Any, session_id: str | None) -> None:
 @pass_app
 def sessions_list(app: AppContext, project: str | None, since: str | None, until: str | None, limit: int | None,
                   as_json: bool) -> None:
-    """List captured Claude Code sessions, newest first."""
+    """List captured sessions (Claude Code's and Codex's), newest first."""
     rows = overview.list_sessions(app.db(), project=project, since_ms=parse_when(since, "--since"),
                                   until_ms=parse_when(until, "--until", until=True), limit=limit)
     if as_json:
         emit_json(rows)
         return
     echo_table(
-        [Column("SESSION"), Column("PROJECT"), Column("STATUS", colour=status_colour), Column("PROMPTS", ">"),
-         Column("OBS", ">"), Column("SUMS", ">"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
-        [(r["claude_session_id"], r["project"], r["status"], r["prompt_counter"], r["observations"], r["summaries"],
-          local_stamp(r["started_at_epoch"]), r["user_prompt"] or "") for r in rows],
+        [Column("SESSION"), Column("HOST"), Column("PROJECT"), Column("STATUS", colour=status_colour),
+         Column("PROMPTS", ">"), Column("OBS", ">"), Column("SUMS", ">"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
+        [(r["claude_session_id"], r["host"], r["project"], r["status"], r["prompt_counter"], r["observations"],
+          r["summaries"], local_stamp(r["started_at_epoch"]), r["user_prompt"] or "") for r in rows],
         empty="no sessions match" if (project or since or until) else "no sessions captured yet")
 
 

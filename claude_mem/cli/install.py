@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from claude_mem import registration
+from claude_mem import codex_registration, registration
 from claude_mem.cli.app import cli, emit_json
 
 _project_option = click.option(
@@ -12,16 +12,21 @@ _project_option = click.option(
     help="Write DIR/.claude/settings.json and DIR/.mcp.json instead of the user-wide files.", metavar="DIR")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 _dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+_codex_option = click.option(
+    "--codex", is_flag=True,
+    help="The Codex CLI instead of Claude Code: hooks (trusted) and the MCP server in $CODEX_HOME (~/.codex).")
 
 
 @cli.command("install")
 @_project_option
+@_codex_option
 @_dry_run_option
 @_json_option
-def install_command(project: str | None, dry_run: bool, as_json: bool) -> None:
-    """Register the hooks and the MCP server with Claude Code."""
+def install_command(project: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
+    """Register the hooks and the MCP server with Claude Code (or the Codex CLI)."""
+    _no_project_for_codex(project, codex)
     try:
-        result = registration.install(project, dry_run=dry_run)
+        result = codex_registration.install(dry_run=dry_run) if codex else registration.install(project, dry_run=dry_run)
     except registration.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     if not dry_run:
@@ -43,12 +48,14 @@ def _describe_mcp_server() -> None:
 
 @cli.command("uninstall")
 @_project_option
+@_codex_option
 @_dry_run_option
 @_json_option
-def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None:
-    """Remove claude-mem's hooks and MCP server from Claude Code's settings (stored memory stays)."""
+def uninstall_command(project: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
+    """Remove claude-mem's hooks and MCP server from Claude Code's settings, or Codex's (stored memory stays)."""
+    _no_project_for_codex(project, codex)
     try:
-        result = registration.uninstall(project, dry_run=dry_run)
+        result = codex_registration.uninstall(dry_run=dry_run) if codex else registration.uninstall(project, dry_run=dry_run)
     except registration.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     stopped = None
@@ -59,6 +66,11 @@ def uninstall_command(project: str | None, dry_run: bool, as_json: bool) -> None
         # Nothing of ours keeps running once we are uninstalled (the service would idle out anyway).
         stopped = stop_service(settings.data_dir_from_env())
     _report(result, as_json, service_stopped=stopped)
+
+
+def _no_project_for_codex(project: str | None, codex: bool) -> None:
+    if project and codex:
+        raise click.UsageError("--codex writes $CODEX_HOME; it takes no --project")
 
 
 def _report(result: registration.Result, as_json: bool, service_stopped: int | None = None) -> None:
@@ -84,6 +96,8 @@ def _report(result: registration.Result, as_json: bool, service_stopped: int | N
         click.echo(f"claude-mem is already {state} ({result.scope} scope).")
     elif result.dry_run:
         click.echo("Dry run: nothing was written.")
+    elif result.action == "install" and result.scope == "codex":
+        click.echo("Installed: new Codex sessions will be remembered, in the same memory as Claude Code's.")
     elif result.action == "install":
         hint = " Claude Code asks once before it starts a project's MCP server." if result.scope == "project" else ""
         click.echo(f"Installed: new Claude Code sessions will be remembered.{hint}")

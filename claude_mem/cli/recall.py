@@ -76,7 +76,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
             from claude_mem.recall.views import replaced_notes
 
             notes = replaced_notes(conn, result.hits)
-            rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
+            rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.kind_label(),
                      (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]
             echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)

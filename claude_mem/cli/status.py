@@ -95,11 +95,24 @@ def _service_line(service: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _codex_line(codex: dict[str, Any]) -> str:
+    if codex["problem"]:
+        return paint(codex["problem"], "red")
+    line = f"{codex['home']}: {codex['hooks']} of {codex['expected']} hooks, {codex['trusted']} trusted"
+    line += ", MCP server" if codex["mcp_server"] else ", no MCP server"
+    whole = codex["hooks"] == codex["trusted"] == codex["expected"] and codex["mcp_server"]
+    return line if whole else paint(line, "yellow") + " (`claude-mem install --codex` sets it right)"
+
+
 def _model_line(info: dict[str, Any]) -> str:
     if info["synthesizer"] == "heuristic":
         return f"{info['model']} (not used: synthesizer is heuristic)"
     login = info["credentials"]
     reach = login if login else paint("no credentials found", "yellow") + " (the heuristic synthesizer stands in)"
+    if not login and info["codex"] and info["synthesizer"] == "auto":
+        # A Codex-only user: the observer needs a Claude login, Codex's own does not serve it.
+        reach = (paint("no Claude login", "yellow") + ": Claude Code's and Codex's sessions are remembered by the"
+                 " heuristic synthesizer (a Claude login, `claude` then /login, lets the model observe them)")
     return f"{info['model']}, synthesizer {info['synthesizer']}; {reach}"
 
 
@@ -142,6 +155,8 @@ def _print_status(info: dict[str, Any]) -> None:
                                         f"{waiting[0]['session_id'][:12]} since {local_stamp(waiting[0]['waiting_since_epoch'])}",
                                         "yellow")))
     fields.append(("service", _service_line(info["service"])))
+    if info["codex"]:
+        fields.append(("codex", _codex_line(info["codex"])))
     fields.append(("model", _model_line(info)))
     if info["observer_budget"] is not None:
         fields.append(("observer", _budget_line(info)))

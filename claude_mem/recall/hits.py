@@ -34,6 +34,13 @@ class Hit:
     origin: str | None = None
     # The refs of the newer observations that replaced this one (store/links.py), empty while it is current.
     superseded_by: list[str] = field(default_factory=list)
+    # The agent the memory's session ran in ("claude-code" | "codex"); None for a teammate's.
+    host: str | None = None
+
+    def kind_label(self) -> str:
+        """The type column of search results: a Codex session's memory says so."""
+        label = self.type or self.kind
+        return f"{label} (codex)" if self.host == "codex" else label
 
 
 def _best_text(texts: list[str], terms: list[str]) -> str:

@@ -32,7 +32,7 @@ from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.turns import add_neighbours, forward
-from claude_mem.store.reads import KINDS
+from claude_mem.store.reads import KINDS, session_hosts
 from claude_mem.text.terms import query_terms
 
 if TYPE_CHECKING:
@@ -114,9 +114,12 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
     current, replaced = rank_current(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
     hits = [hit(c, score, terms) for c, score in current]
+    hosts = session_hosts(conn, [h.session_id for h in hits if h.origin is None])
     for h in hits:
         if h.kind == "observation" and h.origin is None and h.id in replaced:
             h.superseded_by = [f"obs:{r.new_id}" for r in replaced[h.id]]
+        if h.origin is None:
+            h.host = hosts.get(h.session_id)
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]

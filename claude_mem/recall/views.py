@@ -80,7 +80,7 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
     for h in hits:
         # A teammate's record is what their documents hold: about as long as the matched text.
         cost = costs.get((h.kind, h.id), "?") if h.origin is None else tokens(len(h.title) + len(h.snippet) + 100)
-        lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.type or h.kind,
+        lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.kind_label(),
                                  (cut(h.title, 120) or "(untitled)") + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                                  files_text(h.files) or "-", str(cost)]))
     return lines

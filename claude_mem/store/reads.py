@@ -217,3 +217,12 @@ def get_observations(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str,
         return []
     marks = ",".join("?" * len(ids))
     return [decode(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY id", ids)]
+
+
+def session_hosts(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str]:
+    """The agent each session ran in ("claude-code" | "codex"), by session id."""
+    ids = list(dict.fromkeys(session_ids))
+    if not ids:
+        return {}
+    return dict(conn.execute(f"SELECT claude_session_id, host FROM sdk_sessions"
+                             f" WHERE claude_session_id IN ({','.join('?' * len(ids))})", ids).fetchall())

@@ -19,15 +19,18 @@ if TYPE_CHECKING:
 
 
 def ensure_session(conn: sqlite3.Connection, session_id: str, *, project: str | None,
-                   cwd: str | None, transcript_path: str | None) -> bool:
+                   cwd: str | None, transcript_path: str | None, host: str | None = None) -> bool:
     """Create the session row if it is new; returns True when it was created. `project` may be
     None when the caller wants to compute it only for new sessions (see `session_exists`)."""
     now = now_ms()
+    # The column's default is Claude Code: named only for another host (so a database migrated
+    # only part of the way, as tests of older schemas build, takes Claude Code's sessions still).
+    other = host if host and host != "claude-code" else None
     cur = conn.execute(
         "INSERT INTO sdk_sessions (claude_session_id, project, cwd, transcript_path, started_at,"
-        " started_at_epoch, updated_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        f" started_at_epoch, updated_at_epoch{', host' if other else ''}) VALUES (?, ?, ?, ?, ?, ?, ?{', ?' if other else ''})"
         " ON CONFLICT (claude_session_id) DO NOTHING",
-        (session_id, project or "unknown", cwd, transcript_path, now_iso(now), now, now),
+        (session_id, project or "unknown", cwd, transcript_path, now_iso(now), now, now, *([other] if other else [])),
     )
     return bool(cur.rowcount)
 
@@ -102,8 +105,8 @@ def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:
         return
     with transaction(conn):
         if not session_exists(conn, session_id):
-            ensure_session(conn, session_id, project=project_for(record.get("cwd")),
-                                   cwd=record.get("cwd"), transcript_path=record.get("transcript_path"))
+            ensure_session(conn, session_id, project=project_for(record.get("cwd")), cwd=record.get("cwd"),
+                           transcript_path=record.get("transcript_path"), host=record.get("host"))
         kind = record["type"]
         if kind == "prompt":
             record_prompt(conn, session_id, record["prompt"], record.get("prompt_id"))

@@ -77,6 +77,7 @@ SPECS: dict[str, tuple[Field, ...]] = {
         _opt_int("updated_at_epoch"), _opt_int("completed_at_epoch"), _opt_text("observer_error"),
         _opt_int("observer_error_at_epoch"), _opt_text("synthesizer"), _opt_int("outage_since_epoch"),
         Field("outage_failures", "int", default=0), _opt_text("sdk_resume_at"),
+        _text("host", "claude-code", choices=("claude-code", "codex")),
     ),
     "prompt": (
         Field("session_id", "text", required=True), Field("prompt_number", "int", required=True),

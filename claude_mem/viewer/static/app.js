@@ -91,6 +91,7 @@ function itemNode(item, extra) {
         el("span", { class: "proj" }, item.project), el("span", {}, when(item.created_at_epoch)),
         item.prompt_number ? el("span", {}, `turn ${item.prompt_number}`) : null,
         el("span", { class: "sid", title: item.session_id }, shortId(item.session_id)),
+        item.host === "codex" ? el("span", { class: "host", title: "a Codex CLI session's memory" }, "codex") : null,
         item.origin ? el("span", { class: "origin", title: "a teammate's memory, from the shared Chroma server" },
           `from ${item.origin}`) : null)));
 }
@@ -366,7 +367,8 @@ function renderObservation({ observation: o, session, prompt, marks }) {
       field("Turn", o.prompt_number || null),
       field("Stored", when(o.created_at_epoch)),
       field("Source", [o.source, o.model].filter(Boolean).join(" · ")),
-      field("Session status", session ? session.status : null)),
+      field("Session status", session ? session.status : null),
+      field("Host", session ? hostName(session.host) : null)),
     prompt ? section("Prompt", el("blockquote", { class: "prompt" }, prompt.prompt_text)) : null,
     o.narrative ? section("Narrative", el("p", { class: "narrative" }, o.narrative)) : null,
     o.facts.length ? section("Facts", list(o.facts)) : null,
@@ -412,11 +414,14 @@ function injectionEntry(i) {
     i.refs.length ? ` · ${i.refs.join(" ")}` : "");
 }
 
+const hostName = (host) => (host === "codex" ? "Codex CLI" : "Claude Code");
+
 function renderSession({ session: s, entries, injections }) {
   return el("article", { class: "session" },
     el("header", {}, el("h2", {}, "Session ", el("code", {}, s.claude_session_id))),
     el("dl", { class: "facts-meta" },
-      field("Project", s.project), field("Status", s.status), field("Started", when(s.started_at_epoch)),
+      field("Project", s.project), field("Host", hostName(s.host)), field("Status", s.status),
+      field("Started", when(s.started_at_epoch)),
       field("Prompts", s.prompt_counter), field("Directory", s.cwd), field("Model outage", s.observer_error
         && `unreachable since ${new Date(s.outage_since_epoch || s.observer_error_at_epoch).toLocaleString()}: ${s.observer_error}`)),
     entries.length ? el("ol", { class: "timeline" }, entries.map(timelineEntry)) : el("p", { class: "empty" }, "Nothing stored for this session yet."),
