@@ -296,17 +296,8 @@ def _write(path: str, existed: bool, data: dict[str, Any] | str, changes: list[C
 
 
 def _write_text_atomic(path: str, text: str) -> None:
-    path = os.path.realpath(path)
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600  # Codex's config.toml can hold provider keys
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    # 0600 when new: Codex's config.toml can hold provider keys.
+    jsonfile.write_bytes_atomic(path, text.encode("utf-8"), mode=0o600, keep_mode=True)
 
 
 # --- what status and doctor say ---------------------------------------------------------------
