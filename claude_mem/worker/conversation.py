@@ -34,7 +34,7 @@ from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import list_observations
-from claude_mem.worker import spawn
+from claude_mem.worker import echoes, spawn
 from claude_mem.worker.render import fill
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class Conversation:
         self.turn: tuple[str | None, str | None] | None = None
         self._recap_prefix = ""
         self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
+        self.recap_titles: frozenset[str] = frozenset()  # what this conversation's recap showed as recorded
 
     async def send(self, text: str, request: tuple[int, str] | None = None) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
@@ -180,6 +181,7 @@ class Conversation:
         self._recap_prefix = ""
         if self.fresh:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
+            self.recap_titles = echoes.shown_titles(titles)
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"
 
