@@ -133,6 +133,9 @@ SETTINGS: dict[str, Setting] = {
                 "Observer tokens (input + output, as the API reports them) a day may cost, 0 for no limit: past it"
                 " synthesizer auto uses the heuristic synthesizer for the rest of the day, model lets events wait for"
                 " tomorrow.", minimum=0),
+        Setting("observer_context_tokens", "int", 60000,
+                "The observer starts a fresh conversation (with a recap of what the session holds) once a request"
+                " carries this many tokens: every request re-reads the whole conversation.", minimum=1000),
         Setting("observer_prices", "prices", [],
                 "Prices per million observer tokens (input, output, cache read, cache write, e.g. 1,5,0.1,1.25 for"
                 " Haiku 4.5 in USD): stats then shows the observer's cost in money too."),

@@ -5,6 +5,7 @@ claude-agent-sdk against the fake Claude CLI."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.worker import echoes
 from tests.cli_helpers import invoke_json
-from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, play_demo, run_worker
+from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
 NEW_XML = ("<observation><type>discovery</type><title>calc.py has no tests for mul()</title>"
            "<facts><fact>test_calc.py covers add() only</fact></facts><narrative>Seen while fixing add().</narrative>"
@@ -83,3 +84,24 @@ def test_observer_prices_are_four_numbers_or_none(raw: object, expected: list[fl
 def test_observer_prices_refuse_what_is_not_a_price_table(raw: object) -> None:
     with pytest.raises(settings.SettingsError, match="four prices"):
         settings.SETTINGS["observer_prices"].parse(raw)
+
+
+@pytest.mark.slow
+def test_a_conversation_past_observer_context_tokens_is_renewed_and_its_recap_is_not_stored_again(tmp_path: Path,
+                                                                                                  data_dir: Path) -> None:
+    play_demo(tmp_path / "proj")
+    long_reply = GOOD_XML + "\nNotes: " + "the add() fix was checked against the failing test. " * 100  # ~1,300 tokens out
+    recap_echo = ("<observation><type>change</type><title>add() subtracted instead of adding</title>"
+                  "<facts><fact>worded otherwise</fact></facts></observation>")
+    replies = [long_reply, SUMMARY_XML, recap_echo + NEW_XML, SUMMARY_XML]
+    env = fake_env(tmp_path, [{"reply": r} for r in replies], CLAUDE_MEM_OBSERVER_CONTEXT_TOKENS="1000")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    log = fake_log(tmp_path)
+    assert len([e for e in log if e["event"] == "start"]) == 2, "the first reply took the conversation past 1,000 tokens"
+    sent = [json.dumps(e) for e in log if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
+    assert len(sent) == 4 and "continues an earlier observation" in sent[1] and "add() subtracted" in sent[1]
+    assert sorted(o["title"] for o in invoke_json("observations")) == ["add() subtracted instead of adding",
+                                                                       "calc.py has no tests for mul()"]
+    [observer] = [s["observer"] for s in invoke_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
+    assert observer["echoes_refused"] == 1
