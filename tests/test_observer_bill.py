@@ -90,17 +90,18 @@ def test_observer_prices_refuse_what_is_not_a_price_table(raw: object) -> None:
 def test_a_conversation_past_observer_context_tokens_is_renewed_and_its_recap_is_not_stored_again(tmp_path: Path,
                                                                                                   data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    long_reply = GOOD_XML + "\nNotes: " + "the add() fix was checked against the failing test. " * 100  # ~1,300 tokens out
+    long_reply = SUMMARY_XML + "\nNotes: " + "the add() fix was checked against the failing test. " * 100  # ~1,300 tokens out
     recap_echo = ("<observation><type>change</type><title>add() subtracted instead of adding</title>"
                   "<facts><fact>worded otherwise</fact></facts></observation>")
-    replies = [long_reply, SUMMARY_XML, recap_echo + NEW_XML, SUMMARY_XML]
+    replies = [GOOD_XML, long_reply, recap_echo + NEW_XML, SUMMARY_XML]
     env = fake_env(tmp_path, [{"reply": r} for r in replies], CLAUDE_MEM_OBSERVER_CONTEXT_TOKENS="1000")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     log = fake_log(tmp_path)
-    assert len([e for e in log if e["event"] == "start"]) == 2, "the first reply took the conversation past 1,000 tokens"
+    assert len([e for e in log if e["event"] == "start"]) == 2, "the first summary took the conversation past 1,000 tokens"
     sent = [json.dumps(e) for e in log if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
-    assert len(sent) == 4 and "continues an earlier observation" in sent[1] and "add() subtracted" in sent[1]
+    assert len(sent) == 4 and "continues an earlier observation" in sent[2] and "add() subtracted" in sent[2]
+    assert not any("continues an earlier observation" in m for m in sent[:2] + sent[3:])
     assert sorted(o["title"] for o in invoke_json("observations")) == ["add() subtracted instead of adding",
                                                                        "calc.py has no tests for mul()"]
     [observer] = [s["observer"] for s in invoke_json("stats")["sessions"] if s["session_id"] == "sess-demo"]

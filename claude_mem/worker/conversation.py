@@ -75,7 +75,10 @@ class Conversation:
         self.turn: tuple[str | None, str | None] | None = None
         self._recap_prefix = ""
         self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
-        self.recap_titles: frozenset[str] = frozenset()  # what this conversation's recap showed as recorded
+        # The titles the recap showed as recorded, for the reply to the message that carried it:
+        # a careless model writes them down again there. Later, a title may well recur for a new event.
+        self.recap_titles: frozenset[str] = frozenset()
+        self._recap_titles: frozenset[str] = frozenset()  # of the recap not sent yet
 
     async def send(self, text: str, request: tuple[int, str] | None = None) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
@@ -100,6 +103,7 @@ class Conversation:
         if request is not None and request[0] != self.last_request_number:
             text = request[1] + text
         text, self._recap_prefix = self._recap_prefix + text, ""
+        self.recap_titles, self._recap_titles = self._recap_titles, frozenset()
         assert self.observer is not None
         observer = self.observer
         reply = await observer.send(text)
@@ -183,10 +187,10 @@ class Conversation:
             self.turns = 0
             self.context_tokens = 0
             self.last_request_number = -1
-        self._recap_prefix = ""
+        self._recap_prefix, self._recap_titles = "", frozenset()
         if self.fresh:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
-            self.recap_titles = echoes.shown_titles(titles)
+            self._recap_titles = echoes.shown_titles(titles)
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"
 

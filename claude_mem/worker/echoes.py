@@ -1,10 +1,11 @@
 """Echoes: an observation that repeats what its session already stored is not stored again.
 
 A repeat is the same type, title and facts as one of the session's observations (whatever the
-subtitle and narrative say, so the content hash of store/memories.py does not see it), or a
-title the conversation's recap showed as already recorded: after a renewal the model is shown
-what the session holds, and a careless model writes some of it down again. The worker counts
-each refusal on its run (`claude-mem stats`).
+subtitle and narrative say, so the content hash of store/memories.py does not see it), or, in
+the reply to the message that carried a recap, a title the recap showed as already recorded:
+after a renewal the model is shown what the session holds, and a careless model writes some of
+it down again there (later, a title may recur for a new event: re-reading a file, re-running a
+test). The worker counts each refusal on its run (`claude-mem stats`).
 """
 
 from __future__ import annotations
