@@ -1,6 +1,7 @@
 """A session's observer conversation, as the worker holds it: opened on the first turn (resumed
 where the last stored batch left it, or fresh with a recap), renewed once a request carries
-`observer_context_tokens` (the size the bill per event is lowest at, bench/observer_bill.py), ended by any failed turn, put to sleep between bursts of work
+`observer_context_tokens` (at or past the size the bill per event is lowest at,
+bench/observer_bill.py --sweep), ended by any failed turn, put to sleep between bursts of work
 (its CLI ended; the next turn resumes the same conversation), and each reply's token usage
 written to the worker's run and to the day's total at once. Once the day's total reaches the
 budget (setting observer_daily_tokens), no request is sent: every turn answers "budget".
