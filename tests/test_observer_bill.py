@@ -106,3 +106,28 @@ def test_a_conversation_past_observer_context_tokens_is_renewed_and_its_recap_is
                                                                        "calc.py has no tests for mul()"]
     [observer] = [s["observer"] for s in invoke_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
     assert observer["echoes_refused"] == 1
+
+
+def test_the_bench_bills_a_prompt_cache_from_the_requests_breakpoints() -> None:
+    """bench/cache_bill.py: a prefix under Haiku's 4,096 tokens is never cached; a longer one is
+    written once at its breakpoint and read by the next request that starts with it."""
+    from bench.cache_bill import CacheBill
+
+    system = [{"type": "text", "text": "s" * 20000, "cache_control": {"type": "ephemeral"}}]  # 5,000 tokens
+    small = CacheBill()
+    for _ in range(2):
+        small.add({"system": [{"type": "text", "text": "s" * 400, "cache_control": {"type": "ephemeral"}}],
+                   "messages": [{"role": "user", "content": "hi"}]}, "ok")
+    assert small.usage["cache_read"] == small.usage["cache_write"] == 0 and small.usage["input"] > 200
+    bill = CacheBill()
+    first = [{"role": "user", "content": [{"type": "text", "text": "a" * 400, "cache_control": {"type": "ephemeral"}}]}]
+    bill.add({"system": system, "messages": first}, "r" * 40)
+    assert bill.usage["cache_write"] >= 5000 and bill.usage["cache_read"] == 0
+    second = [{"role": "user", "content": [{"type": "text", "text": "a" * 400}]},
+              {"role": "assistant", "content": [{"type": "text", "text": "r" * 40}]},
+              {"role": "user", "content": [{"type": "text", "text": "b" * 400, "cache_control": {"type": "ephemeral"}}]}]
+    written = bill.usage["cache_write"]
+    bill.add({"system": system, "messages": second}, "r" * 40)
+    assert bill.usage["cache_read"] == written, "the first request's prefix is read back"
+    assert bill.billed_tokens() == pytest.approx(bill.usage["input"] + 0.1 * bill.usage["cache_read"]
+                                                 + 1.25 * bill.usage["cache_write"] + 5 * bill.usage["output"])
