@@ -36,7 +36,7 @@ class Setting:
     def __init__(self, key: str, kind: str, default: Any, help: str, *, choices: tuple[str, ...] = (),
                  minimum: float | None = None) -> None:
         self.key = key
-        self.kind = kind  # str | int | float | bool | list | choice | relpath
+        self.kind = kind  # str | int | float | bool | list | choice | relpath | prices
         self.default = default
         self.help = help
         self.choices = choices
@@ -72,6 +72,8 @@ class Setting:
             if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
                 return list(raw)
             raise SettingsError(f"{self.key}: expected a list of strings, got {raw!r}")
+        if kind == "prices":
+            return self._prices(raw)
         if kind in ("int", "float"):
             if isinstance(raw, bool):
                 raise SettingsError(f"{self.key}: expected a number, got {raw!r}")
@@ -95,6 +97,20 @@ class Setting:
         if value is None or os.path.isabs(value) or value.startswith("~") or ".." in parts or parts[-1] in ("", "."):
             raise SettingsError(f"{self.key}: expected off or a file path relative to the project root, got {raw!r}")
         return "off" if value.lower() == "off" else value
+
+    def _prices(self, raw: Any) -> list[float]:
+        """Four non-negative numbers (per million tokens: input, output, cache read, cache write), or none."""
+        items = raw.split(",") if isinstance(raw, str) else raw
+        try:
+            if not isinstance(items, list) or any(isinstance(i, bool) for i in items):
+                raise ValueError(raw)
+            values = [float(i) for i in items if not (isinstance(i, str) and not i.strip())]
+        except (TypeError, ValueError):
+            values = [-1.0]
+        if values and (len(values) != 4 or not all(math.isfinite(v) and v >= 0 for v in values)):
+            raise SettingsError(f"{self.key}: expected four prices per million tokens (input, output, cache read,"
+                                f" cache write), e.g. 1,5,0.1,1.25; got {raw!r}")
+        return values
 
 
 # Our own MCP tools are skipped so that recalling memory is not itself remembered.
@@ -127,6 +143,12 @@ SETTINGS: dict[str, Setting] = {
                 "Observer tokens (input + output, as the API reports them) a day may cost, 0 for no limit: past it"
                 " synthesizer auto uses the heuristic synthesizer for the rest of the day, model lets events wait for"
                 " tomorrow.", minimum=0),
+        Setting("observer_context_tokens", "int", 60000,
+                "The observer starts a fresh conversation (with a recap of what the session holds) once a request"
+                " carries this many tokens: every request re-reads the whole conversation.", minimum=1000),
+        Setting("observer_prices", "prices", [],
+                "Prices per million observer tokens (input, output, cache read, cache write, e.g. 1,5,0.1,1.25 for"
+                " Haiku 4.5 in USD): stats then shows the observer's cost in money too."),
         Setting("fold_subagents", "bool", True,
                 "Leave a subagent's own tool calls out of what the observer sees: what the subagent returned (its Task"
                 " call) stands for them. The heuristic synthesizer still sees them."),

@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 import pytest
 
 from claude_mem.replay import play_subprocess, transcript_events
+from claude_mem.worker.observer import MAX_OUTPUT_TOKENS
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
 from tests.hardening.support import is_service, our_processes
@@ -92,6 +93,10 @@ def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path:
     # The observer is a tool-less, settings-less conversation: no tools offered, our system prompt.
     assert requests and all(not r.tools for r in requests)
     assert all("memory observer" in r.system_text() for r in requests)
+    # No extended thinking (the CLI's default is a 31,999-token budget, billed as output), and a
+    # reply cap that fits a full batch rather than the CLI's 32,000.
+    assert all(r.body.get("thinking") == {"type": "disabled"} for r in requests), {json.dumps(r.body.get("thinking")) for r in requests}
+    assert all(r.body.get("max_tokens") == MAX_OUTPUT_TOKENS for r in requests)
     # Batching: far fewer model turns than events.
     assert len(requests) < len(tool_rows)
     # No observer CLI left behind (a memory service, if a hook started one, stays until its idle time).

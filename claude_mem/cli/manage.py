@@ -327,7 +327,7 @@ def _show_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return ",".join(value)
+        return ",".join(_show_value(v) for v in value)
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

@@ -22,6 +22,16 @@ def observer_in(o: dict[str, Any]) -> int:
     return o["input_tokens"] + o["cache_read_input_tokens"] + o["cache_creation_input_tokens"]
 
 
+def describe_bill(bill: dict[str, Any], echoes: int) -> str:
+    """The observer's cost per 1,000 tool events, in one line."""
+    read = bill["input_tokens"] + bill["cache_read_input_tokens"] + bill["cache_creation_input_tokens"]
+    money = f", {bill['cost']:.2f} at observer_prices" if "cost" in bill else " (setting observer_prices adds money)"
+    return (f"observer per 1,000 tool events ({bill['tool_events']:,} observed): {read:,} tokens in"
+            f" ({bill['cache_read_input_tokens']:,} cache reads, {bill['cache_creation_input_tokens']:,} cache writes),"
+            f" {bill['output_tokens']:,} out = {bill['billed_equivalent_tokens']:,} billed-equivalent input tokens{money};"
+            f" {echoes:,} repeated observation(s) refused")
+
+
 def _row(item: dict[str, Any]) -> list[Any]:
     tokens = item["injected_tokens"]
     return [*(tokens[k] for k in KINDS), observer_in(item["observer"]), item["observer"]["output_tokens"],
@@ -49,11 +59,14 @@ def stats(app: AppContext, project: str | None, session_id: str | None, since: s
     require_session(conn, session_id)
     report = costs.usage(conn, project=project, session_id=session_id, since_ms=parse_when(since, "--since"))
     today = budget.state(conn, app.config.observer_daily_tokens)
+    bill = costs.per_thousand_events(report["total"]["observer"], app.config.observer_prices)
     if as_json:
-        emit_json({**report, "sessions": report["sessions"][:limit], "observer_today": today})
+        emit_json({**report, "sessions": report["sessions"][:limit], "observer_today": today, "observer_per_1000_events": bill})
         return
     click.echo(("budget reached: " if today["reached"] else "") + budget.describe(today)
                + (f" (at {local_stamp(today['reached_at_epoch'])})" if today["reached_at_epoch"] else ""))
+    if bill is not None:
+        click.echo(describe_bill(bill, report["total"]["observer"]["echoes_refused"]))
     if not report["sessions"]:
         click.echo("nothing injected and no observer runs recorded" + (" for that filter" if project or session_id or since else ""))
         return

@@ -16,11 +16,14 @@ from claude_mem.store.injections import KINDS, decode_refs
 
 # The SDK's usage fields summed per worker run (migration 0006), in the order of its columns.
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+# What a token of each field costs against a fresh input token (Haiku 4.5, as every Claude model:
+# output 5x, cache reads 0.1x, cache writes of 5-minute entries 1.25x): "billed-equivalent" tokens.
+PRICE_RATIOS = (1.0, 5.0, 0.1, 1.25)
 
 
 def _empty() -> dict[str, Any]:
     return {"injected_tokens": dict.fromkeys(KINDS, 0), "injections": dict.fromkeys(KINDS, 0),
-            "observer": {"replies": 0, **dict.fromkeys(USAGE_FIELDS, 0)},
+            "observer": {"replies": 0, **dict.fromkeys(USAGE_FIELDS, 0), "tool_events": 0, "echoes_refused": 0},
             "pushed_observations": 0, "fetched_observations": 0, "fetched_after_push": 0}
 
 
@@ -56,14 +59,17 @@ def usage(conn: sqlite3.Connection, *, project: str | None = None, session_id: s
     where, params = _where(project, session_id, since_ms, "s.project", "w.session_id", "w.started_at_epoch")
     sums = ", ".join(f"SUM(w.{f}) AS {f}" for f in USAGE_FIELDS)
     for row in conn.execute(f"SELECT w.session_id, s.project, SUM(w.model_replies) AS replies, {sums},"
+                            " SUM(w.echoes_refused) AS echoes_refused,"
                             " MAX(w.started_at_epoch) AS last_epoch FROM worker_runs w"
                             f" LEFT JOIN sdk_sessions s ON s.claude_session_id = w.session_id{where} GROUP BY w.session_id",
                             params):
         item = entry(row["session_id"], row["project"])
         item["observer"]["replies"] += int(row["replies"] or 0)
-        for f in USAGE_FIELDS:
+        for f in (*USAGE_FIELDS, "echoes_refused"):
             item["observer"][f] += int(row[f] or 0)
         item["last_epoch"] = max(item["last_epoch"], int(row["last_epoch"] or 0))
+    for sid, events in _observed_tool_events(conn, [s for s, i in sessions.items() if i["observer"]["replies"]]).items():
+        sessions[sid]["observer"]["tool_events"] = events
     for sid, item in sessions.items():
         item["pushed_observations"] = len({r for r in pushed.get(sid, set()) if r.startswith("obs:")})
         item["fetched_observations"] = len(fetched.get(sid, set()))
@@ -76,6 +82,42 @@ def usage(conn: sqlite3.Connection, *, project: str | None = None, session_id: s
         _add(total, item)
     return {"sessions": ordered, "projects": sorted(projects.values(), key=lambda p: p["project"]),
             "total": _add({"sessions": len(ordered), **_empty()}, *ordered)}
+
+
+def _observed_tool_events(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, int]:
+    """Tool events the observer's model covered, per session: those it was sent and a subagent's
+    calls folded into their Task call (the unit the cost per 1,000 tool events divides by)."""
+    found: dict[str, int] = {}
+    for start in range(0, len(session_ids), 500):
+        chunk = session_ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for sid, n in conn.execute(f"SELECT session_id, COUNT(*) FROM observation_queue WHERE session_id IN ({marks})"
+                                   " AND kind = 'tool' AND processed_by IN ('model', 'folded') GROUP BY session_id", chunk):
+            found[sid] = int(n)
+    return found
+
+
+def billed(observer: dict[str, Any], prices: list[float]) -> float:
+    """What the observer's tokens cost at `prices` (per million tokens: input, output, cache
+    read, cache write), in the prices' currency."""
+    p_in, p_out, p_read, p_write = prices
+    return (observer["input_tokens"] * p_in + observer["output_tokens"] * p_out
+            + observer["cache_read_input_tokens"] * p_read + observer["cache_creation_input_tokens"] * p_write) / 1e6
+
+
+def per_thousand_events(observer: dict[str, Any], prices: list[float]) -> dict[str, Any] | None:
+    """The observer's tokens per 1,000 tool events it covered, their billed-equivalent in fresh
+    input tokens (at the ratios of `prices`, or Claude's usual ones), and their cost at `prices`."""
+    events = observer["tool_events"]
+    if not events:
+        return None
+    scale = 1000 / events
+    ratios = [p / prices[0] for p in prices] if prices and prices[0] else list(PRICE_RATIOS)
+    result: dict[str, Any] = {"tool_events": events, **{f: round(observer[f] * scale) for f in USAGE_FIELDS},
+                              "billed_equivalent_tokens": round(billed(observer, ratios) * 1e6 * scale)}
+    if prices:
+        result["cost"] = round(billed(observer, prices) * scale, 4)
+    return result
 
 
 def _add(total: dict[str, Any], *items: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,11 @@ def add_usage(conn: sqlite3.Connection, run_id: int, usage: dict[str, int | None
         (*(int(usage.get(k) or 0) for k in USAGE_FIELDS), run_id))
 
 
+def add_echoes(conn: sqlite3.Connection, run_id: int, count: int) -> None:
+    """Observations refused as repeats of what the session holds (worker/echoes.py). Call inside a transaction."""
+    conn.execute("UPDATE worker_runs SET echoes_refused = echoes_refused + ? WHERE id = ?", (count, run_id))
+
+
 def keep_raw_reply(conn: sqlite3.Connection, session_id: str, queue_ids: list[int], reply: str, error: str) -> None:
     """A reply that yielded nothing usable, with the queue rows it answered. Call inside a transaction."""
     conn.execute(

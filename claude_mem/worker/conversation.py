@@ -1,6 +1,7 @@
 """A session's observer conversation, as the worker holds it: opened on the first turn (resumed
-where the last stored batch left it, or fresh with a recap), renewed every
-MAX_TURNS_PER_CONVERSATION turns, ended by any failed turn, put to sleep between bursts of work
+where the last stored batch left it, or fresh with a recap), renewed once a request carries
+`observer_context_tokens` (at or past the size the bill per event is lowest at,
+bench/observer_bill.py --sweep), ended by any failed turn, put to sleep between bursts of work
 (its CLI ended; the next turn resumes the same conversation), and each reply's token usage
 written to the worker's run and to the day's total at once. Once the day's total reaches the
 budget (setting observer_daily_tokens), no request is sent: every turn answers "budget".
@@ -35,15 +36,12 @@ from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.outages import Failure
 from claude_mem.store.reads import list_observations
-from claude_mem.worker import spawn
+from claude_mem.worker import echoes, spawn
 from claude_mem.worker.render import fill
 
 if TYPE_CHECKING:
     from claude_mem.worker.observer import Reply
 
-# A fresh conversation (with a recap) after this many turns keeps each request's history, and
-# so its cost, bounded.
-MAX_TURNS_PER_CONVERSATION = 40
 # The error of a turn not sent because the day's token budget is spent.
 OVER_BUDGET = Failure.OVER_BUDGET
 GIVE_UP_MIN_STARTS = 3  # a run of failed starts this short is not "without end", however long it took
@@ -71,6 +69,7 @@ class Conversation:
         self.log = log
         self.observer: ObserverLike | None = None
         self.turns = 0
+        self.context_tokens = 0  # what the conversation's last request and reply held: the next request re-reads it
         self.last_request_number = -1  # the prompt whose text the conversation has seen last
         self.run_id: int | None = None  # the worker run its token usage is added to
         self.fresh = False  # a new conversation was started and nothing of it is stored yet
@@ -78,6 +77,10 @@ class Conversation:
         self.turn: tuple[str | None, str | None] | None = None
         self._recap_prefix = ""
         self._asleep = False  # the CLI was ended between batches: the next one resumes where it was
+        # The titles the recap showed as recorded, for the reply to the message that carried it:
+        # a careless model writes them down again there. Later, a title may well recur for a new event.
+        self.recap_titles: frozenset[str] = frozenset()
+        self._recap_titles: frozenset[str] = frozenset()  # of the recap not sent yet
 
     async def send(self, text: str, request: tuple[int, str] | None = None) -> Reply:
         """One turn of the observer conversation. A failed turn ends the CLI: the next one
@@ -94,11 +97,15 @@ class Conversation:
             await self.sleep()
             return Reply(text="", session_id=None, error=OVER_BUDGET,
                          detail=f"{over['total']:,} of {self.config.observer_daily_tokens:,} tokens spent today")
-        if self.observer is None or self.turns >= MAX_TURNS_PER_CONVERSATION:
-            await self._open(fresh=self.fresh or self.turns >= MAX_TURNS_PER_CONVERSATION)
+        # Every request re-reads the whole conversation (from the prompt cache at best): past
+        # observer_context_tokens a fresh one with a recap costs less per event.
+        renew = self.context_tokens >= self.config.observer_context_tokens
+        if self.observer is None or renew:
+            await self._open(fresh=self.fresh or renew)
         if request is not None and request[0] != self.last_request_number:
             text = request[1] + text
         text, self._recap_prefix = self._recap_prefix + text, ""
+        self.recap_titles, self._recap_titles = self._recap_titles, frozenset()
         assert self.observer is not None
         observer = self.observer
         reply = await observer.send(text)
@@ -138,6 +145,9 @@ class Conversation:
         once: a worker killed later has still reported what it spent (`claude-mem stats`), and
         every worker sees the day's budget as spent so far."""
         usage = getattr(reply, "usage", None) or {}
+        if usage:
+            self.context_tokens = sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens",
+                                                                       "cache_creation_input_tokens", "output_tokens"))
         limit = self.config.observer_daily_tokens
         try:
             with transaction(self.conn):
@@ -174,13 +184,15 @@ class Conversation:
             self.log(f"could not resume the observer conversation ({observer.resume_failed}); starting a new one")
         self.fresh = resume is None or bool(observer.resume_failed)
         if not waking or self.fresh:
-            # Woken from sleep, the conversation is the one left: its turns count on towards
+            # Woken from sleep, the conversation is the one left: its size counts on towards
             # renewal, and the request it saw last needs no header again.
             self.turns = 0
+            self.context_tokens = 0
             self.last_request_number = -1
-        self._recap_prefix = ""
+        self._recap_prefix, self._recap_titles = "", frozenset()
         if self.fresh:
             titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
+            self._recap_titles = echoes.shown_titles(titles)
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"
 

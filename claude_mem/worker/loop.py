@@ -46,7 +46,7 @@ from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import checkpoint, faults, heuristic, spawn
+from claude_mem.worker import checkpoint, echoes, faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
 from claude_mem.worker.render import render_event
@@ -350,14 +350,21 @@ class Worker:
         model = self.config.model if synth == "model" else None
         new_ids: list[int] = []
         summary_ids: list[int] = []
+        shown = self.conversation.recap_titles if self.conversation is not None and synth == "model" else frozenset()
         with transaction(self.conn):
+            refused = 0
             for obs in outcome.observations:
+                if echoes.repeats(self.conn, self.session_id, obs, shown):  # an echo of one this session holds
+                    refused += 1
+                    continue
                 new_id = insert_observation(self.conn, self.session_id, project, obs, prompt_number=prompt_number,
                                             source=synth, model=model)
                 if new_id is not None:
                     new_ids.append(new_id)
                     if obs.supersedes:
                         self.synthesis.recalled.accept(new_id, obs.supersedes, model)
+            if refused and self.run_id is not None:
+                runs.add_echoes(self.conn, self.run_id, refused)
             mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
             if outcome.summary is not None:
                 summary_model = model if outcome.summary_source == "model" else None

@@ -62,7 +62,11 @@ DETAIL_CHARS = 300  # an error's one-line detail
 # The CLI otherwise retries 529s with backoff for minutes; 2 retries absorb a blip (~1.5 s of
 # backoff) and leave longer outages to the worker's queue backoff. No update checks or telemetry
 # from a background process.
+# The reply that needs the most is a full batch (batch_chars of events) answered with an
+# observation per event, ~250 tokens each: 8,192 leaves room for ~30. The CLI's default is 32,000.
+MAX_OUTPUT_TOKENS = 8192
 DEFAULT_ENV = {
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS),
     "CLAUDE_CODE_MAX_RETRIES": "2",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -163,6 +167,9 @@ class Observer:
             setting_sources=[],  # never the user's settings or hooks: the observer must not observe itself
             strict_mcp_config=True,  # and no MCP servers from any config
             model=self.model,
+            # Observing a tool event needs no deliberation, and a real model bills thinking as
+            # output: without this the CLI asks for a 31,999-token thinking budget.
+            thinking={"type": "disabled"},
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
             cwd=self.cwd,  # inside the data dir, so these sessions stay out of the user's `claude --resume`

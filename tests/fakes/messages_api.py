@@ -345,7 +345,11 @@ class _Handler(BaseHTTPRequestHandler):
             "content": reply.content,
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            # About what the API would count (characters / 4): the observer renews its
+            # conversation by the size its requests report.
+            "usage": {"input_tokens": max(1, len(json.dumps([body.get("system"), body.get("messages")])) // 4),
+                      "output_tokens": max(1, len(json.dumps(reply.content)) // 4),
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
         }
         if request.stream:
             self._send(200, _sse(message), "text/event-stream; charset=utf-8")
