@@ -17,6 +17,9 @@ from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, json_items, r
 from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
+# What a row's documents are; index_state records it with the collection, so a store indexed
+# under an older layout is re-indexed by the next catch-up (Index._state_key).
+LAYOUT = 2
 
 
 @dataclass(frozen=True)
@@ -75,21 +78,23 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
     id and text columns, so search can name a row's documents from what it read anyway. The key
     is the document's id within one installation; `document_id` makes its id in Chroma:
 
-      obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
+      obs:<id>:main       title + subtitle + narrative + facts, a line each (LAYOUT 2;
+                          layout 1 also had obs:<id>:fact:<n>, one per fact)
       sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
       prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
     """
     row_id = row["id"]
     name = ref(kind, row_id)  # a document's key starts with its row's ref
     if kind == "observation":
-        parts: list[tuple[str, str, dict[str, Any]]] = []
-        main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
-        if main:
-            parts.append((f"{name}:main", main, {"part": "main"}))
-        for n, fact in enumerate(json_items(row["facts"])):
-            if isinstance(fact, str) and fact.strip():
-                parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
-        return parts
+        # One document holds the facts too (LAYOUT 2): a document per fact tripled the index (362k
+        # documents for 100k observations, most of the memory service's RSS) and scored no better
+        # (docs/search-tuning.md, "One document per observation"). Each fact is one line, last,
+        # so a teammate's `show` can tell them from the text (`metadata["facts"]` says how many).
+        heading = [p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip()]
+        facts = [" ".join(f.split()) for f in json_items(row["facts"]) if isinstance(f, str) and f.strip()]
+        if not heading and not facts:
+            return []
+        return [(f"{name}:main", "\n".join(heading + facts), {"part": "main", "facts": len(facts)})]
     if kind == "summary":
         return [(f"{name}:{part}", row[part].strip(), {"part": part}) for part in SUMMARY_FIELDS
                 if row[part] and row[part].strip()]
