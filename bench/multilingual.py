@@ -195,20 +195,21 @@ def run(data_path: str, work_dir: str, *, progress: bool, embedder: str | None =
     return {**summarise(rows, os.path.basename(data_path)), "embedder": chosen}
 
 
-def latency(data_path: str, work_dir: str, *, copies: int, embedder: str | None) -> dict[str, Any]:
+def latency(data_path: str, work_dir: str, *, copies: int, embedder: str | None, keep: str | None = None) -> dict[str, Any]:
     with open(data_path, encoding="utf-8") as fh:
         projects = json.load(fh)["projects"]
     projects = [{**p, "project": f"{p['project']}-{k}"} for k in range(copies) for p in projects]
-    data_dir = Path(work_dir) / "data"
-    data_dir.mkdir()
+    data_dir = Path(keep) if keep else Path(work_dir) / "data"
+    built = (data_dir / "claude-mem.db").exists()
+    data_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env.update({"CLAUDE_MEM_DATA_DIR": str(data_dir), "CLAUDE_MEM_WORKER_AUTOSTART": "0", "CLAUDE_MEM_SEMANTIC_INDEX": "1"})
     if embedder:
         env["CLAUDE_MEM_EMBEDDER"] = embedder
     export = Path(work_dir) / "export.jsonl"
     export.write_text("\n".join(export_lines(projects)[0]) + "\n", encoding="utf-8")
-    proc = cli(["import", "--no-index", str(export)], env)
-    if proc.returncode != 0:
+    proc = cli(["import", "--no-index", str(export)], env) if not built else None
+    if proc is not None and proc.returncode != 0:
         raise SystemExit(f"claude-mem import failed: {proc.stderr.strip()}")
     started = time.monotonic()
     embedded = index_repeats(env)
@@ -307,11 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--embedder", choices=NAMES, help="the semantic index's model (default: the setting's default)")
     parser.add_argument("--copies", type=int, default=0, help="measure search latency on the file's projects N times over")
+    parser.add_argument("--keep", metavar="DIR", help="with --copies: build that store in DIR and keep it, or reuse it if there")
     args = parser.parse_args(argv)
     # Short: the memory service's socket lives in the data folder (AF_UNIX paths are short).
     with tempfile.TemporaryDirectory(prefix="cm-ml-") as tmp:
         if args.copies:
-            result = latency(args.data, tmp, copies=args.copies, embedder=args.embedder)
+            result = latency(args.data, tmp, copies=args.copies, embedder=args.embedder, keep=args.keep)
             print(json.dumps(result, ensure_ascii=False, sort_keys=True))
             return 0
         result = run(args.data, tmp, progress=not args.json, embedder=args.embedder)

@@ -25,7 +25,9 @@ from claude_mem.identity import Installation
 from claude_mem.recall import chroma
 from claude_mem.recall.chroma import IndexUnavailable
 from claude_mem.recall.documents import document_texts, split_doc_id
+from claude_mem.recall.embedders import Embedder, embedder_named
 from claude_mem.recall.index import FACT_PROBE, Index
+from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
@@ -252,6 +254,23 @@ def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connec
     assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0}
     assert ids() == [f"obs:{login}:main"]
     assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+
+
+def test_a_multilingual_index_keeps_a_document_per_fact(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """multilingual-e5 stays on layout 1 (documents.LAYOUT_OF): its pushes need each fact's own
+    vector. Its rows are not re-indexed as if they were of an older layout."""
+    minilm = embedder_named("minilm")
+    index = Index(path=str(tmp_path / "chroma"), embedder=Embedder("multilingual", "claude_mem_e5", minilm.passages))
+    login = add_rows(conn)["observation"][0]
+    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    with index._use("inspect") as store:
+        got = store.collection.get(where={"$and": [{"sqlite_id": login}, {"kind": "observation"}]}, include=["documents"])
+    docs = dict(zip((split_doc_id(i)[0] for i in got["ids"]), got["documents"], strict=True))
+    assert docs == {f"obs:{login}:main": "Fixed login crash\nauth\nThe refresh token was null after logout",
+                    f"obs:{login}:fact:0": "token refresh raced with logout", f"obs:{login}:fact:1": "a lock now guards the refresh"}
+    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+    hits = search(conn, "a lock guards the refresh", index=index, mode="vector").hits
+    assert hits[0].id == login and hits[0].snippet == "a lock now guards the refresh"  # the fact that matched
 
 
 def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Connection, index: Index) -> None:

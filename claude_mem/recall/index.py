@@ -28,7 +28,6 @@ from claude_mem.recall.connection import IndexConnection
 from claude_mem.recall.documents import (
     ALL_PARTS,
     BUILD,
-    LAYOUT,
     Document,
     RemoteDocument,
     VectorMatch,
@@ -36,6 +35,7 @@ from claude_mem.recall.documents import (
     document_order,
     document_texts,
     kind_where,
+    layout_for,
     parse_doc_id,
     split_doc_id,
 )
@@ -86,6 +86,7 @@ class Index(IndexConnection):
         self._installation = installation
         self._config = config
         self._embedder = embedder
+        self.layout = layout_for(embedder.name)  # what its rows' documents are (documents.LAYOUT)
         self.resumed = False  # the last reindex() went on with one cut short
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
@@ -118,10 +119,10 @@ class Index(IndexConnection):
             return where
         return {"$and": [where, {"installation": self.installation.id}]}
 
-    def _state_key(self, collection_id: str, layout: int = LAYOUT) -> str:
-        # index_state.collection_id: which collection, under which installation's ids (a bare id, from
-        # before them, counts as not there: recall/legacy.py) and in which documents.LAYOUT (an older
-        # one counts as not there either: the row is indexed again, its leftovers deleted).
+    def _state_key(self, collection_id: str, layout: int | None = None) -> str:
+        # index_state.collection_id: which collection, under whose ids (a bare id, from before them, counts as not
+        # there: recall/legacy.py), in which documents.LAYOUT (another: not there either, indexed again in place).
+        layout = self.layout if layout is None else layout
         return f"{collection_id}@{self.installation.id}" + (f"/{layout}" if layout > 1 else "")
 
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
@@ -151,7 +152,7 @@ class Index(IndexConnection):
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             alive = {int(r["id"]) for r in rows}
             owners = [(int(row["id"]), self._owned_document(doc)) for row in rows if not self._kept_local(row)
-                      for doc in BUILD[kind](row)]
+                      for doc in BUILD[kind](row, self.layout)]
             docs = [doc for _, doc in owners]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None

@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.recall.documents import document_id, kind_where, parse_doc_id, split_doc_id
+from claude_mem.recall.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import KINDS, TABLES
 
@@ -64,6 +64,8 @@ def upgrade_layout(index: Index, conn: sqlite3.Connection, collection_id: str) -
     """Rows indexed under layout 1 whose documents layout 2 makes alike (summaries, prompts,
     observations without facts) are marked as laid out: only observations with facts, whose
     facts now share their document, are embedded again by the catch-up."""
+    if index.layout != LAYOUT:  # the embedder keeps layout 1 (documents.LAYOUT_OF): nothing to rename
+        return
     old, new = index._state_key(collection_id, 1), index._state_key(collection_id)
     with transaction(conn):
         conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"

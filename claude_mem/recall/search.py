@@ -27,6 +27,7 @@ from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
+from claude_mem.recall.documents import LAYOUT
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
@@ -113,7 +114,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
     current, replaced = rank_current(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
-    hits = [hit(c, score, terms) for c, score in current]
+    hits = [hit(c, score, terms, index.layout if index is not None else LAYOUT) for c, score in current]
     for h in hits:
         if h.kind == "observation" and h.origin is None and h.id in replaced:
             h.superseded_by = [f"obs:{r.new_id}" for r in replaced[h.id]]
