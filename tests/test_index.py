@@ -25,7 +25,9 @@ from claude_mem.identity import Installation
 from claude_mem.recall import chroma
 from claude_mem.recall.chroma import IndexUnavailable
 from claude_mem.recall.documents import document_texts, split_doc_id
+from claude_mem.recall.embedders import Embedder, embedder_named
 from claude_mem.recall.index import FACT_PROBE, Index
+from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
@@ -131,13 +133,14 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     docs = dict(zip((split_doc_id(doc_id)[0] for doc_id in got["ids"]),
                     zip(got["documents"], got["metadatas"], strict=True), strict=True))
     first, summary, prompt = rows["observation"][0], rows["summary"][0], rows["prompt"][0]
-    assert sorted(docs) == sorted([
-        f"obs:{first}:main", f"obs:{first}:fact:0", f"obs:{first}:fact:1",
-        f"obs:{rows['observation'][1]}:main", f"obs:{rows['observation'][1]}:fact:0", f"obs:{rows['observation'][2]}:main",
+    assert sorted(docs) == sorted([  # one document per observation, its facts in it (documents.LAYOUT 2)
+        f"obs:{first}:main", f"obs:{rows['observation'][1]}:main", f"obs:{rows['observation'][2]}:main",
         f"sum:{summary}:request", f"sum:{summary}:learned", f"prompt:{prompt}",
     ])
     text, meta = docs[f"obs:{first}:main"]
-    assert text == "Fixed login crash\nauth\nThe refresh token was null after logout"
+    assert text == ("Fixed login crash\nauth\nThe refresh token was null after logout\n"
+                    "token refresh raced with logout\na lock now guards the refresh")
+    assert meta["part"] == "main" and meta["facts"] == 2
     created = conn.execute("SELECT created_at_epoch FROM observations WHERE id = ?", (first,)).fetchone()[0]
     assert meta["sqlite_id"] == first and meta["kind"] == "observation" and meta["project"] == "alpha"
     assert meta["session_id"] == "s1" and meta["type"] == "bugfix" and meta["prompt_number"] == 1
@@ -145,7 +148,6 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     assert meta["files"] == "src/auth.py\nsrc/session.py" and meta["title"] == "Fixed login crash"
     assert docs[f"sum:{summary}:learned"][1]["title"] == "fix the login"
     assert docs[f"prompt:{prompt}"][1]["title"] == "please make the app dark themed"
-    assert docs[f"obs:{first}:fact:1"][1]["fact"] == 1
     assert docs[f"sum:{summary}:learned"] == ("tokens expire", docs[f"sum:{summary}:learned"][1])
     assert docs[f"prompt:{prompt}"][1]["project"] == "alpha"  # from the session: user_prompts has no project
 
@@ -227,36 +229,71 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     assert index.query("night theme", 1, {"kind": "observation"})[0][:2] == ("observation", dark)
 
 
-def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Connection, index: Index) -> None:
+def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connection, index: Index) -> None:
+    """A store indexed when each fact was a document of its own (layout 1) is indexed again by
+    the next catch-up, in place: one document per observation, its old fact documents gone."""
     login = add_rows(conn)["observation"][0]
+    assert index.index_missing(conn)["observation"] == 3
 
     def ids() -> list[str]:
         with index._use("inspect") as store:
-            return sorted(split_doc_id(i)[0] for i in store.collection.get(where={"sqlite_id": login})["ids"])
+            got = store.collection.get(where={"$and": [{"sqlite_id": login}, {"kind": "observation"}]})
+            return sorted(split_doc_id(i)[0] for i in got["ids"])
 
-    index.index_observations(conn, [login])
-    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:fact:1", f"obs:{login}:main"]
+    many = FACT_PROBE * 2 + 3  # stale facts are found by id, a window at a time: more than one window
+    with index._use("plant", write=True) as store:
+        me, cid = index.installation.id, str(store.collection.id)
+        keys = [f"obs:{login}:fact:{n}" for n in range(many)]
+        store.collection.upsert(ids=[f"{k}@{me}" for k in keys], embeddings=index._embed(keys).tolist(), documents=keys,
+                                metadatas=[{"sqlite_id": login, "kind": "observation", "part": "fact"}] * many)
     with conn:
-        conn.execute("UPDATE observations SET facts = '[\"only one fact now\"]' WHERE id = ?", (login,))
-    index.index_observations(conn, [login])
-    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
+        conn.execute("UPDATE index_state SET collection_id = ?", (f"{cid}@{me}",))  # layout 1's key
+    assert len(ids()) == many + 1
+    assert index.drift(conn)["in_sync"]  # the rows have documents: nothing is missing, only laid out the old way
+    # Only the observations with facts are embedded again: the other rows' documents are alike in both layouts.
+    assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0}
+    assert ids() == [f"obs:{login}:main"]
+    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+
+
+def test_a_multilingual_index_keeps_a_document_per_fact(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """multilingual-e5 stays on layout 1 (documents.LAYOUT_OF): its pushes need each fact's own
+    vector. Its rows are not re-indexed as if they were of an older layout."""
+    minilm = embedder_named("minilm")
+    index = Index(path=str(tmp_path / "chroma"), embedder=Embedder("multilingual", "claude_mem_e5", minilm.passages))
+    login = add_rows(conn)["observation"][0]
+    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    with index._use("inspect") as store:
+        got = store.collection.get(where={"$and": [{"sqlite_id": login}, {"kind": "observation"}]}, include=["documents"])
+    docs = dict(zip((split_doc_id(i)[0] for i in got["ids"]), got["documents"], strict=True))
+    assert docs == {f"obs:{login}:main": "Fixed login crash\nauth\nThe refresh token was null after logout",
+                    f"obs:{login}:fact:0": "token refresh raced with logout", f"obs:{login}:fact:1": "a lock now guards the refresh"}
+    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+    hits = search(conn, "a lock guards the refresh", index=index, mode="vector").hits
+    assert hits[0].id == login and hits[0].snippet == "a lock now guards the refresh"  # the fact that matched
+
+
+def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Connection, index: Index) -> None:
+    rows = add_rows(conn)
+    summary = rows["summary"][0]
+
+    def ids() -> list[str]:
+        with index._use("inspect") as store:
+            return sorted(split_doc_id(i)[0] for i in store.collection.get(where={"kind": "summary"})["ids"])
+
+    index.index_summaries(conn, [summary])
+    assert ids() == [f"sum:{summary}:learned", f"sum:{summary}:request"]
+    with conn:
+        conn.execute("UPDATE session_summaries SET learned = '' WHERE id = ?", (summary,))
+    index.index_summaries(conn, [summary])
+    assert ids() == [f"sum:{summary}:request"]
     # store/forget.py leaves an empty collection id when Chroma was away; should SQLite hand the
     # id to a new row, indexing it must still clear what the old row left.
     with conn:
-        conn.execute("UPDATE index_state SET collection_id = '' WHERE kind = 'observation' AND row_id = ?", (login,))
-        conn.execute("UPDATE observations SET facts = '[]' WHERE id = ?", (login,))
-    index.index_observations(conn, [login])
-    assert ids() == [f"obs:{login}:main"]
-    # Stale facts are found by id, a window at a time: more facts than one window holds.
-    many = FACT_PROBE * 2 + 3
-    with conn:
-        conn.execute("UPDATE observations SET facts = ? WHERE id = ?", (json.dumps([f"fact {n}" for n in range(many)]), login))
-    index.index_observations(conn, [login])
-    assert len(ids()) == many + 1
-    with conn:
-        conn.execute("UPDATE observations SET facts = '[\"the last fact\"]' WHERE id = ?", (login,))
-    index.index_observations(conn, [login])
-    assert ids() == [f"obs:{login}:fact:0", f"obs:{login}:main"]
+        conn.execute("UPDATE index_state SET collection_id = '' WHERE kind = 'summary' AND row_id = ?", (summary,))
+        conn.execute("UPDATE session_summaries SET learned = 'x', request = '' WHERE id = ?", (summary,))
+    index.index_summaries(conn, [summary])
+    assert ids() == [f"sum:{summary}:learned"]
 
 
 @pytest.mark.slow

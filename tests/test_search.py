@@ -146,7 +146,7 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     # The summary and prompt were stored "now", long after T0: only observations are compared.
     later = search(conn, query + " sqlite", index=index, since_ms=T0 + DAY, kinds=("observation",), limit=3, mode=mode)
     assert keys(later) == [("observation", ids["db"])]
-    earlier = search(conn, "sqlite wal store login", index=index, project="alpha", until_ms=T0 + DAY, limit=3, mode=mode)
+    earlier = search(conn, "sqlite wal store login crash", index=index, project="alpha", until_ms=T0 + DAY, limit=3, mode=mode)
     assert ("observation", ids["db"]) not in keys(earlier) and earlier.hits
 
     css = search(conn, query, index=index, file="theme.css", limit=3, mode=mode)

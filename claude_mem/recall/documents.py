@@ -17,6 +17,16 @@ from claude_mem.store.reads import KIND_OF_PREFIX, SUMMARY_FIELDS, json_items, r
 from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
+# What a row's documents are: 1, a document per fact beside the observation's main text; 2, the
+# facts inside it. index_state records it with the collection, so a store indexed under another
+# layout is re-indexed by the next catch-up (Index._state_key). Multilingual-e5 keeps layout 1:
+# its pushes need a fact's own vector (docs/search-tuning.md, "One document per observation").
+LAYOUT = 2
+LAYOUT_OF = {"multilingual": 1}  # embedder name -> layout, where not LAYOUT
+
+
+def layout_for(embedder: str) -> int:
+    return LAYOUT_OF.get(embedder, LAYOUT)
 
 
 @dataclass(frozen=True)
@@ -70,26 +80,34 @@ def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | 
     }
 
 
-def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[tuple[str, str, dict[str, Any]]]:
     """(document key, text, metadata of the part) for each document of a row. Needs only the row's
     id and text columns, so search can name a row's documents from what it read anyway. The key
     is the document's id within one installation; `document_id` makes its id in Chroma:
 
-      obs:<id>:main       title + subtitle + narrative     obs:<id>:fact:<n>   one per fact
+      obs:<id>:main       title + subtitle + narrative + facts, a line each (layout 2); in
+                          layout 1 without the facts, each its own obs:<id>:fact:<n>
       sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
       prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
     """
     row_id = row["id"]
     name = ref(kind, row_id)  # a document's key starts with its row's ref
     if kind == "observation":
-        parts: list[tuple[str, str, dict[str, Any]]] = []
-        main = "\n".join(p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip())
-        if main:
-            parts.append((f"{name}:main", main, {"part": "main"}))
-        for n, fact in enumerate(json_items(row["facts"])):
-            if isinstance(fact, str) and fact.strip():
-                parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
-        return parts
+        heading = [p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip()]
+        if layout == 1:
+            parts: list[tuple[str, str, dict[str, Any]]] = [(f"{name}:main", "\n".join(heading), {"part": "main"})] if heading else []
+            for n, fact in enumerate(json_items(row["facts"])):
+                if isinstance(fact, str) and fact.strip():
+                    parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
+            return parts
+        # Layout 2: a document per fact made 340k documents for 100k observations, most of the
+        # memory service's RSS (docs/search-tuning.md, "One document per observation"). Each
+        # fact is one line, last, so a teammate's `show` can tell them from the text
+        # (`metadata["facts"]` says how many).
+        facts = [" ".join(f.split()) for f in json_items(row["facts"]) if isinstance(f, str) and f.strip()]
+        if not heading and not facts:
+            return []
+        return [(f"{name}:main", "\n".join(heading + facts), {"part": "main", "facts": len(facts)})]
     if kind == "summary":
         return [(f"{name}:{part}", row[part].strip(), {"part": part}) for part in SUMMARY_FIELDS
                 if row[part] and row[part].strip()]
@@ -103,20 +121,20 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[s
     return docs
 
 
-def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+def observation_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
     meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
                           row["title"] or row["subtitle"])
     meta["type"] = row["type"]
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row, layout)]
 
 
-def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+def summary_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
     title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
     meta = _base_metadata("summary", row, row["project"], row_files("summary", row), title)
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
 
 
-def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
+def prompt_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
     meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
 BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}

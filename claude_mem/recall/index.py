@@ -10,9 +10,9 @@ records which rows were sent to which collection, so `index_missing` picks up ro
 Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma side surfaces as one
 `IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
 deletes this installation's documents only. The long ones report to a `Progress` (progress.py),
-and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over.
-Around it: documents.py (a row's documents and ids), connection.py, chroma.py and locking.py (the way in), drift.py,
-legacy.py (documents from before installation ids); measurements in docs/search-tuning.md. chromadb is imported lazily.
+and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over. Around it:
+documents.py (a row's documents and ids), connection.py, chroma.py and locking.py (the way in), drift.py, legacy.py
+(documents from before installation ids); measurements in docs/search-tuning.md. chromadb is imported lazily.
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ from claude_mem.recall.documents import (
     document_order,
     document_texts,
     kind_where,
+    layout_for,
     parse_doc_id,
     split_doc_id,
 )
 from claude_mem.recall.embedders import Embedder, embedder_for
-from claude_mem.recall.legacy import upgrade_legacy
+from claude_mem.recall.legacy import upgrade_layout, upgrade_legacy
 from claude_mem.recall.locking import FileLock
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
@@ -85,6 +86,7 @@ class Index(IndexConnection):
         self._installation = installation
         self._config = config
         self._embedder = embedder
+        self.layout = layout_for(embedder.name)  # what its rows' documents are (documents.LAYOUT)
         self.resumed = False  # the last reindex() went on with one cut short
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
@@ -117,11 +119,11 @@ class Index(IndexConnection):
             return where
         return {"$and": [where, {"installation": self.installation.id}]}
 
-    def _state_key(self, collection_id: str) -> str:
-        # index_state.collection_id says where a row's documents are: which collection, and under
-        # which installation's ids (rows sent before installation ids, under the bare collection
-        # id, count as not there: see recall/legacy.py).
-        return f"{collection_id}@{self.installation.id}"
+    def _state_key(self, collection_id: str, layout: int | None = None) -> str:
+        # index_state.collection_id: which collection, under whose ids (a bare id, from before them, counts as not
+        # there: recall/legacy.py), in which documents.LAYOUT (another: not there either, indexed again in place).
+        layout = self.layout if layout is None else layout
+        return f"{collection_id}@{self.installation.id}" + (f"/{layout}" if layout > 1 else "")
 
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
         return bool(self.local_projects) and (row["project"] or "") in self.local_projects
@@ -150,18 +152,17 @@ class Index(IndexConnection):
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             alive = {int(r["id"]) for r in rows}
             owners = [(int(row["id"]), self._owned_document(doc)) for row in rows if not self._kept_local(row)
-                      for doc in BUILD[kind](row)]
+                      for doc in BUILD[kind](row, self.layout)]
             docs = [doc for _, doc in owners]
             # Embedding is the slow part: done before taking the lock other processes wait on.
             vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
                 cid = self._state_key(str(store.collection.id))
-                # Rows indexed before (index_state says this collection holds them; an empty id means
-                # "maybe still held", see store/forget.py) may have documents their new text no longer
-                # has (a fact removed). Rows indexed for the first time (the worker's) skip the look.
+                # Rows indexed before (in this collection, in either layout; an empty id means "maybe still held",
+                # store/forget.py) may have documents no longer made (old facts). New rows (the worker's) skip the look.
                 held = [r[0] for r in conn.execute(
-                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, '') AND row_id IN ({marks})",
-                    [kind, cid, *chunk])]
+                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, ?, '') AND row_id IN ({marks})",
+                    [kind, cid, self._state_key(str(store.collection.id), 1), *chunk])]
                 if held:
                     stale = self._stale_documents(store.collection, kind, held, {d.id for d in docs})
                     if stale:
@@ -183,9 +184,7 @@ class Index(IndexConnection):
                 conn.executemany(
                     "INSERT INTO index_state (kind, row_id, indexed_at, collection_id) VALUES (?, ?, ?, ?)"
                     " ON CONFLICT (kind, row_id) DO UPDATE SET indexed_at = excluded.indexed_at,"
-                    " collection_id = excluded.collection_id",
-                    [(kind, row_id, now, cid) for row_id in present],
-                )
+                    " collection_id = excluded.collection_id", [(kind, row_id, now, cid) for row_id in present])
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
             if progress is not None:
                 progress.advance(len(chunk))
@@ -254,6 +253,7 @@ class Index(IndexConnection):
         cid = self._state_key(collection_id)
         if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
             upgrade_legacy(self, conn, collection_id)
+        upgrade_layout(self, conn, collection_id)
         missing = {kind: [r[0] for r in conn.execute(
             f"SELECT t.id FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
             " WHERE s.row_id IS NULL OR s.collection_id != ? ORDER BY t.id", (kind, cid))] for kind in KINDS}

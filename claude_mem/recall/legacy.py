@@ -1,5 +1,7 @@
-"""Documents written before installation ids, brought under them on the first catch-up or
-rebuild that meets them (`Index.index_missing`, `Index.reindex`)."""
+"""Documents written by older versions, brought up to date on the first catch-up or rebuild
+that meets them (`Index.index_missing`, `Index.reindex`): those from before installation ids
+(renamed), and those of an older documents.LAYOUT (only the rows whose documents differ are
+indexed again)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.recall.documents import document_id, kind_where, parse_doc_id, split_doc_id
+from claude_mem.recall.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import KINDS, TABLES
 
@@ -55,4 +57,17 @@ def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, s
             held.collection.delete(ids=list(chunk))
     with transaction(conn):
         conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
-                     (index._state_key(collection_id), collection_id))
+                     (index._state_key(collection_id, 1), collection_id))  # renamed, not laid out anew
+
+
+def upgrade_layout(index: Index, conn: sqlite3.Connection, collection_id: str) -> None:
+    """Rows indexed under layout 1 whose documents layout 2 makes alike (summaries, prompts,
+    observations without facts) are marked as laid out: only observations with facts, whose
+    facts now share their document, are embedded again by the catch-up."""
+    if index.layout != LAYOUT:  # the embedder keeps layout 1 (documents.LAYOUT_OF): nothing to rename
+        return
+    old, new = index._state_key(collection_id, 1), index._state_key(collection_id)
+    with transaction(conn):
+        conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"
+                     " row_id IN (SELECT id FROM observations WHERE NOT EXISTS (SELECT 1 FROM json_each("
+                     "CASE WHEN json_valid(facts) THEN facts ELSE '[]' END) WHERE trim(value) != '')))", (new, old))

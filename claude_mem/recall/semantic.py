@@ -90,7 +90,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     owners: dict[str, tuple[str, int]] = {}
     if fill_missing:
         near = {(m.kind, m.sqlite_id) for m in raw.matches}
-        owners = _best_documents(conn, {key: c for key, c in candidates.items() if key not in near}, terms)
+        owners = _best_documents(conn, {key: c for key, c in candidates.items() if key not in near}, terms, index.layout)
     fetching = set(owners)
     early = _start(index.vectors, list(fetching))
     matches = _nearest(conn, index, raw, kinds, f, want)
@@ -107,7 +107,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     if fill_missing:  # keyword hits among the nearest fetched that the filtering did not keep
         done = set(owners.values())
         owners.update(_best_documents(conn, {key: c for key, c in candidates.items()
-                                             if key not in reached and key not in done}, terms))
+                                             if key not in reached and key not in done}, terms, index.layout))
     owners.update((m.doc_id, (m.kind, m.sqlite_id)) for m in matches)
     # The stored vectors of every candidate document, for the centring in set_cosines.
     known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
@@ -124,13 +124,13 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
 
 
 def _best_documents(conn: sqlite3.Connection, missing: dict[tuple[str, int], Candidate],
-                    terms: list[str]) -> dict[str, tuple[str, int]]:
+                    terms: list[str], layout: int) -> dict[str, tuple[str, int]]:
     """Each candidate's document holding most query words (the first, its main text, on ties)."""
     load_rows(conn, missing)
     stems = [stem(t) for t in terms]
     owners: dict[str, tuple[str, int]] = {}
     for c in missing.values():
-        docs = document_texts(c.kind, c.row) if c.row else []
+        docs = document_texts(c.kind, c.row, layout) if c.row else []
         if docs:
             best = max(docs, key=lambda d: sum(s in d[1].lower() for s in stems))
             owners[best[0]] = (c.kind, c.id)
@@ -152,7 +152,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     theirs = [m for m in kept if m.origin is not None]
     rows = _filtered_rows(conn, kinds, f, tuning.BRUTE_FORCE_ROWS)
     if rows is not None:
-        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row)}
+        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row, index.layout)}
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in index.vectors(list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]

@@ -104,8 +104,11 @@ def record(kind: str, docs: list[RemoteDocument]) -> dict[str, Any]:
         "created_at_epoch": _int(meta.get("created_at_ms")), "files": _files(meta),
     }
     if kind == "observation":
-        out["text"] = parts.get("main", "")
-        out["facts"] = [d.text for d in docs if d.metadata.get("part") == "fact"]
+        main = next((d for d in docs if d.metadata.get("part") == "main"), None)
+        lines = main.text.split("\n") if main else []
+        held = max(0, min(len(lines), _int(main.metadata.get("facts")))) if main else 0  # its last lines (documents.LAYOUT 2)
+        out["text"] = "\n".join(lines[:len(lines) - held])
+        out["facts"] = lines[len(lines) - held:] + [d.text for d in docs if d.metadata.get("part") == "fact"]  # layout 1
     elif kind == "summary":
         out["fields"] = {name: parts[name] for name in SUMMARY_FIELDS if name in parts}
     else:
