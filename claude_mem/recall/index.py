@@ -42,7 +42,7 @@ from claude_mem.recall.documents import (
 from claude_mem.recall.embedders import Embedder, embedder_for
 from claude_mem.recall.legacy import upgrade_layout, upgrade_legacy
 from claude_mem.recall.locking import FileLock
-from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.db import chunks, now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
 
 if TYPE_CHECKING:
@@ -55,11 +55,6 @@ UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
 FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 class Index(IndexConnection):
@@ -145,7 +140,7 @@ class Index(IndexConnection):
         Each chunk is committed on its own: a stop between two (Ctrl-C, `progress.stopping`) leaves index_state exact."""
         wanted = sorted({int(i) for i in ids})
         found = 0
-        for chunk in _chunks(wanted, UPSERT_BATCH):
+        for chunk in chunks(wanted, UPSERT_BATCH):
             if progress is not None and progress.stopping:
                 break
             marks = ",".join("?" * len(chunk))
@@ -229,7 +224,7 @@ class Index(IndexConnection):
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}")
         wanted = sorted({int(i) for i in ids})
-        for chunk in _chunks(wanted, 500):
+        for chunk in chunks(wanted, 500):
             with self._use(f"delete {kind}s", write=True) as store:
                 store.collection.delete(where=self._owned(kind_where(kind, chunk)))
             if conn is not None:
@@ -405,7 +400,7 @@ class Index(IndexConnection):
         with self._use("get") as store:
             for names in (full, legacy):
                 asked = [name for name, doc_id in names.items() if doc_id not in out]
-                for chunk in _chunks(asked, 500):
+                for chunk in chunks(asked, 500):
                     got = store.collection.get(ids=list(chunk), include=["embeddings"])
                     if got["ids"]:
                         out.update((names[name], vector) for name, vector in

@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from claude_mem.recall.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
-from claude_mem.store.db import transaction
+from claude_mem.store.db import chunks, transaction
 from claude_mem.store.reads import KINDS, TABLES
 
 if TYPE_CHECKING:
     from claude_mem.recall.chroma import Store
     from claude_mem.recall.index import Index
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
@@ -34,7 +28,7 @@ def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, s
         for kind in KINDS:
             rows = [r[0] for r in conn.execute(
                 "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ?", (kind, collection_id))]
-            for chunk in _chunks(rows, 500):
+            for chunk in chunks(rows, 500):
                 with contextlib.nullcontext(store) if store else index._use("upgrade", write=True) as held:
                     found = held.collection.get(where=kind_where(kind, chunk), include=[])["ids"]
                     legacy = [doc_id for doc_id in found if split_doc_id(doc_id)[1] is None]
@@ -44,7 +38,7 @@ def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, s
     legacy = [doc_id for page in index.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
     live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
     owner = {"installation": index.installation.id, "origin": index.installation.name}
-    for chunk in _chunks(legacy, 1024):
+    for chunk in chunks(legacy, 1024):
         with index._use("upgrade", write=True) as held:
             got = held.collection.get(ids=list(chunk), include=["embeddings", "metadatas", "documents"])
             keep = [n for n, doc_id in enumerate(got["ids"])

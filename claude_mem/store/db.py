@@ -17,6 +17,13 @@ from collections import namedtuple
 from claude_mem.resources import resource_dir
 from claude_mem.text.cjk import TOKENIZER_VERSION, spaced
 
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import TypeVar
+
+    T = TypeVar("T")
+
 
 class SchemaTooNewError(RuntimeError):
     """The database is not one this claude-mem may write: a newer claude-mem's (or another
@@ -261,6 +268,13 @@ class transaction:
                 self.conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
+
+
+def chunks(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
+    """`items` in pieces of at most `size`: what one statement (SQLite's limit on bound
+    parameters) or one Chroma call takes."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def now_ms() -> int:

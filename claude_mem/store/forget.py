@@ -16,11 +16,11 @@ Standard library only.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from claude_mem.store.db import transaction
+from claude_mem.store.db import chunks, transaction
 from claude_mem.store.overview import session_scope
 from claude_mem.store.reads import KIND, TABLES
 
@@ -65,11 +65,6 @@ class Outcome:
     index_error: str | None = None  # why Chroma was not updated now (it is, later, by index_missing)
 
 
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), CHUNK):
-        yield items[start:start + CHUNK]
-
-
 def _ids(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[Any]:
     return [r[0] for r in conn.execute(sql, list(params))]
 
@@ -77,7 +72,7 @@ def _ids(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list
 def _in_sessions(conn: sqlite3.Connection, table: str, sessions: Sequence[str], extra: str = "",
                  params: Sequence[Any] = ()) -> list[int]:
     found: list[int] = []
-    for chunk in _chunks(sessions):
+    for chunk in chunks(sessions, CHUNK):
         marks = ",".join("?" * len(chunk))
         found += _ids(conn, f"SELECT id FROM {table} WHERE session_id IN ({marks}){extra}", [*chunk, *params])
     return found
@@ -143,7 +138,7 @@ def _plan_refs(conn: sqlite3.Connection, refs: Sequence[tuple[str, int]]) -> Pla
     for kind, ids in wanted.items():
         present: set[int] = set()
         ordered = sorted(ids)
-        for chunk in _chunks(ordered):
+        for chunk in chunks(ordered, CHUNK):
             marks = ",".join("?" * len(chunk))
             present.update(_ids(conn, f"SELECT id FROM {TABLES[kind]} WHERE id IN ({marks})", chunk))
         found[kind] = [i for i in ordered if i in present]
@@ -155,7 +150,7 @@ def _plan_refs(conn: sqlite3.Connection, refs: Sequence[tuple[str, int]]) -> Pla
 
 def _delete_ids(conn: sqlite3.Connection, table: str, column: str, ids: Sequence[Any], progress: Any = None) -> int:
     removed = 0
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids, CHUNK):
         marks = ",".join("?" * len(chunk))
         removed += conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", list(chunk)).rowcount
         if progress is not None:
@@ -177,7 +172,7 @@ def forget(conn: sqlite3.Connection, planned: Plan, index: SemanticIndex | None 
         planned.observations = sorted(set(planned.observations) | set(_in_sessions(conn, "observations", planned.sessions)))
         planned.summaries = sorted(set(planned.summaries) | set(_in_sessions(conn, "session_summaries", planned.sessions)))
         for kind, ids in planned.by_kind().items():
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids, CHUNK):
                 marks = ",".join("?" * len(chunk))
                 # Tombstones: see the module docstring.
                 conn.execute(f"UPDATE index_state SET collection_id = '' WHERE kind = ? AND row_id IN ({marks})", [kind, *chunk])

@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections import namedtuple
 
+from claude_mem.store.db import chunks
 from claude_mem.text.clock import local_day
 
 RELATIONS = ("supersedes", "duplicates")
@@ -67,15 +68,10 @@ def undo(conn: sqlite3.Connection, old_id: int, new_id: int | None = None, *, no
     return sorted(int(r[0]) for r in rows)
 
 
-def _chunks(ids: list[int], size: int = 500):
-    for start in range(0, len(ids), size):
-        yield ids[start:start + size]
-
-
 def superseded_ids(conn: sqlite3.Connection, ids: list[int]) -> set[int]:
     """Those of `ids` an active link marks as replaced (one query per 500 ids)."""
     found: set[int] = set()
-    for chunk in _chunks(sorted({int(i) for i in ids})):
+    for chunk in chunks(sorted({int(i) for i in ids})):
         found.update(r[0] for r in conn.execute(
             f"SELECT DISTINCT old_id FROM memory_links WHERE {ACTIVE} AND old_id IN ({','.join('?' * len(chunk))})", chunk))
     return found
@@ -84,7 +80,7 @@ def superseded_ids(conn: sqlite3.Connection, ids: list[int]) -> set[int]:
 def replacements(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[Replacement]]:
     """For each of `ids` that is replaced, what replaced it (newest first)."""
     found: dict[int, list[Replacement]] = {}
-    for chunk in _chunks(sorted({int(i) for i in ids})):
+    for chunk in chunks(sorted({int(i) for i in ids})):
         rows = conn.execute(
             "SELECT l.old_id, l.new_id, l.relation, l.author, o.created_at_epoch FROM memory_links l"
             f" JOIN observations o ON o.id = l.new_id WHERE l.{ACTIVE} AND l.old_id IN ({','.join('?' * len(chunk))})"
@@ -113,7 +109,7 @@ def repeats(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[int, in
     """For each of `ids` that others fold under as copies of the same claim: (how many times the
     claim was recorded, counting this one; when it was first)."""
     found: dict[int, tuple[int, int]] = {}
-    for chunk in _chunks(sorted({int(i) for i in ids})):
+    for chunk in chunks(sorted({int(i) for i in ids})):
         rows = conn.execute(
             "WITH RECURSIVE folded(root, id) AS ("
             f" SELECT new_id, old_id FROM memory_links WHERE relation = 'duplicates' AND {ACTIVE}"
