@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/ask.py`: the bench modules and th
 
 from bench.locomo_memory import EmbeddingCache, bench_index, clean_evidence, ingest  # noqa: E402
 from claude_mem.ask.answer import DONT_KNOW, ask  # noqa: E402
-from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
+from claude_mem.index.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
 from claude_mem.settings import SETTINGS, Config  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402

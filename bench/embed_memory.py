@@ -21,7 +21,7 @@ VARIANTS = ("default", "no-constant-folding", "disable-all", "saved-optimized")
 CHILD = r"""
 import json, os, sys, time
 import numpy as np, onnxruntime as ort, psutil
-from claude_mem.recall import embed
+from claude_mem.index import embed
 variant, out_path, saved = sys.argv[1], sys.argv[2], sys.argv[3]
 proc = psutil.Process()
 before = proc.memory_info().rss

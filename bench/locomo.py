@@ -54,8 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `python bench/locomo.py`: the bench modules and this checkout's claude_mem
 
 from bench.locomo_memory import EmbeddingCache, bench_index, clean_evidence, ingest, ingest_turns  # noqa: E402
-from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
-from claude_mem.recall.embedders import NAMES  # noqa: E402
+from claude_mem.index.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
+from claude_mem.index.embedders import NAMES  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from claude_mem.store.reads import KINDS  # noqa: E402

@@ -15,10 +15,10 @@ import threading
 import time
 from typing import Any
 
+from claude_mem.index.embedders import DEFAULT as DEFAULT_EMBEDDER
+from claude_mem.index.embedders import choose, embedder_named
+from claude_mem.index.semantic_index import Index
 from claude_mem.marks.apply import mark_stored
-from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
-from claude_mem.recall.embedders import choose, embedder_named
-from claude_mem.recall.index import Index
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt
@@ -148,7 +148,7 @@ class EmbeddingCache:
     the text: the same vectors the model gives, without running it again."""
 
     def __init__(self, directory: str, embedder: str = DEFAULT_EMBEDDER) -> None:
-        from claude_mem.recall import embed, multilingual
+        from claude_mem.index import embed, multilingual
 
         os.makedirs(directory, exist_ok=True)
         # The function each embedder embeds documents with (queries are embedded afresh).

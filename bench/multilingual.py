@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `python bench/multilingual.py`: the bench modules and this checkout's claude_mem
 
 from bench.push_recall import hook_argv, start_service  # noqa: E402
-from claude_mem.recall.embedders import NAMES  # noqa: E402
+from claude_mem.index.embedders import NAMES  # noqa: E402
 from claude_mem.service import client, control  # noqa: E402
 
 ASCII_WORD = re.compile(r"[A-Za-z]{2,}")
@@ -248,8 +248,8 @@ def index_repeats(env: dict[str, str]) -> int:
     (same model, same collection), in minutes instead of the hours 100k rows take. Returns how
     many texts were embedded."""
     from claude_mem import settings
-    from claude_mem.recall.embedders import Embedder, choose, embedder_named
-    from claude_mem.recall.index import Index
+    from claude_mem.index.embedders import Embedder, choose, embedder_named
+    from claude_mem.index.semantic_index import Index
     from claude_mem.store.db import connect
 
     with mock.patch.dict(os.environ, env, clear=True):  # load() takes the data dir from os.environ

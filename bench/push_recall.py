@@ -34,7 +34,7 @@ from typing import Any
 from bench.data import transcripts
 from bench.hooks import FLOOR_SCRIPT, percentiles
 from bench.locomo_memory import bench_index, clean_evidence, ingest  # the facts mode's own memory
-from claude_mem.recall.embedders import DEFAULT as DEFAULT_EMBEDDER
+from claude_mem.index.embedders import DEFAULT as DEFAULT_EMBEDDER
 from claude_mem.replay import transcript_events
 from claude_mem.service import client, control
 from claude_mem.store.db import connect

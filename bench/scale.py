@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from claude_mem.recall.embedders import embedder_named
-from claude_mem.recall.index import Index
+from claude_mem.index.embedders import embedder_named
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
@@ -231,7 +231,7 @@ class WordVectors:
     def __call__(self, texts: list[str]) -> Any:
         import numpy as np
 
-        from claude_mem.recall.embed import embed_texts
+        from claude_mem.index.embed import embed_texts
 
         split = [[w for w in (t.strip(".,;:!?()[]'\"`").lower() for t in text.split()) if w] for text in texts]
         new = sorted({w for words in split for w in words} - self.words.keys())

@@ -5,7 +5,7 @@ Chroma server that a teammate shares.
 
 1. upgrade   an embedded index as claude-mem wrote it before installation ids (bare document
              ids, index_state on the bare collection id) is brought to them by the next
-             `index_missing` (`recall/legacy.py`: documents renamed with their stored
+             `index_missing` (`index/legacy.py`: documents renamed with their stored
              vectors), timed against `reindex` of the same data (every document embedded again).
 2. shared    hybrid `search()` p50/p95 on a real `chroma run` on 127.0.0.1, for installation A
              alone in a collection against A in a collection that also holds teammate B's memory
@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))  # `python bench/team.py`: the bench modules and t
 
 from bench import scale  # noqa: E402  (the generator of synthetic memory)
 from claude_mem.identity import Installation  # noqa: E402
-from claude_mem.recall.documents import split_doc_id  # noqa: E402
-from claude_mem.recall.index import Index  # noqa: E402
+from claude_mem.index.documents import split_doc_id  # noqa: E402
+from claude_mem.index.semantic_index import Index  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402
 

@@ -175,7 +175,7 @@ def _index(config: Config, conn: sqlite3.Connection, health: dict[str, Any], fix
     """Index drift, as `status` reports it (status.index_health): rows SQLite has and Chroma
     lacks, documents of rows SQLite no longer has. --fix indexes the missing rows and drops the
     stale documents (Index.index_missing), building the index when there is none yet."""
-    from claude_mem.recall.chroma import IndexUnavailable
+    from claude_mem.index.chroma import IndexUnavailable
     from claude_mem.store.reads import KINDS
 
     state = health["state"]
@@ -190,8 +190,8 @@ def _index(config: Config, conn: sqlite3.Connection, health: dict[str, Any], fix
         ok, detail = state == "in sync", f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
     if ok or not fix:
         return finding("index drift", ok, detail)
-    from claude_mem.recall.embedders import choose
-    from claude_mem.recall.index import Index
+    from claude_mem.index.embedders import choose
+    from claude_mem.index.semantic_index import Index
 
     try:
         # The store is judged first, as the memory service would: the rows go where it will look.

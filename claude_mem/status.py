@@ -40,9 +40,9 @@ def model_credentials() -> str | None:
 
 def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """Rows in SQLite against rows in Chroma; never raises (the index is optional)."""
-    from claude_mem.recall.chroma import IndexUnavailable
-    from claude_mem.recall.embedders import choose, in_use
-    from claude_mem.recall.index import readable_index
+    from claude_mem.index.chroma import IndexUnavailable
+    from claude_mem.index.embedders import choose, in_use
+    from claude_mem.index.semantic_index import readable_index
 
     if not config.semantic_index:
         return {"state": "off"}

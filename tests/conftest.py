@@ -18,7 +18,7 @@ from claude_mem import settings
 from tests.stores import Stored, populate
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -81,7 +81,7 @@ def stored(data_dir: Path) -> Stored:
 @pytest.fixture
 def index(stored: Stored) -> Iterator[Index]:
     """The embedded Chroma index of `stored`, caught up."""
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
     ix = Index(settings.load())
     ix.index_missing(stored.conn)

@@ -156,7 +156,7 @@ def _prompt(conn, session_id: str, text: str) -> int:
 
 
 def build_indexed(data_dir: Path) -> Stored:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
     stored = build(data_dir)
     conn = connect(stored.config.db_path)

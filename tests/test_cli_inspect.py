@@ -206,7 +206,7 @@ def test_status_reports_counts_queue_workers_model_and_errors(stored: Stored, li
 
 
 def test_status_index_health_in_sync_drift_and_unavailable(stored: Stored) -> None:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
     index = Index(settings.load())
     index.index_missing(stored.conn)

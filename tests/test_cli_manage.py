@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.index import Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.store.db import connect
 from tests.cli_helpers import dead_chroma, fts_ids, invoke, invoke_json, one_error_line, table_rows
 from tests.stores import Stored, populate

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.index import Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session

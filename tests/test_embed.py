@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from claude_mem.recall import embed
+from claude_mem.index import embed
 
 TEXTS = [
     "Fixed the login crash: the auth token was refreshed after logout.",
@@ -99,7 +99,7 @@ CREATE = BLOCK_NETWORK + textwrap.dedent("""
     import json, sys
     import chromadb
     from chromadb.config import Settings
-    from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
+    from claude_mem.index.embed import MiniLMInt8EmbeddingFunction
     client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
     col = client.get_or_create_collection("reopen-test", embedding_function=MiniLMInt8EmbeddingFunction(),
                                           configuration={"hnsw": {"space": "cosine"}})
@@ -111,7 +111,7 @@ REOPEN = BLOCK_NETWORK + textwrap.dedent("""
     import json, sys
     import chromadb
     from chromadb.config import Settings
-    import claude_mem.recall.embed  # registers the function; nothing is passed below
+    import claude_mem.index.embed  # registers the function; nothing is passed below
     client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
     col = client.get_collection("reopen-test")
     found = col.query(query_texts=["a kitten"], n_results=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.embedders import CHOICE_FILE, choose, in_use, store_share
+from claude_mem.index.embedders import CHOICE_FILE, choose, in_use, store_share
 from claude_mem.service import client
 from claude_mem.service.control import stop_service
 from claude_mem.text.cjk import written_in_cjk

@@ -22,11 +22,11 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.identity import Installation
-from claude_mem.recall import chroma
-from claude_mem.recall.chroma import IndexUnavailable
-from claude_mem.recall.documents import document_texts, split_doc_id
-from claude_mem.recall.embedders import Embedder, embedder_named
-from claude_mem.recall.index import FACT_PROBE, Index
+from claude_mem.index import chroma
+from claude_mem.index.chroma import IndexUnavailable
+from claude_mem.index.documents import document_texts, split_doc_id
+from claude_mem.index.embedders import Embedder, embedder_named
+from claude_mem.index.semantic_index import FACT_PROBE, Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
@@ -398,7 +398,7 @@ WRITER = textwrap.dedent("""
     import sys
     from claude_mem.store.db import connect
     from claude_mem.store.memories import Observation, insert_observation
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
     conn = connect(sys.argv[1])
     new = insert_observation(conn, "s2", "beta", Observation(type="decision", title="Chose PostgreSQL for the billing service"),
                              prompt_number=9)
@@ -427,7 +427,7 @@ def test_a_long_lived_reader_sees_another_process_writes(conn: sqlite3.Connectio
 CATCH_UP = textwrap.dedent("""
     import json, sys
     from claude_mem.store.db import connect
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
     print(json.dumps(Index(path=sys.argv[2]).index_missing(connect(sys.argv[1]))))
 """)
 
@@ -457,7 +457,7 @@ def test_workers_catching_up_together_embed_each_row_once(conn: sqlite3.Connecti
 def test_a_row_forgotten_while_it_is_embedded_keeps_no_documents(conn: sqlite3.Connection, tmp_path: Path) -> None:
     """The memory service embeds rows it read a moment ago while `forget` removes them: the
     documents it then writes must not outlive the rows (seen with a teammate's shared server)."""
-    from claude_mem.recall.embed import embed_texts
+    from claude_mem.index.embed import embed_texts
     from claude_mem.store.forget import forget, plan
 
     rows = add_rows(conn)

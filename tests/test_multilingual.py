@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem.recall import multilingual
-from claude_mem.recall.embedders import embedder_named, multilingual_installed
+from claude_mem.index import multilingual
+from claude_mem.index.embedders import embedder_named, multilingual_installed
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall.hits import _snippet
-from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.service import client
 from claude_mem.store import memories, records

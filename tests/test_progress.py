@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
+from claude_mem.index.semantic_index import Index
 from claude_mem.progress import Progress, describe
-from claude_mem.recall.index import Index
 from claude_mem.service import client
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation

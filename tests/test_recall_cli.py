@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.index import Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.store.db import connect
 from tests.cli_helpers import invoke
 from tests.stores import NOW_MS, Stored, build, build_indexed

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall import tuning
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.hits import Hit
-from claude_mem.recall.index import Index
 from claude_mem.recall.search import SearchResult, search
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from claude_mem.recall.index import Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall.search import MODES, search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation

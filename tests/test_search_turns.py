@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall import tuning
-from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation

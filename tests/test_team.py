@@ -23,10 +23,10 @@ from chromadb.config import Settings
 from mcp import Client
 from starlette.testclient import TestClient
 
+from claude_mem.index.documents import split_doc_id
+from claude_mem.index.semantic_index import Index
 from claude_mem.mcp_server import build_server
 from claude_mem.project import project_for
-from claude_mem.recall.documents import split_doc_id
-from claude_mem.recall.index import Index
 from claude_mem.recall.search import search
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, transaction

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
-from claude_mem.recall.index import Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.store import forget as forget_mod
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import record_prompt
@@ -238,7 +238,7 @@ def dead_index() -> Index:
 
 
 def documents(index: Index, kind: str, row_id: int) -> list[str]:
-    from claude_mem.recall.documents import kind_where
+    from claude_mem.index.documents import kind_where
 
     with index._use("inspect") as store:
         return sorted(store.collection.get(where=kind_where(kind, [row_id]), include=["documents"])["documents"])

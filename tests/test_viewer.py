@@ -410,7 +410,7 @@ def test_first_search_needs_no_index_and_the_service_builds_it(data_dir: Path, s
 
 
 def test_search_finds_by_meaning_with_the_real_index(config: settings.Config, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
     conn, ids = store
     index = Index(config)

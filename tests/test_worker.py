@@ -19,8 +19,8 @@ import pytest
 
 from claude_mem import settings
 from claude_mem.demo import scripted_session
-from claude_mem.recall.documents import document_texts
-from claude_mem.recall.index import Index
+from claude_mem.index.documents import document_texts
+from claude_mem.index.semantic_index import Index
 from claude_mem.replay import run_hook
 from claude_mem.service import client as service_client
 from claude_mem.service.control import stop_service

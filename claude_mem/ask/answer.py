@@ -26,7 +26,7 @@ from claude_mem.store.reads import KIND
 from claude_mem.text.terms import query_terms, stem, words
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
 HITS = 12  # memories read for an answer: more than ask_chars can show, so a memory without a good sentence has followers
 QUESTION_CHARS = 1000  # the embedder reads 256 tokens; a pasted log adds nothing past this

@@ -97,8 +97,8 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
     from claude_mem.cli.params import open_index
+    from claude_mem.index.chroma import IndexUnavailable
     from claude_mem.recall import teammates
-    from claude_mem.recall.chroma import IndexUnavailable
     from claude_mem.service.search import remote_record
 
     index = open_index(app.config, create=False)

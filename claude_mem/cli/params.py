@@ -11,7 +11,7 @@ import click
 
 if TYPE_CHECKING:
     from claude_mem.cli.app import AppContext
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
     from claude_mem.settings import Config
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -61,8 +61,8 @@ def open_index(config: Config, *, create: bool, conn: Any = None) -> Index | Non
     embedded one was never built (a read-only command must not create an empty one). With
     `conn`, the store is judged first (embedders.choose), as the memory service would: rows
     indexed here then go where the service will look for them."""
-    from claude_mem.recall.embedders import choose
-    from claude_mem.recall.index import Index, readable_index
+    from claude_mem.index.embedders import choose
+    from claude_mem.index.semantic_index import Index, readable_index
 
     if create:
         if config.semantic_index and conn is not None:
@@ -73,7 +73,7 @@ def open_index(config: Config, *, create: bool, conn: Any = None) -> Index | Non
 
 def index_new_rows(config: Config, conn: Any, progress: Any = None) -> tuple[dict[str, int] | None, str | None]:
     """Add the rows the semantic index lacks (after an import): (counts indexed, why it could not)."""
-    from claude_mem.recall.chroma import IndexUnavailable
+    from claude_mem.index.chroma import IndexUnavailable
 
     if not config.semantic_index:
         return None, None

@@ -131,7 +131,7 @@ def reindex_command(app: AppContext, as_json: bool) -> None:
 
     On a terminal a bar shows how far it is. Ctrl-C keeps what is rebuilt; running it again goes
     on from there."""
-    from claude_mem.recall.chroma import IndexUnavailable
+    from claude_mem.index.chroma import IndexUnavailable
     from claude_mem.service import client
 
     config = app.config

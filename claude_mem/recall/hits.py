@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from claude_mem.index.documents import LAYOUT, document_texts
 from claude_mem.recall.candidates import Candidate
-from claude_mem.recall.documents import LAYOUT, document_texts
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import first_position, stem, words

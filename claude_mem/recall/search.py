@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from claude_mem.index.documents import LAYOUT
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
-from claude_mem.recall.documents import LAYOUT
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
@@ -37,7 +37,7 @@ from claude_mem.store.reads import KINDS, session_hosts
 from claude_mem.text.terms import query_terms
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
 
 MODES = ("hybrid", "fts", "vector")
@@ -91,7 +91,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         if nearest is None or index is None:
             used, note = "fts", "semantic index not configured: keyword results only"
         else:
-            from claude_mem.recall.chroma import IndexUnavailable
+            from claude_mem.index.chroma import IndexUnavailable
 
             try:
                 add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")

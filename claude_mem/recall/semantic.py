@@ -9,15 +9,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from claude_mem.index.documents import VectorMatch, document_texts
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
-from claude_mem.recall.documents import VectorMatch, document_texts
 from claude_mem.store.reads import KIND, KINDS
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.terms import stem
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
 
 T = TypeVar("T")

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from claude_mem.store.reads import SUMMARY_FIELDS, ref
 
 if TYPE_CHECKING:
-    from claude_mem.recall.documents import RemoteDocument, VectorMatch
-    from claude_mem.recall.index import Index
+    from claude_mem.index.documents import RemoteDocument, VectorMatch
+    from claude_mem.index.semantic_index import Index
 
 def note(names: list[str]) -> str:
     shown = ", ".join(dict.fromkeys(names))

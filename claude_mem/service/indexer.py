@@ -22,10 +22,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from claude_mem.index.chroma import IndexUnavailable
+from claude_mem.index.embedders import Choice, choose
+from claude_mem.index.semantic_index import Index
 from claude_mem.progress import Progress
-from claude_mem.recall.chroma import IndexUnavailable
-from claude_mem.recall.embedders import Choice, choose
-from claude_mem.recall.index import Index
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, data_version
 from claude_mem.store.reads import KINDS, TABLES

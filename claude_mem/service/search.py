@@ -22,7 +22,7 @@ from claude_mem.service import client, protocol
 from claude_mem.settings import Config
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
 
 SEARCH_TIMEOUT_S = 10.0  # a warm service answers in tens of ms; a cold one loads its model in ~2 s (more on a busy machine)
 
@@ -38,7 +38,7 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, index
     if index is not None or in_process:
         return search(conn, query, index=index, mode=mode, **filters)
     if mode == "fts" or not config.semantic_index:
-        from claude_mem.recall.index import OFF_NOTE
+        from claude_mem.index.semantic_index import OFF_NOTE
 
         result = search(conn, query, index=None, mode="fts", **filters)
         if mode != "fts":

@@ -166,13 +166,13 @@ class Service:
         if config.semantic_index:
             import numpy  # noqa: F401
 
-            import claude_mem.recall.index  # noqa: F401
-            from claude_mem.recall import embed  # chromadb, onnxruntime, tokenizers
-            from claude_mem.recall.embedders import multilingual_installed
+            import claude_mem.index.semantic_index  # noqa: F401
+            from claude_mem.index import embed  # chromadb, onnxruntime, tokenizers
+            from claude_mem.index.embedders import multilingual_installed
 
             embed.cache_optimized_model(os.path.join(config.data_dir, "models"))
             if multilingual_installed():
-                import claude_mem.recall.multilingual  # noqa: F401  (the model itself loads on first use)
+                import claude_mem.index.multilingual  # noqa: F401  (the model itself loads on first use)
 
     async def _adopt(self, wanted: Any) -> None:
         """Use the index the client is configured for. Settings change (`settings set chroma_url`,
@@ -224,8 +224,8 @@ class Service:
         self.indexer = None
         if not self.config.semantic_index:
             return
-        from claude_mem.recall.embedders import choose, embedder_named
-        from claude_mem.recall.index import Index
+        from claude_mem.index.embedders import choose, embedder_named
+        from claude_mem.index.semantic_index import Index
         from claude_mem.service.indexer import Indexer
 
         choice = choose(self.config, self.conn())
@@ -356,11 +356,11 @@ class Service:
 
         index, note = self.index, None
         if index is None:
-            from claude_mem.recall.index import OFF_NOTE
+            from claude_mem.index.semantic_index import OFF_NOTE
 
             note = OFF_NOTE
         elif not index.built:
-            from claude_mem.recall.index import NOT_BUILT_NOTE
+            from claude_mem.index.semantic_index import NOT_BUILT_NOTE
 
             index, note = None, NOT_BUILT_NOTE
         result = search(self.conn(), query, index=index, **filters)

@@ -35,7 +35,7 @@ from claude_mem.viewer import data
 from claude_mem.viewer.guard import Guard, error
 
 if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+    from claude_mem.index.semantic_index import Index
     from claude_mem.settings import Config
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -187,7 +187,7 @@ class Viewer:
 
     def api_remote(self, request: Request) -> Response:
         """A teammate's memory (a search hit from a shared Chroma server), from its documents."""
-        from claude_mem.recall.chroma import IndexUnavailable
+        from claude_mem.index.chroma import IndexUnavailable
         from claude_mem.service.search import NoSharedServer, remote_record
 
         raw = request.path_params["ref"]

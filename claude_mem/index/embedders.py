@@ -70,31 +70,31 @@ class Embedder:
 
 
 def _minilm_passages(texts: list[str]) -> Any:
-    from claude_mem.recall import embed
+    from claude_mem.index import embed
 
     return embed.embed_texts(texts)  # looked up at call time: bench/locomo.py caches it
 
 
 def _minilm_function() -> Any:
-    from claude_mem.recall.embed import MiniLMInt8EmbeddingFunction
+    from claude_mem.index.embed import MiniLMInt8EmbeddingFunction
 
     return MiniLMInt8EmbeddingFunction()
 
 
 def _e5_passages(texts: list[str]) -> Any:
-    from claude_mem.recall import multilingual
+    from claude_mem.index import multilingual
 
     return multilingual.embed_passages(texts)
 
 
 def _e5_query(text: str) -> Any:
-    from claude_mem.recall import multilingual
+    from claude_mem.index import multilingual
 
     return multilingual.embed_query(text)
 
 
 def _e5_function() -> Any:
-    from claude_mem.recall.multilingual import MultilingualE5EmbeddingFunction
+    from claude_mem.index.multilingual import MultilingualE5EmbeddingFunction
 
     return MultilingualE5EmbeddingFunction()
 

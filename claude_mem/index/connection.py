@@ -8,8 +8,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from claude_mem.recall.chroma import IndexUnavailable, store_for
-from claude_mem.recall.locking import FileLock
+from claude_mem.index.chroma import IndexUnavailable, store_for
+from claude_mem.index.locking import FileLock
 from claude_mem.text.shorten import cut
 
 

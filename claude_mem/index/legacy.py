@@ -7,18 +7,34 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
-from claude_mem.recall.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
+from claude_mem.identity import Installation
+from claude_mem.index.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
 from claude_mem.store.db import chunks, transaction
 from claude_mem.store.reads import KINDS, TABLES
 
 if TYPE_CHECKING:
-    from claude_mem.recall.chroma import Store
-    from claude_mem.recall.index import Index
+    from claude_mem.index.chroma import Store
 
 
-def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
+class Upgraded(Protocol):
+    """What the upgrade uses of the index (semantic_index.Index, which calls it): its way in and
+    the names it keeps its state under."""
+
+    url: str
+    layout: int
+
+    @property
+    def installation(self) -> Installation: ...
+    def _use(self, what: str, *, write: bool = ..., recover: bool = ...) -> AbstractContextManager[Any]: ...
+    def _state_key(self, collection_id: str, layout: int | None = ...) -> str: ...
+    def id_pages(self, where: dict[str, Any] | None, what: str = ...) -> Iterator[list[str]]: ...
+
+
+def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
     """Documents written before installation ids (`obs:12:main`; index_state marks them with
     the bare collection id). Embedded, they are all this data dir's: each is renamed with its
     stored vector (`obs:12:main@<id>`), those of rows gone from SQLite dropped. On a server,
@@ -54,7 +70,7 @@ def upgrade_legacy(index: Index, conn: sqlite3.Connection, collection_id: str, s
                      (index._state_key(collection_id, 1), collection_id))  # renamed, not laid out anew
 
 
-def upgrade_layout(index: Index, conn: sqlite3.Connection, collection_id: str) -> None:
+def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str) -> None:
     """Rows indexed under layout 1 whose documents layout 2 makes alike (summaries, prompts,
     observations without facts) are marked as laid out: only observations with facts, whose
     facts now share their document, are embedded again by the catch-up."""

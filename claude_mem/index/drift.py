@@ -4,16 +4,30 @@ rows without documents, and documents of rows SQLite no longer has."""
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
-from claude_mem.recall.documents import parse_doc_id, split_doc_id
+from claude_mem.identity import Installation
+from claude_mem.index.documents import parse_doc_id, split_doc_id
 from claude_mem.store.reads import JSON_LIST_COLUMNS, KIND, KINDS, TABLES
 
-if TYPE_CHECKING:
-    from claude_mem.recall.index import Index
+
+class Measured(Protocol):
+    """What the report reads of the index (semantic_index.Index, which calls it)."""
+
+    url: str
+    local_projects: frozenset[str]
+
+    @property
+    def installation(self) -> Installation: ...
+    @property
+    def location(self) -> str: ...
+    def id_pages(self, where: dict[str, Any] | None, what: str = ...) -> Iterator[list[str]]: ...
+    def owns(self, owner: str | None) -> bool: ...
+    def count(self) -> int: ...
 
 
-def drift_report(index: Index, conn: sqlite3.Connection) -> dict[str, Any]:
+def drift_report(index: Measured, conn: sqlite3.Connection) -> dict[str, Any]:
     """This installation's rows in SQLite against rows with documents in Chroma, per kind:
     `missing` are rows without documents, `stale` are documents of rows SQLite no longer has.
     On a server, also `others`: documents of other installations there."""

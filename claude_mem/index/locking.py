@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from claude_mem.recall.chroma import IndexUnavailable
+from claude_mem.index.chroma import IndexUnavailable
 
 
 class FileLock:

@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.identity import Installation, installation_for
-from claude_mem.recall.connection import IndexConnection
-from claude_mem.recall.documents import (
+from claude_mem.index.connection import IndexConnection
+from claude_mem.index.documents import (
     ALL_PARTS,
     BUILD,
     Document,
@@ -39,9 +39,9 @@ from claude_mem.recall.documents import (
     parse_doc_id,
     split_doc_id,
 )
-from claude_mem.recall.embedders import Embedder, embedder_for
-from claude_mem.recall.legacy import upgrade_layout, upgrade_legacy
-from claude_mem.recall.locking import FileLock
+from claude_mem.index.embedders import Embedder, embedder_for
+from claude_mem.index.legacy import upgrade_layout, upgrade_legacy
+from claude_mem.index.locking import FileLock
 from claude_mem.store.db import chunks, now_ms, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES, ref
 
@@ -116,7 +116,7 @@ class Index(IndexConnection):
 
     def _state_key(self, collection_id: str, layout: int | None = None) -> str:
         # index_state.collection_id: which collection, under whose ids (a bare id, from before them, counts as not
-        # there: recall/legacy.py), in which documents.LAYOUT (another: not there either, indexed again in place).
+        # there: index/legacy.py), in which documents.LAYOUT (another: not there either, indexed again in place).
         layout = self.layout if layout is None else layout
         return f"{collection_id}@{self.installation.id}" + (f"/{layout}" if layout > 1 else "")
 
@@ -395,7 +395,7 @@ class Index(IndexConnection):
             return out
         me = self.installation.id
         full = {doc_id if "@" in doc_id else document_id(doc_id, me): doc_id for doc_id in wanted}
-        # An embedded index not yet upgraded (see recall/legacy.py) still names them by key alone.
+        # An embedded index not yet upgraded (see index/legacy.py) still names them by key alone.
         legacy = {} if self.url else {doc_id: doc_id for doc_id in wanted if "@" not in doc_id}
         with self._use("get") as store:
             for names in (full, legacy):
@@ -426,7 +426,7 @@ class Index(IndexConnection):
 
     def drift(self, conn: sqlite3.Connection) -> dict[str, Any]:
         """This installation's rows in SQLite against rows with documents in Chroma (drift.py)."""
-        from claude_mem.recall.drift import drift_report
+        from claude_mem.index.drift import drift_report
 
         return drift_report(self, conn)
 

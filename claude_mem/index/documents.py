@@ -152,7 +152,7 @@ def document_id(key: str, installation_id: str) -> str:
 
 def split_doc_id(doc_id: str) -> tuple[str, str | None]:
     """(key, installation id) of a document id; the id is None for a document written before
-    installations had ids (`obs:12:main`: recall/legacy.py upgrades them)."""
+    installations had ids (`obs:12:main`: index/legacy.py upgrades them)."""
     key, sep, owner = doc_id.partition("@")
     return key, (owner if sep else None)
 

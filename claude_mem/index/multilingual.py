@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from chromadb.api.types import Documents, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
-from claude_mem.recall.embed import EmbeddingModelError, PinnedEmbeddingFunction, verify_model
+from claude_mem.index.embed import EmbeddingModelError, PinnedEmbeddingFunction, verify_model
 
 if TYPE_CHECKING:
     import numpy as np
