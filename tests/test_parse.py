@@ -563,3 +563,12 @@ _raw = st.text(st.sampled_from("xyz<>&;#/![]='\" "), min_size=1, max_size=40).fi
 def test_unescaped_lt_gt_amp_come_back_verbatim(title: str, narrative: str, fact: str) -> None:
     o = one(obs_xml(f"<type>change</type><title>{title}</title><narrative>{narrative}</narrative><facts><fact>{fact}</fact></facts>"))
     assert (o.title, o.narrative, o.facts) == (" ".join(title.split()), " ".join(narrative.split()), [" ".join(fact.split())])
+
+
+def test_a_title_of_control_characters_alone_is_no_title() -> None:
+    """Kept through lxml as stand-ins and put back, \\x1c-\\x1f are whitespace to Python: such an
+    observation has no title, so none is stored (found by the reply fuzzer)."""
+    result = parse_reply("<OBSERVATION>\x1f")
+    assert result.observations == [] and any("control characters only" in p for p in result.problems)
+    [kept] = parse_reply("<observation><type>change</type><title>a\x1fb</title></observation>").observations
+    assert kept.title == "a\x1fb"

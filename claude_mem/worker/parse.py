@@ -101,7 +101,12 @@ def parse_reply(text: str) -> ParseResult:
         if len(summaries) > 1:
             result.problems.append(f"{len(summaries)} <summary> blocks; kept the last {'complete ' if finished else ''}one")
     if hidden:
-        result.observations = [_reveal(o) for o in result.observations]
+        revealed = [_reveal(o) for o in result.observations]
+        # Python counts \x1c-\x1f, \x0b and \x0c as whitespace: a title of those alone is none.
+        result.observations = [o for o in revealed if o.title.strip()]
+        if len(result.observations) < len(revealed):
+            result.problems.append(f"{len(revealed) - len(result.observations)} <observation> dropped: a title of control"
+                                   " characters only")
         result.summary = _reveal(result.summary) if result.summary is not None else None
     return result
 
