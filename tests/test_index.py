@@ -24,7 +24,7 @@ from claude_mem import settings
 from claude_mem.identity import Installation
 from claude_mem.index import chroma
 from claude_mem.index.chroma import IndexUnavailable
-from claude_mem.index.documents import document_texts, split_doc_id
+from claude_mem.index.documents import document_order, document_texts, fact_number, parse_doc_id, split_doc_id
 from claude_mem.index.embedders import Embedder, embedder_named
 from claude_mem.index.semantic_index import FACT_PROBE, Index
 from claude_mem.recall.search import search
@@ -482,3 +482,13 @@ def test_a_row_forgotten_while_it_is_embedded_keeps_no_documents(conn: sqlite3.C
     finally:
         index.close()
         other.close()
+
+
+def test_document_ids_are_read_by_one_parser() -> None:
+    """Every reader of a document id goes through index/documents.py (one parsed by hand once
+    crashed the service's catch-up on a prompt's id, which has no ':' after its row id)."""
+    assert [fact_number(i) for i in ("obs:12:fact:3", "obs:12:fact:3@inst", "obs:12:main@inst", "prompt:7@inst",
+                                     "obs:12:fact:x", "obs:12:fact:٣")] == [3, 3, None, None, None, None]
+    assert parse_doc_id("prompt:7@inst") == ("prompt", 7) and parse_doc_id("zzz:7") is None
+    ids = ["obs:1:fact:10@i", "obs:1:main@i", "obs:1:fact:2@i"]
+    assert sorted(ids, key=document_order) == ["obs:1:main@i", "obs:1:fact:2@i", "obs:1:fact:10@i"]

@@ -174,14 +174,20 @@ def kind_where(kind: str, ids: Iterable[int] | None = None) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def fact_number(doc_id: str) -> int | None:
+    """n of a fact's own document (`obs:12:fact:n`, with or without its owner), else None."""
+    parts = split_doc_id(doc_id)[0].split(":")
+    return int(parts[3]) if len(parts) >= 4 and parts[2] == "fact" and parts[3].isascii() and parts[3].isdigit() else None
+
+
 def document_order(doc_id: str) -> tuple[int, int, str]:
     # A row's documents as they were made: main text first, then facts by number, then the rest.
     key = split_doc_id(doc_id)[0]
     parts = key.split(":")
     if len(parts) >= 3 and parts[2] == "main":
         return 0, 0, key
-    if len(parts) >= 4 and parts[2] == "fact" and parts[3].isdigit():
-        return 1, int(parts[3]), key
+    if (fact := fact_number(key)) is not None:
+        return 1, fact, key
     if len(parts) >= 3 and parts[2] in SUMMARY_FIELDS:
         return 2, SUMMARY_FIELDS.index(parts[2]), key
     return 3, 0, key

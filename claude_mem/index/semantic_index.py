@@ -34,6 +34,7 @@ from claude_mem.index.documents import (
     document_id,
     document_order,
     document_texts,
+    fact_number,
     kind_where,
     layout_for,
     parse_doc_id,
@@ -200,7 +201,7 @@ class Index(IndexConnection):
                 ids += [document_id(f"{ref(kind, i)}:fact:{n}", me) for i in rows for n in range(start, start + window)]
                 hits = set(collection.get(ids=ids, include=[])["ids"])
                 found |= hits
-                if not any(":fact:" in h and int(h.split("@")[0].rsplit(":", 1)[1]) >= start + window - 1 for h in hits):
+                if not any((n := fact_number(h)) is not None and n >= start + window - 1 for h in hits):
                     break
                 start += window
         else:
