@@ -104,7 +104,6 @@ def kill_observer_clis(data_dir: Path) -> int:
 
 
 START_DELAY_S = 1.5  # what slow_cli adds to the real CLI's start-up
-START_AGE_S = 0.8  # a CLI of slow_cli younger than this is still starting, whatever the machine's load
 
 
 def slow_cli(directory: Path) -> str:
@@ -122,17 +121,18 @@ def slow_cli(directory: Path) -> str:
 
 
 def kill_observer_clis_while_starting(data_dir: Path, until: float, limit: int) -> list[int]:
-    """From a thread: SIGKILL observer CLIs of this data dir younger than START_AGE_S (with
-    slow_cli: still starting), up to `limit` of them, until the monotonic time `until`. Returns
-    the pids killed so far."""
+    """From a thread: SIGKILL observer CLIs of this data dir still in slow_cli's wrapper (it has
+    not exec'd the real CLI yet: still starting, however long a scan takes on a busy machine; an
+    age limit missed them under CI's load), up to `limit` of them, until the monotonic time
+    `until`. Returns the pids killed so far."""
     killed: list[int] = []
 
     def run() -> None:
         while len(killed) < limit and time.monotonic() < until:
             for proc in psutil.process_iter():
                 try:
-                    young = time.time() - proc.create_time() < START_AGE_S
-                    if young and proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(str(data_dir)):
+                    starting = any(part.endswith(os.path.join("slow-cli", "claude")) for part in proc.cmdline())
+                    if starting and proc.environ().get(OBSERVER_ENV) and proc.cwd().startswith(str(data_dir)):
                         proc.kill()
                         killed.append(proc.pid)
                 except (psutil.Error, OSError):
