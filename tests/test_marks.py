@@ -342,7 +342,11 @@ def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown
     assert lines[0] == HEADER
     assert lines[1:] == [f"obs:{about_words} {local_day(T0 + 2 * DAY)} Payment retries lowered to one attempt",
                          f"obs:{about_file} {local_day(T0 + DAY)} Server listens on port 8080"]
-    assert recalled.block([edit], "lower the payment retries and move the server port") == ""  # shown once per worker
+    # Offered again until a reply to the message that carried them came (a failed try is cut from
+    # the conversation when it resumes), then shown once per worker.
+    assert recalled.block([edit], "lower the payment retries and move the server port") == block
+    recalled.answered()
+    assert recalled.block([edit], "lower the payment retries and move the server port") == ""
     new = store(conn, "Server port moved to 8443", "change", at=9, session="now", files_modified=["src/config.py"])
     with transaction(conn):
         assert recalled.accept(new, [about_file, elsewhere, replaced, new], "claude-haiku-4-5") == [about_file]
@@ -379,6 +383,29 @@ def test_a_model_worker_records_the_marks_its_observer_gave(tmp_path: Path, data
     [new] = [o for o in invoke_json("observations", "--session", "sess-demo")]
     marks = invoke_json("marks")
     assert [(m["old"], m["new"], m["author"]) for m in marks] == [(f"obs:{old}", f"obs:{new['id']}", "model")]
+
+
+@pytest.mark.slow
+def test_what_memory_holds_is_shown_again_when_the_message_carrying_it_failed(tmp_path: Path, data_dir: Path) -> None:
+    """A failed try is cut from the conversation when it resumes: the model never saw its memory
+    lines, so the retried batch carries them (they were once marked shown when built, and a
+    <supersedes> for them was then impossible: the e2e marks test failed so under CI's load)."""
+    from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
+
+    play_demo(tmp_path / "proj")
+    mem = Memory(data_dir)
+    mem.session("earlier", "proj", tmp_path / "proj")
+    old = mem.obs("earlier", "proj", "calc.add() subtracts: a known bug", files_modified=["calc.py"], at=T0)
+    mem.close()
+    said = GOOD_XML.replace("</observation>", f"<supersedes>obs:{old}</supersedes></observation>")
+    env = fake_env(tmp_path, [{"error": "overloaded"}, {"reply": said}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"},
+                              {"reply": SUMMARY_XML}], CLAUDE_MEM_RETRY_BACKOFF_S="0.1", CLAUDE_MEM_RETRY_BACKOFF_MAX_S="0.2")
+    proc = run_worker("sess-demo", env)
+    assert proc.returncode == 0, proc.stderr
+    sent = [json.dumps(e) for e in fake_log(tmp_path) if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
+    carrying = [m for m in sent if f"obs:{old} " in m]
+    assert len(carrying) == 2, "offered with the failed try, and again with the one the model answered"
+    assert [(m["old"], m["author"]) for m in invoke_json("marks")] == [(f"obs:{old}", "model")]
 
 
 # --- the viewer ----------------------------------------------------------------------------------

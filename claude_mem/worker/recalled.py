@@ -39,6 +39,7 @@ class Recalled:
         self.session_id = session_id
         self.log = log or (lambda message: None)
         self.shown: set[int] = set()
+        self._offered: list[int] = []  # in the message being sent; shown once the model has answered it
 
     def _project(self) -> str | None:
         row = self.conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
@@ -55,9 +56,9 @@ class Recalled:
         fresh = [r for r in dict((r["id"], r) for r in rows).values() if r["id"] not in self.shown]
         gone = links.superseded_ids(self.conn, [r["id"] for r in fresh])
         kept = sorted((r for r in fresh if r["id"] not in gone), key=lambda r: -r["created_at_epoch"])[:MAX_LINES]
+        self._offered = [r["id"] for r in kept]
         if not kept:
             return ""
-        self.shown.update(r["id"] for r in kept)
         lines = [f"obs:{r['id']} {local_day(r['created_at_epoch'])} {cut(r['title'], TITLE_CHARS)}" for r in kept]
         return "\n".join([HEADER, *lines]) + "\n\n"
 
@@ -84,6 +85,13 @@ class Recalled:
             " WHERE observations_fts MATCH ? AND o.project = ? AND o.session_id != ? ORDER BY bm25(observations_fts) LIMIT 10",
             (f"title : ({fts_match(terms)})", project, self.session_id)).fetchall()
         return [dict(r) for r in rows if len(wanted & set(query_terms(r["title"]))) >= SUBJECT_MIN_WORDS]
+
+    def answered(self) -> None:
+        """The message built by the last `block()` got its reply: its lines count as shown. A
+        message that failed is cut from the conversation when it resumes, so its lines are offered
+        again with the next batch (under load a failed first try had hidden them for good)."""
+        self.shown.update(self._offered)
+        self._offered = []
 
     def accept(self, new_id: int, claimed: list[int], model: str | None) -> list[int]:
         """Record the marks the model gave the observation `new_id` (inside the caller's

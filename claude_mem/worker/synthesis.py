@@ -81,6 +81,7 @@ class Synthesis:
             return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
         result = parse_reply(reply.text)
         if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
+            self.recalled.answered()
             return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
         # Nothing usable: ask once, firmly, before counting it against these events.
         retry = await self.conversation.send(fill("observation_retry"))
@@ -91,6 +92,7 @@ class Synthesis:
         second = parse_reply(retry.text)
         both = reply.text + "\n---\n" + retry.text
         if second.usable() or NOTHING_MARK in "".join(retry.text.split()):
+            self.recalled.answered()
             return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
         problems = "; ".join(second.problems)[:300] or "no usable block"
         await self.conversation.drop()  # the next try resumes the conversation before this batch
