@@ -53,10 +53,15 @@ def provider_config(url: str) -> str:
 
 
 def run_codex(binary: Path, home: Path, cwd: Path, prompt: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`codex exec` as a user runs it: no hook-trust bypass."""
+    """`codex exec` as a user runs it: no hook-trust bypass. Its shell (`$SHELL -lc`) gets a HOME of
+    its own: this machine's ~/.bashrc runs `pyenv init`, whose "cannot rehash: shims isn't
+    writable" inside Codex's sandbox (after a fresh pip install) became the failure a test expected
+    to read from the command's own output."""
+    shell_home = home.parent / "shell-home"
+    shell_home.mkdir(exist_ok=True)
     proc = subprocess.run([str(binary), "exec", "--skip-git-repo-check", "-s", "workspace-write", prompt],
                           cwd=cwd, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
-                          env={**env, "CODEX_HOME": str(home), "FAKE_OPENAI_KEY": "fake-key"})
+                          env={**env, "CODEX_HOME": str(home), "HOME": str(shell_home), "FAKE_OPENAI_KEY": "fake-key"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
