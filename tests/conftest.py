@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from claude_mem import settings
+from tests.claude_cli import PROJECT
 from tests.stores import Stored, populate
 
 if TYPE_CHECKING:
@@ -195,3 +198,41 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.section("claude-mem reliability" + (" (--long)" if config.getoption("--long") else ""))
     for line in report_table(rows):
         terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def sandbox(data_dir: Path) -> Iterator[dict[str, Any]]:
+    """Folders and environment for one `claude` user of the end-to-end tests (tests/claude_cli.py).
+    TMPDIR is short on purpose: the CLI puts a unix socket there, and socket paths are limited to
+    ~100 bytes."""
+    root = Path(tempfile.mkdtemp(prefix="cm-", dir="/tmp"))
+    paths = {name: root / name for name in ("home", "cfg", "t")}
+    for path in paths.values():
+        path.mkdir()
+    project = root / PROJECT
+    project.mkdir()
+    env = {
+        # Without the venv on PATH, a hook only works through the absolute path install wrote.
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(paths["home"]),
+        "CLAUDE_CONFIG_DIR": str(paths["cfg"]),
+        "TMPDIR": str(paths["t"]),
+        "LANG": "C.UTF-8",
+        "CLAUDE_MEM_DATA_DIR": str(data_dir),
+        "CLAUDE_MEM_WORKER_AUTOSTART": "0",
+        "CLAUDE_MEM_SERVICE_IDLE_S": "15",
+        # The CLI connects MCP servers in the background and does not wait for them: on a busy
+        # machine our server (a Python start) came up after the first request, whose tools then
+        # lacked it. Blocking, with a long connect timeout, it waits (tried: a server that takes
+        # 6 s to start is offered in the first request only with both set).
+        "MCP_CONNECTION_NONBLOCKING": "0",
+        "MCP_CONNECT_TIMEOUT_MS": "60000",
+        "MCP_TIMEOUT": "60000",
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes
+        # The checkout under test, not whatever claude-mem the venv's console script was installed from.
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+    }
+    yield {"env": env, "project": project, "settings": paths["cfg"] / "settings.json", "data": data_dir}
+    shutil.rmtree(root, ignore_errors=True)

@@ -6,102 +6,24 @@ and the data dir are temp folders."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
+from tests.claude_cli import CLAUDE, CLAUDE_MEM, PROJECT, TIMEOUT, allow_tools, mem, run_claude, system_messages
 from tests.fakes.messages_api import ApiError, FakeMessagesAPI, bash, edit, read, write
 from tests.plugin_helpers import ROOT, adopt_environment
 
 pytestmark = pytest.mark.slow
 
-# Located without importing the SDK (slow to import, and nothing else from it is needed).
-_SDK = importlib.util.find_spec("claude_agent_sdk")
-CLAUDE = Path(_SDK.submodule_search_locations[0] if _SDK and _SDK.submodule_search_locations else "/nonexistent") / "_bundled" / "claude"
-BIN = Path(sys.executable).parent
-CLAUDE_MEM = BIN / "claude-mem"
-TIMEOUT = 90  # seconds per subprocess: generous for 2 busy cores; a normal run takes ~2 s
-PROJECT = "e2e-proj"
 
 if not CLAUDE.exists():  # pragma: no cover - the wheel always bundles it
     pytest.skip(f"no bundled Claude Code CLI at {CLAUDE}", allow_module_level=True)
-
-
-@pytest.fixture
-def sandbox(data_dir: Path):
-    """Folders and environment for one `claude` user. TMPDIR is short on purpose: the CLI puts a
-    unix socket there, and socket paths are limited to ~100 bytes."""
-    root = Path(tempfile.mkdtemp(prefix="cm-", dir="/tmp"))
-    paths = {name: root / name for name in ("home", "cfg", "t")}
-    for path in paths.values():
-        path.mkdir()
-    project = root / PROJECT
-    project.mkdir()
-    env = {
-        # Without the venv on PATH, a hook only works through the absolute path install wrote.
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(paths["home"]),
-        "CLAUDE_CONFIG_DIR": str(paths["cfg"]),
-        "TMPDIR": str(paths["t"]),
-        "LANG": "C.UTF-8",
-        "CLAUDE_MEM_DATA_DIR": str(data_dir),
-        "CLAUDE_MEM_WORKER_AUTOSTART": "0",
-        "CLAUDE_MEM_SERVICE_IDLE_S": "15",
-        # The CLI connects MCP servers in the background and does not wait for them: on a busy
-        # machine our server (a Python start) came up after the first request, whose tools then
-        # lacked it. Blocking, with a long connect timeout, it waits (tried: a server that takes
-        # 6 s to start is offered in the first request only with both set).
-        "MCP_CONNECTION_NONBLOCKING": "0",
-        "MCP_CONNECT_TIMEOUT_MS": "60000",
-        "MCP_TIMEOUT": "60000",
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "1",  # a scripting mistake should fail fast, not back off for minutes
-        # The checkout under test, not whatever claude-mem the venv's console script was installed from.
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-    }
-    yield {"env": env, "project": project, "settings": paths["cfg"] / "settings.json", "data": data_dir}
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def allow_tools(settings_path: Path) -> None:
-    # As root the CLI refuses bypassPermissions; an allow-list in the same settings.json works.
-    settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
-    settings["permissions"] = {"allow": ["Write", "Edit", "Read", "Bash"]}
-    settings_path.write_text(json.dumps(settings, indent=2))
-
-
-def run_claude(sandbox: dict, api: FakeMessagesAPI, prompt: str, *extra: str) -> dict:
-    env = {**sandbox["env"], "ANTHROPIC_BASE_URL": api.url}
-    proc = subprocess.run([str(CLAUDE), "-p", prompt, "--output-format", "json", *extra], cwd=sandbox["project"], env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
-    asked = [(r.method, r.path, len(r.tools), r.assistant_turns()) for r in api.requests]
-    assert proc.returncode == 0, f"claude exited {proc.returncode}\nstdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}\n{asked}"
-    result = json.loads(proc.stdout)
-    assert result["is_error"] is False, result
-    assert api.script_errors == []
-    return result
-
-
-def mem(sandbox: dict, *args: str) -> object:
-    proc = subprocess.run([str(CLAUDE_MEM), *args, "--json"], env=sandbox["env"], capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def system_messages(api: FakeMessagesAPI) -> list[str]:
-    """The `role: "system"` entries of the main agent's messages: where the CLI puts hook context."""
-    return [json.dumps(m.get("content")) if not isinstance(m.get("content"), str) else m["content"]
-            for r in api.agent_requests() for m in r.messages if m.get("role") == "system"]
 
 
 def test_installed_hooks_capture_a_real_claude_session(sandbox):

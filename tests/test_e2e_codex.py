@@ -18,16 +18,15 @@ from typing import Any
 import pytest
 
 from claude_mem.replay import run_hook
+from tests.claude_cli import (
+    allow_tools,
+    run_claude,
+)
 from tests.codex_helpers import claude_mem, codex_binary, provider_config, run_codex
 from tests.fakes.messages_api import FakeMessagesAPI, bash
 from tests.fakes.responses_api import FakeResponsesAPI, developer_text, has_tool_output, say, shell
 from tests.git_layout import git_checkout
 from tests.hardening.support import wait_until
-from tests.test_e2e_claude_cli import (
-    allow_tools,
-    run_claude,
-    sandbox,  # noqa: F401 - a fixture, asked for by name below
-)
 
 pytestmark = pytest.mark.slow
 

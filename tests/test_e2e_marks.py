@@ -13,8 +13,8 @@ from xml.sax.saxutils import escape
 
 import pytest
 
+from tests.claude_cli import CLAUDE_MEM, TIMEOUT, allow_tools, mem, run_claude, system_messages  # noqa: F401
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI, edit, write
-from tests.test_e2e_claude_cli import CLAUDE_MEM, TIMEOUT, allow_tools, mem, run_claude, sandbox, system_messages  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

@@ -17,9 +17,9 @@ from claude_mem.index.semantic_index import Index
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
+from tests.claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, run_claude
 from tests.fakes.messages_api import FakeMessagesAPI, tool_use
 from tests.plugin_helpers import ROOT, adopt_environment
-from tests.test_e2e_claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, run_claude, sandbox  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -19,6 +19,7 @@ import pytest
 from claude_mem import __version__, registration
 from claude_mem.hook_table import HOOK_EVENTS, HOOK_REGISTRATIONS
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
+from tests.claude_cli import CLAUDE
 from tests.conftest import cli_json
 from tests.plugin_helpers import (
     BIN,
@@ -33,7 +34,6 @@ from tests.plugin_helpers import (
     wait_for_builds,
     wait_gone,
 )
-from tests.test_e2e_claude_cli import CLAUDE
 
 QUIET = '{"continue": true, "suppressOutput": true}'
 
