@@ -365,7 +365,7 @@ def test_supersedes_is_read_from_the_reply() -> None:
 
 @pytest.mark.slow
 def test_a_model_worker_records_the_marks_its_observer_gave(tmp_path: Path, data_dir: Path) -> None:
-    from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
+    from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
     play_demo(tmp_path / "proj")
     mem = Memory(data_dir)
@@ -390,7 +390,7 @@ def test_what_memory_holds_is_shown_again_when_the_message_carrying_it_failed(tm
     """A failed try is cut from the conversation when it resumes: the model never saw its memory
     lines, so the retried batch carries them (they were once marked shown when built, and a
     <supersedes> for them was then impossible: the e2e marks test failed so under CI's load)."""
-    from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
+    from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
     play_demo(tmp_path / "proj")
     mem = Memory(data_dir)

@@ -170,7 +170,7 @@ def test_the_command_writes_and_refuses_when_off(data_dir: Path, tmp_path: Path)
 
 @pytest.mark.slow
 def test_session_end_has_the_worker_write_the_file_the_command_writes(data_dir: Path, tmp_path: Path) -> None:
-    from tests.test_worker import play_demo
+    from tests.worker_helpers import play_demo
 
     root = tmp_path / "proj"
     root.mkdir()

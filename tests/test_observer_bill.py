@@ -19,7 +19,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.worker import echoes
 from tests.cli_helpers import invoke_json
-from tests.test_worker import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
+from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
 NEW_XML = ("<observation><type>discovery</type><title>calc.py has no tests for mul()</title>"
            "<facts><fact>test_calc.py covers add() only</fact></facts><narrative>Seen while fixing add().</narrative>"

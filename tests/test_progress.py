@@ -264,7 +264,7 @@ def test_ctrl_c_while_an_import_indexes_keeps_the_rows_and_the_index_catches_up(
 
 @pytest.mark.slow
 def test_reprocess_wait_shows_the_events_redone(tmp_path: Path, data_dir: Path) -> None:
-    from tests.test_worker import fake_env, play_demo
+    from tests.worker_helpers import fake_env, play_demo
 
     play_demo(tmp_path / "proj")
     heuristic = {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"}

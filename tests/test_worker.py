@@ -30,48 +30,8 @@ from claude_mem.store.db import connect
 # The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost
 # seconds of CPU that the workers under test wait for; tests/test_cli_capture.py runs it as a subprocess.
 from tests.cli_helpers import invoke_json
-from tests.hardening.support import kill_mid_work, model_env, our_processes, wait_until
-
-GOOD_XML = """Here is what I noticed.
-
-```xml
-<observation>
-  <type>bugfix</type>
-  <title>add() subtracted instead of adding</title>
-  <subtitle>calc.add returned a - b</subtitle>
-  <facts><fact>calc.py add() used `a - b`; test_add expected add(2, 3) == 5</fact></facts>
-  <narrative>The failing test pointed at add(); the operator was wrong &amp; got fixed.</narrative>
-  <concepts><concept>arithmetic</concept><concept>tests</concept></concepts>
-  <files_read><file>calc.py</file></files_read>
-  <files_modified><file>calc.py</file></files_modified>
-</observation>
-```
-"""
-SUMMARY_XML = ("<summary><request>fix test_add</request><investigated>calc.py</investigated><learned>add used minus</learned>"
-               "<completed>fixed add()</completed><next_steps>none</next_steps><notes>-</notes></summary>")
-
-
-def play_demo(project_dir: Path, session_id: str = "sess-demo") -> list[tuple[str, dict]]:
-    steps = scripted_session(str(project_dir), session_id)
-    for command, payload in steps:
-        proc = run_hook(command, payload)
-        assert proc.returncode == 0 and not proc.stderr, proc.stderr
-    return steps
-
-
-def fake_env(tmp_path: Path, steps: list[dict], default: dict | None = None, **extra: str) -> dict[str, str]:
-    # Loading chromadb and the model costs each worker ~1.5 s of CPU: only tests about the index pay it.
-    return model_env(tmp_path, steps, default or {"per_event": True}, **{"CLAUDE_MEM_SEMANTIC_INDEX": "0", **extra})
-
-
-def run_worker(session_id: str, env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain", *args],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
-
-
-def fake_log(tmp_path: Path) -> list[dict]:
-    path = tmp_path / "fake.log"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+from tests.hardening.support import kill_mid_work, our_processes, wait_until
+from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
 
 def db(data_dir: Path) -> sqlite3.Connection:
