@@ -21,7 +21,7 @@ from claude_mem.replay import run_hook
 from tests.cli_helpers import invoke_json
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.hardening.support import our_processes, wait_until
-from tests.test_e2e_worker_cli import observer_reply
+from tests.observer_replies import observer_reply
 
 pytestmark = pytest.mark.slow
 

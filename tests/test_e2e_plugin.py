@@ -19,8 +19,8 @@ import pytest
 
 from tests.claude_cli import CLAUDE, CLAUDE_MEM, system_messages
 from tests.fakes.messages_api import AgentScript, FakeMessagesAPI, bash, tool_use, write
+from tests.observer_replies import observer_reply
 from tests.plugin_helpers import builds, clone, wait_for_builds
-from tests.test_e2e_worker_cli import observer_reply
 
 pytestmark = pytest.mark.slow
 

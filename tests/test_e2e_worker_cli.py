@@ -11,37 +11,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import pytest
 
 from claude_mem.replay import play_subprocess, transcript_events
 from claude_mem.worker.observer import MAX_OUTPUT_TOKENS
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
-from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
+from tests.fakes.messages_api import FakeMessagesAPI
 from tests.hardening.support import is_service, our_processes
+from tests.observer_replies import observer_reply
 
 pytestmark = pytest.mark.slow
 
 FIXTURE = ROOT / "tests" / "fixtures" / "transcripts"
-
-
-def observer_reply(request: ApiRequest) -> str:
-    """The model stand-in: one observation per event line of the last message, a summary when
-    one is asked for. Deterministic in the events, so "exactly once" can be checked by content."""
-    last = request.messages[-1]
-    content = last.get("content")
-    text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
-    if "<summary>" in text:
-        return ("<summary><request>replayed turn</request><investigated>events</investigated><learned>x</learned>"
-                "<completed>the turn</completed><next_steps>-</next_steps><notes>-</notes></summary>")
-    blocks = []
-    for line in text.splitlines():
-        if line.startswith("[") and len(line) > 11 and line[9] == "]":
-            what = escape(line[11:].strip()[:150])
-            blocks.append(f"<observation><type>discovery</type><title>{what}</title><facts><fact>{what}</fact></facts>"
-                          f"<narrative>seen in replay</narrative></observation>")
-    return "\n".join(blocks) or "<nothing/>"
 
 
 def transcripts() -> list[Path]:

@@ -17,7 +17,7 @@ from claude_mem.service import client
 from claude_mem.service.control import stop_service
 from claude_mem.text.cjk import written_in_cjk
 from tests.cli_helpers import invoke
-from tests.test_push import Memory
+from tests.push_helpers import Memory
 
 THINGS = ["login form", "token refresh", "CSV importer", "rate limiter", "dark mode toggle", "search page", "billing job",
           "retry queue", "cache layer", "upload handler"]

@@ -6,14 +6,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,50 +29,9 @@ from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
+from tests.chroma_server import ChromaServer, free_port
 
-CHROMA = Path(sys.executable).with_name("chroma")
 ME = Installation("0123456789abcdef", "laptop-a")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ChromaServer:
-    """`chroma run` on 127.0.0.1, stopped with SIGTERM like a real deployment."""
-
-    def __init__(self, path: Path, port: int | None = None) -> None:
-        self.path = path
-        self.port = port or free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> ChromaServer:
-        self.proc = subprocess.Popen([str(CHROMA), "run", "--path", str(self.path), "--host", "127.0.0.1",
-                                      "--port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/api/v2/heartbeat", timeout=1):
-                    return self
-            except OSError:
-                assert self.proc.poll() is None, "chroma run exited"
-                time.sleep(0.1)
-        raise AssertionError("chroma run did not come up")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 from claude_mem.text.clock import local_day
 from tests.cli_helpers import invoke, invoke_json
-from tests.test_push import Memory, ask, pre
+from tests.push_helpers import Memory, ask, pre
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01

@@ -19,6 +19,7 @@ import pytest
 
 from claude_mem.store import memories, records
 from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migrations, transaction
+from tests.migration_helpers import copy_first_migrations
 
 EXPECTED_COLUMNS = {
     "sdk_sessions": {"claude_session_id", "sdk_session_id", "project", "cwd", "user_prompt", "status", "prompt_counter",
@@ -191,13 +192,6 @@ def find_row(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> sqlit
     found = conn.execute(f"SELECT * FROM {table} WHERE {where}", list(row.values())).fetchall()
     assert len(found) <= 1
     return found[0] if found else None
-
-
-def copy_first_migrations(k: int, directory: Path) -> Path:
-    directory.mkdir()
-    for migration in migrations()[:k]:
-        shutil.copy(migration.path, directory / os.path.basename(migration.path))
-    return directory
 
 
 @pytest.mark.parametrize("k", range(1, latest_version() + 1))

@@ -20,8 +20,8 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.text.cjk import spaced
 from claude_mem.text.terms import query_terms, word_count
 from tests.conftest import cli_json
-from tests.test_migrations import copy_first_migrations
-from tests.test_push import Memory, ask, injections
+from tests.migration_helpers import copy_first_migrations
+from tests.push_helpers import Memory, ask, injections
 
 MULTILINGUAL = {"CLAUDE_MEM_EMBEDDER": "multilingual"}
 

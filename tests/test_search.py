@@ -17,11 +17,12 @@ from claude_mem.index.semantic_index import Index
 from claude_mem.recall import tuning
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.hits import Hit
-from claude_mem.recall.search import SearchResult, search
+from claude_mem.recall.search import search
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.text.terms import fts_match, query_terms
+from tests.search_helpers import keys
 
 DAY = 86_400_000
 T0 = int(time.mktime((2025, 3, 3, 12, 0, 0, 0, 0, -1)) * 1000)  # local noon, 3 March 2025
@@ -59,10 +60,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3.Co
     yield conn, index, ids
     index.close()
     conn.close()
-
-
-def keys(result: SearchResult) -> list[tuple[str, int]]:
-    return [(h.kind, h.id) for h in result.hits]
 
 
 def test_finds_by_keyword_and_by_meaning(store) -> None:

@@ -15,7 +15,7 @@ from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session, record_prompt, record_reply
-from tests.test_search import keys
+from tests.search_helpers import keys
 
 SESSION = "turns-1"
 

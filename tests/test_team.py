@@ -33,10 +33,10 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.viewer.app import create_app
+from tests.chroma_server import ChromaServer
 from tests.cli_helpers import invoke, invoke_json
 from tests.git_layout import git_checkout, git_worktree
 from tests.stores import OLD_MS, age_session, config_for
-from tests.test_index import ChromaServer
 
 REMOTE = "git@github.com:Acme/Shop.git"
 PROJECT = "github.com/acme/shop"
