@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from claude_mem import settings
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation, insert_observation
+from claude_mem.store.records import ensure_session
 from tests.fakes.messages_api import FakeMessagesAPI
 
 # Located without importing the SDK (slow to import, and nothing else from it is needed).
@@ -49,3 +54,23 @@ def system_messages(api: FakeMessagesAPI) -> list[str]:
     """The `role: "system"` entries of the main agent's messages: where the CLI puts hook context."""
     return [json.dumps(m.get("content")) if not isinstance(m.get("content"), str) else m["content"]
             for r in api.agent_requests() for m in r.messages if m.get("role") == "system"]
+
+
+def remember(data_dir: Path) -> int:
+    """An earlier session's observation, stored and indexed as a worker would leave it."""
+    from claude_mem.index.semantic_index import Index  # chromadb: only the tests that index pay for it
+
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(os.path.join(data_dir, "claude-mem.db"))
+    try:
+        with transaction(conn):
+            ensure_session(conn, "earlier-session", project=PROJECT, cwd=None, transcript_path=None)
+            obs_id = insert_observation(conn, "earlier-session", PROJECT, Observation(
+                type="decision", title="Retries use exponential backoff capped at 30 s", narrative="Chosen after the 529 storms.",
+                facts=["the HTTP client retries 5 times"], files_modified=["src/http_client.py"]), prompt_number=1)
+        Index(config).index_missing(conn)
+    finally:
+        conn.close()
+    assert obs_id is not None
+    return obs_id

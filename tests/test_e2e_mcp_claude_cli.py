@@ -12,36 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem import settings
-from claude_mem.index.semantic_index import Index
-from claude_mem.store.db import connect, transaction
-from claude_mem.store.memories import Observation, insert_observation
-from claude_mem.store.records import ensure_session
-from tests.claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, run_claude
+from tests.claude_cli import CLAUDE_MEM, PROJECT, TIMEOUT, mem, remember, run_claude
 from tests.fakes.messages_api import FakeMessagesAPI, tool_use
 from tests.plugin_helpers import ROOT, adopt_environment
 
 pytestmark = pytest.mark.slow
 
 TOOL = "mcp__claude-mem__search"
-
-
-def remember(data_dir: Path) -> int:
-    """An earlier session's observation, stored and indexed as a worker would leave it."""
-    config = settings.load()
-    config.ensure_dirs()
-    conn = connect(os.path.join(data_dir, "claude-mem.db"))
-    try:
-        with transaction(conn):
-            ensure_session(conn, "earlier-session", project=PROJECT, cwd=None, transcript_path=None)
-            obs_id = insert_observation(conn, "earlier-session", PROJECT, Observation(
-                type="decision", title="Retries use exponential backoff capped at 30 s", narrative="Chosen after the 529 storms.",
-                facts=["the HTTP client retries 5 times"], files_modified=["src/http_client.py"]), prompt_number=1)
-        Index(config).index_missing(conn)
-    finally:
-        conn.close()
-    assert obs_id is not None
-    return obs_id
 
 
 def test_claude_calls_the_installed_search_tool_and_sees_the_memory(sandbox):  # noqa: F811

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.claude_cli import CLAUDE_MEM, TIMEOUT, run_claude
+from tests.claude_cli import CLAUDE_MEM, TIMEOUT, remember, run_claude
 from tests.fakes.messages_api import FakeMessagesAPI, tool_use
-from tests.test_e2e_mcp_claude_cli import remember
 
 pytestmark = pytest.mark.slow
 

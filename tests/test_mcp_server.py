@@ -6,22 +6,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import socket
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from claude_mem.mcp_server import MAX_RECORDS_CHARS, MAX_SEARCH_CHARS, MAX_TIMELINE_CHARS, build_server
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
+from tests.mcp_helpers import call, stdio_server
 from tests.stores import NOW_MS, Stored, build_indexed, config_for
 
 TOOLS = {
@@ -52,18 +51,6 @@ def run(fn: Callable[[Client], Awaitable[Any]], server: Any) -> Any:
             return await fn(client)
 
     return asyncio.run(main())
-
-
-def stdio_server(data_dir: Path, cwd: Path, **env: str) -> StdioServerParameters:
-    # The client passes only a few safe variables on: the data dir must be given explicitly.
-    return StdioServerParameters(command=sys.executable, args=["-m", "claude_mem", "mcp"], cwd=str(cwd),
-                                 env={"CLAUDE_MEM_DATA_DIR": str(data_dir), "PYTHONPATH": os.pathsep.join(sys.path), **env})
-
-
-async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(name, arguments)
-    assert len(result.content) == 1 and result.structured_content is None  # plain text only: the fewest tokens
-    return bool(result.is_error), result.content[0].text
 
 
 def test_tool_contract(stored: Stored, alpha_dir: Path) -> None:

@@ -21,8 +21,8 @@ from mcp import Client
 from claude_mem import mcp_shim
 from claude_mem.mcp_host import envelope, write_current_description
 from claude_mem.service import control
+from tests.mcp_helpers import call, stdio_server
 from tests.stores import Stored, build_indexed
-from tests.test_mcp_server import call, stdio_server
 
 # What the Claude Code CLI (2.1.332) sends first, as it sent it (its envelope, its listen).
 CLI_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -19,6 +19,15 @@ def _uses_a_module_fixture(item: pytest.Item) -> bool:
     return info is not None and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
+def test_no_test_module_imports_another() -> None:
+    """What several test modules share lives in a helper module (docs/development.md): importing a
+    test module runs its module-level set-up and collects its tests' names into another."""
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in sorted((ROOT / "tests").rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.match(r"\s*(from tests(\.\w+)*\.test_\w+ import|import tests(\.\w+)*\.test_)", line)]
+    assert found == []
+
+
 def test_tests_sharing_a_module_fixture_are_scheduled_together(request: pytest.FixtureRequest) -> None:
     items = request.session.items
     sharing = {item.nodeid.split("::", 1)[0] for item in items if _uses_a_module_fixture(item)}

@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from claude_mem import settings
 from claude_mem.store import records
 from claude_mem.store.db import connect, transaction
-from tests.test_viewer import BILLING, HOSTILE, WEBSHOP, insert, seed_store, start_viewer, stop_viewer
+from tests.viewer_helpers import BILLING, HOSTILE, WEBSHOP, insert, seed_store, start_viewer, stop_viewer
 
 pytestmark = pytest.mark.slow
 
