@@ -1,4 +1,4 @@
-"""The MCP server every session uses, hosted by the memory service (issue 33).
+"""The MCP server every session uses, hosted by the memory service.
 
 Each Claude Code session runs `claude-mem mcp` (mcp_shim.py, standard library only), which
 speaks to the memory service over its socket: after an `mcp` request the connection carries that

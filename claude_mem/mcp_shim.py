@@ -2,7 +2,7 @@
 
 Claude Code does not wait for MCP servers: it probes each one with `server/discover` at start
 and falls back to a slower legacy handshake when the answer is late, and importing the `mcp`
-package alone takes ~1.5 s (issue 33). So this process loads none of it. It answers what
+package alone takes ~1.5 s. So this process loads none of it. It answers what
 describes the server (`server/discover`, `initialize`, `tools/list`, `ping`) from the
 description the memory service wrote with the real `mcp` library (`<data dir>/mcp-description.json`,
 see mcp_host.py), and moves every other message, as bytes, to the MCP server the memory service

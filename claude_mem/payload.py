@@ -368,7 +368,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 def storable_record(record: dict[str, Any]) -> dict[str, Any]:
     """A hook's record (redacted and capped) with any lone surrogate in it replaced (U+FFFD).
     Claude Code escapes one when a tool output is cut inside an emoji's pair; kept, it would fail
-    every write of the event, the spool's too (issue 35). The record is checked, not the payload:
+    every write of the event, the spool's too. The record is checked, not the payload:
     it is small, and looking for escapes in a 10 MB payload cost more than parsing it."""
     try:
         json.dumps(record, ensure_ascii=False).encode("utf-8")

@@ -106,7 +106,7 @@ class HookResult:
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The transcript's JSON objects, each with its 1-based line number under "_line". A
     malformed line is skipped, not fatal: a transcript being written may end in a partial line.
-    Lines end at \\n only: a raw CR between tokens is JSON whitespace, not a line end (issue 35)."""
+    Lines end at \\n only: a raw CR between tokens is JSON whitespace, not a line end."""
     lines: list[dict[str, Any]] = []
     with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
         for number, raw in enumerate(fh, 1):

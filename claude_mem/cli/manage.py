@@ -232,7 +232,7 @@ def _read_lines(path: str) -> list[str]:
     except OSError as exc:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
     try:
-        # Split at \n only: str.splitlines() breaks inside a line at U+2028 and its kin (issue 35).
+        # Split at \n only: str.splitlines() breaks inside a line at U+2028 and its kin.
         return split_lines(decode(data))
     except UnicodeDecodeError as exc:
         # A file cut inside a character is named by its line, like one cut between characters.
@@ -371,7 +371,7 @@ def settings_get(key: str, as_json: bool) -> None:
 def settings_set(key: str, value: str, as_json: bool) -> None:
     """Check VALUE and write it to settings.json (lists: comma-separated or a JSON list)."""
     setting = _setting(key)
-    if not _utf8(value):  # argv's undecodable bytes: settings.json could not hold them (issue 35)
+    if not _utf8(value):  # argv's undecodable bytes: settings.json could not hold them
         raise UsageProblem(f"the value for {key} is not UTF-8 text; nothing was changed")
     config = settings_mod.load(strict=False)
     try:

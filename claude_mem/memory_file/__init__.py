@@ -1,4 +1,4 @@
-"""Memory where every agent reads it (issue 38): an opt-in, line-budgeted section between two
+"""Memory where every agent reads it: an opt-in, line-budgeted section between two
 marker lines in the project's CLAUDE.md or AGENTS.md (setting `memory_file`), rewritten by the
 session's worker once the session ended and by `claude-mem memory-file`.
 

@@ -70,7 +70,7 @@ def _encoded(request: str) -> bytes:
         return request.encode()
     except UnicodeEncodeError:
         # A query holding a lone surrogate (an MCP argument's escape, argv's undecodable bytes) is
-        # still searched (issue 35); the module is loaded only then (hooks call this).
+        # still searched; the module is loaded only then (hooks call this).
         from claude_mem.text.storable import storable
 
         return storable(request).encode()

@@ -115,7 +115,7 @@ def open_copy(path: str, workdir: str | None = None, attempts: int = 5) -> Itera
             conn = sqlite3.connect(copy, isolation_level=None)
             conn.row_factory = sqlite3.Row
             # Node writes what JavaScript strings hold, lone surrogates (as WTF-8) and all: a row
-            # whose text is not UTF-8 is imported with it replaced, not refused (issue 35).
+            # whose text is not UTF-8 is imported with it replaced, not refused.
             conn.text_factory = decode_lossy
             conn.execute("PRAGMA query_only = ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -70,7 +70,7 @@ def parse_reply(text: str) -> ParseResult:
     if not isinstance(text, str) or not text.strip():
         result.problems.append("empty reply: no <observation> or <summary> block found")
         return result
-    # XML cannot hold NUL and most control characters, the model's text can (issue 35: NUL is text
+    # XML cannot hold NUL and most control characters, the model's text can (NUL is text
     # like any other): each stands in the tree as a private-use character, and is put back after.
     hidden = _INVALID_CHARS.search(text) is not None
     xml, complete = _to_xml(_INVALID_CHARS.sub(_hide, text) if hidden else text)
