@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tests.fakes.messages_api import ApiRequest
+from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
 
 
 def observer_reply(request: ApiRequest) -> str:
@@ -23,3 +25,16 @@ def observer_reply(request: ApiRequest) -> str:
             blocks.append(f"<observation><type>discovery</type><title>{what}</title><facts><fact>{what}</fact></facts>"
                           f"<narrative>seen in replay</narrative></observation>")
     return "\n".join(blocks) or "<nothing/>"
+
+
+def real_cli_env(folder: Path, api: FakeMessagesAPI, **extra: str) -> dict[str, str]:
+    """The environment of a process whose observer is the real bundled CLI talking to `api`: a
+    HOME, config and TMPDIR of its own under `folder` (made if missing), a fake key, no
+    CLAUDE_MEM_CLI_PATH (that would put a fake CLI in its place), then `extra`."""
+    for d in ("home", "config", "tmp"):
+        (folder / d).mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(folder / "home"),
+           "CLAUDE_CONFIG_DIR": str(folder / "config"), "TMPDIR": str(folder / "tmp"), **extra}
+    env.pop("CLAUDE_MEM_CLI_PATH", None)
+    return env

@@ -26,6 +26,7 @@ from claude_mem.store.db import connect
 from claude_mem.text.storable import dumps_line, split_lines, storable
 from tests.cli_helpers import invoke, invoke_json, one_error_line, table_rows
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
+from tests.observer_replies import real_cli_env
 
 KEYS = {"sdk_sessions": "claude_session_id", "user_prompts": "session_id,prompt_number",
         "observations": "session_id,content_hash", "session_summaries": "session_id,prompt_number"}
@@ -287,14 +288,8 @@ def test_nul_and_separators_reach_the_model_and_come_back_whole(data_dir: Path, 
     run_hook("save", tool_payload(project, {"stdout": "head nul\x00wombat tail \u2028 😀 \ud83d", "stderr": ""},
                                   session="sess-model"))
     run_hook("summary", {**common, "hook_event_name": "Stop", "last_assistant_message": "Shown."})
-    home = tmp_path / "h"
-    for d in ("home", "config", "tmp"):
-        (home / d).mkdir(parents=True)
     with FakeMessagesAPI(echoing_model) as api:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
-               "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), "CLAUDE_MEM_SYNTHESIZER": "model"}
-        env.pop("CLAUDE_MEM_CLI_PATH", None)
+        env = real_cli_env(tmp_path / "h", api, CLAUDE_MEM_SYNTHESIZER="model")
         proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-model", "--drain"],
                               env=env, capture_output=True, text=True, timeout=600)
         sent = [json.dumps(r.messages, ensure_ascii=False) for r in api.messages_requests()]

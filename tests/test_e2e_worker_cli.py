@@ -6,7 +6,6 @@ drained. Nothing is mocked on our side of the process boundary."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from claude_mem.worker.observer import MAX_OUTPUT_TOKENS
 from tests.conftest import ROOT, TRANSCRIPTS, cli_json
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.hardening.support import is_service, our_processes
-from tests.observer_replies import observer_reply
+from tests.observer_replies import observer_reply, real_cli_env
 
 pytestmark = pytest.mark.slow
 
@@ -45,15 +44,10 @@ def test_real_cli_observer_drains_a_replayed_session(transcript: Path, tmp_path:
     finalize_rows = [r for r in queue if r["kind"] == "finalize"]
     assert tool_rows and finalize_rows
 
-    home = tmp_path / "h"
-    for d in ("home", "config", "tmp"):
-        (home / d).mkdir(parents=True)
     with FakeMessagesAPI(observer_reply) as api:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
-               "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), "CLAUDE_MEM_SYNTHESIZER": "model",
-               "CLAUDE_MEM_RETRY_BACKOFF_S": "0.2", "CLAUDE_MEM_SEMANTIC_INDEX": "0"}  # not about search: no memory service
-        env.pop("CLAUDE_MEM_CLI_PATH", None)
+        # Not about search: no memory service.
+        env = real_cli_env(tmp_path / "h", api, CLAUDE_MEM_SYNTHESIZER="model", CLAUDE_MEM_RETRY_BACKOFF_S="0.2",
+                           CLAUDE_MEM_SEMANTIC_INDEX="0")
         started = time.time()
         proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", session_id, "--drain"],
                               env=env, capture_output=True, text=True, timeout=600)

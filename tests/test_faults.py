@@ -36,7 +36,7 @@ from claude_mem.store.db import connect
 from claude_mem.store.outages import Failure
 from tests.fakes.messages_api import ApiError, ApiRequest, FakeMessagesAPI
 from tests.hardening.support import leftover_processes, record, rows, wait_until
-from tests.observer_replies import observer_reply
+from tests.observer_replies import observer_reply, real_cli_env
 
 FAST = {"CLAUDE_MEM_RETRY_BACKOFF_S": "0.2", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "1", "CLAUDE_MEM_SEMANTIC_INDEX": "0",
         "CLAUDE_MEM_MAX_ATTEMPTS": "2"}
@@ -46,16 +46,9 @@ POISON = "POISON-MARK-7f3a"
 @pytest.fixture
 def cli_env(tmp_path: Path) -> Callable[[FakeMessagesAPI], dict[str, str]]:
     """Environment for workers whose observer is the real CLI talking to `api`."""
-    home = tmp_path / "h"
-    for d in ("home", "config", "tmp"):
-        (home / d).mkdir(parents=True)
 
     def make(api: FakeMessagesAPI, **extra: str) -> dict[str, str]:
-        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(home / "home"),
-               "CLAUDE_CONFIG_DIR": str(home / "config"), "TMPDIR": str(home / "tmp"), **FAST, **extra}
-        env.pop("CLAUDE_MEM_CLI_PATH", None)
-        return env
+        return real_cli_env(tmp_path / "h", api, **{**FAST, **extra})
 
     return make
 
