@@ -486,7 +486,7 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
         applied = mark_all(conn)
         marks = {"seconds": round(time.perf_counter() - started, 1), "checked": applied.checked, "made": len(applied.marks),
                  "by_rule": applied.counts(),
-                 "active": conn.execute("SELECT COUNT(*) FROM memory_links WHERE undone_at_epoch IS NULL").fetchone()[0]}
+                 "active": conn.execute("SELECT COUNT(*) FROM marks WHERE undone_at_epoch IS NULL").fetchone()[0]}
     try:
         ingest = worker_ingest(conn, index, args.seed)
         latency = search_latency(conn, index, make_queries(args.seed, args.queries))

@@ -100,7 +100,7 @@ def score_marks(db: str, data: dict[str, Any], ids: dict[str, int]) -> dict[str,
     truth = {(ids[s["old"]], ids[s["new"]]) for p in data["projects"] for s in p["supersedes"]}
     conn = sqlite3.connect(db)
     try:
-        marks = conn.execute("SELECT old_id, new_id, rule FROM memory_links WHERE undone_at_epoch IS NULL").fetchall()
+        marks = conn.execute("SELECT old_id, new_id, rule FROM marks WHERE undone_at_epoch IS NULL").fetchall()
     finally:
         conn.close()
     made = {(o, n) for o, n, _ in marks}
@@ -238,7 +238,7 @@ def print_report(report: dict[str, Any]) -> None:
 def visible(db: str) -> int:
     conn = sqlite3.connect(db)
     try:
-        return int(conn.execute("SELECT count(*) FROM observations o WHERE NOT EXISTS (SELECT 1 FROM memory_links l"
+        return int(conn.execute("SELECT count(*) FROM observations o WHERE NOT EXISTS (SELECT 1 FROM marks l"
                                 " WHERE l.old_id = o.id AND l.undone_at_epoch IS NULL)").fetchone()[0])
     finally:
         conn.close()

@@ -23,7 +23,7 @@ from claude_mem.ask.answer import DONT_KNOW, ask
 from claude_mem.ask.model import NO_MODEL_FILE, answer_with_model, request_text
 from claude_mem.mcp_server import build_server
 from claude_mem.processes.census import observer_dir
-from claude_mem.store import budget, links
+from claude_mem.store import budget, marks
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests.cli_helpers import invoke, one_error_line
@@ -98,7 +98,7 @@ def test_what_something_newer_replaced_is_left_out(store: Stored) -> None:
         new = insert_observation(store.conn, "sess-alpha", "alpha", Observation(
             type="bugfix", title="Login crash fixed for good", facts=["the login crash came from a stale session cookie"]),
             prompt_number=2)
-        links.add(store.conn, store.obs["login"], new, "supersedes", "person", reason="the real cause")
+        marks.add(store.conn, store.obs["login"], new, "supersedes", "person", reason="the real cause")
     answer = ask(settings.load(), store.conn, "why did the login crash", project="alpha")
     assert f"obs:{new}" in answer.refs and f"obs:{store.obs['login']}" not in answer.refs
     assert "token refresh raced" not in answer.answer

@@ -18,7 +18,7 @@ from claude_mem.marks.rules import marks_for
 from claude_mem.push.digest import build_digest
 from claude_mem.recall import views
 from claude_mem.recall.search import search
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.db import connect, migrations, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
@@ -43,7 +43,7 @@ def marks_of(new: dict[str, Any], *older: dict[str, Any]) -> list[tuple[int, str
 
 def sweep_pending(conn: sqlite3.Connection) -> int:
     """How many observations stored before marks existed the sweep has still to run the rules over."""
-    through, upto = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
+    through, upto = conn.execute("SELECT through_id, upto_id FROM mark_sweep WHERE id = 1").fetchone()
     return int(conn.execute("SELECT count(*) FROM observations WHERE id > ? AND id <= ?", (through, upto)).fetchone()[0])
 
 
@@ -168,26 +168,26 @@ def store(c: sqlite3.Connection, title: str, type_: str = "discovery", *, at: in
 def test_marks_are_kept_undone_by_a_person_and_never_remade_by_a_rule(conn: sqlite3.Connection) -> None:
     a, b, c = (store(conn, f"note {n}", at=n) for n in range(3))
     with transaction(conn):
-        assert links.add(conn, a, b, "supersedes", "rule", rule="changed", reason="why")
-        assert not links.add(conn, a, b, "supersedes", "model")  # already marked
-        assert links.add(conn, b, c, "duplicates", "rule", rule="repeat")
-    assert links.superseded_ids(conn, [a, b, c]) == {a, b}
-    assert links.current_heads(conn, [a]) == {a: [c]}
-    assert links.repeats(conn, [c]) == {c: (2, T0 + DAY)}
-    [ra, rb, rc] = links.annotate(conn, [{"id": a}, {"id": b}, {"id": c}])
+        assert marks.add(conn, a, b, "supersedes", "rule", rule="changed", reason="why")
+        assert not marks.add(conn, a, b, "supersedes", "model")  # already marked
+        assert marks.add(conn, b, c, "duplicates", "rule", rule="repeat")
+    assert marks.superseded_ids(conn, [a, b, c]) == {a, b}
+    assert marks.newest_heads(conn, [a]) == {a: [c]}
+    assert marks.repeats(conn, [c]) == {c: (2, T0 + DAY)}
+    [ra, rb, rc] = marks.annotate(conn, [{"id": a}, {"id": b}, {"id": c}])
     assert ra["superseded_by"] == [f"obs:{b}"] and ra["mark"] == f"superseded by obs:{b}, {local_day(T0 + DAY)}"
     assert rb["mark"].endswith("(the same claim again)")
     assert rc == {"id": c, "superseded_by": [], "mark": f"seen 2 times since {local_day(T0 + DAY)}"}
     with transaction(conn):
-        assert links.undo(conn, a) == [b]
-        assert not links.add(conn, a, b, "supersedes", "rule")  # a person took it back: rules leave it
-        assert links.add(conn, a, b, "supersedes", "person", reason="after all")
-    assert links.superseded_ids(conn, [a]) == {a}
-    [mark] = [m for m in links.list_links(conn, ids=[a]) if m["old_id"] == a]
+        assert marks.undo(conn, a) == [b]
+        assert not marks.add(conn, a, b, "supersedes", "rule")  # a person took it back: rules leave it
+        assert marks.add(conn, a, b, "supersedes", "person", reason="after all")
+    assert marks.superseded_ids(conn, [a]) == {a}
+    [mark] = [m for m in marks.list_marks(conn, ids=[a]) if m["old_id"] == a]
     assert (mark["author"], mark["reason"], mark["undone_at_epoch"]) == ("person", "after all", None)
     with transaction(conn):  # forgetting an observation takes its marks along
         conn.execute("DELETE FROM observations WHERE id = ?", (b,))
-    assert links.list_links(conn, include_undone=True) == []
+    assert marks.list_marks(conn, include_undone=True) == []
 
 
 def test_rules_run_oldest_first_so_a_chain_is_marked_link_by_link(conn: sqlite3.Connection) -> None:
@@ -223,7 +223,7 @@ def test_an_older_database_is_swept_once_in_slices(data_dir: Path, tmp_path: Pat
     assert sweep_pending(conn) == 6
     assert sweep_step(conn, budget_s=5, chunk=4) == 6
     assert sweep_pending(conn) == 0 and sweep_step(conn) == 0
-    assert links.superseded_ids(conn, ids) == set(ids[:4])  # each copy folds under the next of its kind
+    assert marks.superseded_ids(conn, ids) == set(ids[:4])  # each copy folds under the next of its kind
     conn.close()
 
 
@@ -233,7 +233,7 @@ def test_search_ranks_what_was_replaced_below_what_replaced_it(conn: sqlite3.Con
     old = store(conn, "Database URL read from LEDGER_DB_URL in settings", at=1, facts=["LEDGER_DB_URL database url"])
     new = store(conn, "Settings switched to DATABASE_URL", "change", at=40, session="s2")
     with transaction(conn):
-        links.add(conn, old, new, "supersedes", "person")
+        marks.add(conn, old, new, "supersedes", "person")
     hits = search(conn, "LEDGER_DB_URL database url", mode="fts").hits
     assert [h.id for h in hits[:2]] == [new, old]  # brought in by what it replaced, and above it
     assert hits[0].superseded_by == [] and hits[1].superseded_by == [f"obs:{new}"]
@@ -258,8 +258,8 @@ def test_pushes_never_serve_a_replaced_memory(data_dir: Path, tmp_path: Path) ->
     env_var = mem.obs("old", "shop", "Database URL read from LEDGER_DB_URL in settings")
     renamed = mem.obs("old", "shop", "Settings switched to DATABASE_URL", "change")
     with transaction(mem.conn):
-        links.add(mem.conn, old, new, "supersedes", "rule", rule="changed")
-        links.add(mem.conn, env_var, renamed, "supersedes", "model")
+        marks.add(mem.conn, old, new, "supersedes", "rule", rule="changed")
+        marks.add(mem.conn, env_var, renamed, "supersedes", "model")
     mem.close()
     text = ask(proj, "s1", "how many times does checkout retry the payment provider?")
     assert text is not None and f"obs:{new} " in text and f"obs:{old} " not in text
@@ -309,13 +309,13 @@ def test_import_marks_before_it_returns_and_the_marks_command_corrects_them(data
 def test_marks_apply_is_a_dry_run_unless_confirmed(conn: sqlite3.Connection) -> None:
     first = store(conn, "The CI runner has 2 cores", at=1)
     second = store(conn, "The CI runner has 2 cores", at=2, session="s2")
-    conn.execute("UPDATE link_sweep SET upto_id = ? WHERE id = 1", (second,))  # as if they predated the upgrade
+    conn.execute("UPDATE mark_sweep SET upto_id = ? WHERE id = 1", (second,))  # as if they predated the upgrade
     dry = invoke_json("marks", "apply")
-    assert dry["dry_run"] and dry["marked"] == {"repeat": 1} and links.superseded_ids(conn, [first]) == set()
+    assert dry["dry_run"] and dry["marked"] == {"repeat": 1} and marks.superseded_ids(conn, [first]) == set()
     assert sweep_pending(conn) == 2
     assert "dry run: nothing was marked" in invoke("marks", "apply").stdout
     invoke("marks", "apply", "--yes")
-    assert links.superseded_ids(conn, [first, second]) == {first} and sweep_pending(conn) == 0
+    assert marks.superseded_ids(conn, [first, second]) == {first} and sweep_pending(conn) == 0
     assert "seen 2 times since" in invoke("show", str(second)).stdout
 
 
@@ -331,7 +331,7 @@ def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown
     elsewhere = store(conn, "Server listens on port 9000", at=1, session="other-proj", files_modified=["src/config.py"])
     conn.execute("UPDATE observations SET project = 'other' WHERE id = ?", (elsewhere,))
     with transaction(conn):
-        links.add(conn, replaced, about_file, "supersedes", "rule")
+        marks.add(conn, replaced, about_file, "supersedes", "rule")
         ensure_session(conn, "now", project="p", cwd="/home/ana/p", transcript_path=None)
     edit = Event(id=1, kind="tool", tool_name="Edit", tool_input={"file_path": "/home/ana/p/src/config.py", "old_string": "8080",
                                                                     "new_string": "8443"},
@@ -350,7 +350,7 @@ def test_the_observer_is_shown_what_memory_holds_once_and_only_what_it_was_shown
     new = store(conn, "Server port moved to 8443", "change", at=9, session="now", files_modified=["src/config.py"])
     with transaction(conn):
         assert recalled.accept(new, [about_file, elsewhere, replaced, new], "claude-haiku-4-5") == [about_file]
-    [mark] = [m for m in links.list_links(conn) if m["new_id"] == new]
+    [mark] = [m for m in marks.list_marks(conn) if m["new_id"] == new]
     assert (mark["old_id"], mark["author"], mark["rule"]) == (about_file, "model", "claude-haiku-4-5")
 
 
@@ -381,8 +381,8 @@ def test_a_model_worker_records_the_marks_its_observer_gave(tmp_path: Path, data
     first = json.dumps(next(e for e in fake_log(tmp_path) if e["event"] == "recv" and '"type": "user"' in json.dumps(e)))
     assert "Memory already holds" in first and f"obs:{old} " in first and f"obs:{foreign} " not in first
     [new] = [o for o in invoke_json("observations", "--session", "sess-demo")]
-    marks = invoke_json("marks")
-    assert [(m["old"], m["new"], m["author"]) for m in marks] == [(f"obs:{old}", f"obs:{new['id']}", "model")]
+    listed = invoke_json("marks")
+    assert [(m["old"], m["new"], m["author"]) for m in listed] == [(f"obs:{old}", f"obs:{new['id']}", "model")]
 
 
 @pytest.mark.slow
@@ -438,7 +438,7 @@ def test_the_viewer_shows_marks_and_a_person_adds_and_undoes_them(conn: sqlite3.
         assert post({"old": old, "new": 999}).status_code == 409 and post({"old": "x"}).status_code == 400
         assert post({"old": old, "undo": True}).json() == {"old": old, "undone": [new]}
         assert post({"old": old, "undo": True}).status_code == 409
-    assert links.superseded_ids(conn, [old]) == set()
+    assert marks.superseded_ids(conn, [old]) == set()
 
 
 # --- two replays of one real session -------------------------------------------------------------
@@ -459,20 +459,20 @@ def test_marks_travel_in_an_export(conn: sqlite3.Connection, tmp_path: Path) -> 
     b = store(conn, "Uploads use 8 threads", at=2, session="s2")
     c = store(conn, "Uploads use 16 threads", at=3, session="s3")
     with transaction(conn):
-        links.add(conn, a, b, "supersedes", "person", reason="8 now")
-        links.add(conn, b, c, "supersedes", "rule", rule="changed")
-        links.undo(conn, b)
+        marks.add(conn, a, b, "supersedes", "person", reason="8 now")
+        marks.add(conn, b, c, "supersedes", "rule", rule="changed")
+        marks.undo(conn, b)
     path = tmp_path / "all.jsonl"
     invoke("export", "-o", str(path))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(m["author"], m["undone_at_epoch"] is None) for m in lines if m["kind"] == "mark"] == [("person", True), ("rule", False)]
     invoke("forget", "--project", "p", "--yes")
     assert invoke_json("import", str(path), env={"CLAUDE_MEM_SEMANTIC_INDEX": "0"})["added"]["mark"] == 2
-    marks = links.list_links(conn, include_undone=True)
-    assert sorted((m["old_title"], m["author"], m["reason"], m["undone_at_epoch"] is None) for m in marks) == [
+    found = marks.list_marks(conn, include_undone=True)
+    assert sorted((m["old_title"], m["author"], m["reason"], m["undone_at_epoch"] is None) for m in found) == [
         ("Uploads use 4 threads", "person", "8 now", True), ("Uploads use 8 threads", "rule", "", False)]
     # The rules run after the import and leave the person's undo as it was.
-    assert links.superseded_ids(conn, [m["old_id"] for m in marks]) == {m["old_id"] for m in marks if m["author"] == "person"}
+    assert marks.superseded_ids(conn, [m["old_id"] for m in found]) == {m["old_id"] for m in found if m["author"] == "person"}
     broken = tmp_path / "broken.jsonl"
     broken.write_text(path.read_text().replace('"relation":"supersedes"', '"relation":"contradicts"', 1))
     assert "mark: relation must be one of" in invoke("import", str(broken), code=1).output

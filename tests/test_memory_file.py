@@ -17,7 +17,7 @@ from claude_mem.memory_file.section import END, START, MarkersBroken, render, sp
 from claude_mem.memory_file.write import update
 from claude_mem.replay import run_hook
 from claude_mem.settings import SETTINGS, SettingsError
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session
@@ -49,7 +49,7 @@ def store(data_dir: Path, project: str = "proj") -> tuple[object, dict[str, int]
         for key, (type_, title, day) in memories.items():
             ids[key] = insert_observation(conn, "s1", project, Observation(type=type_, title=title), prompt_number=1,
                                           created_at_epoch=T0 + day * DAY)
-        links.add(conn, ids["port_old"], ids["port_new"], "supersedes", "rule", rule="changed")
+        marks.add(conn, ids["port_old"], ids["port_new"], "supersedes", "rule", rule="changed")
         upsert_summary(conn, "s1", project, Summary(request="Speed up login", completed="Rate limit added"), prompt_number=1)
         conn.execute("UPDATE session_summaries SET created_at_epoch = ?", (T0 + 60 * DAY,))
     return conn, ids

@@ -138,11 +138,12 @@ FIXTURES: dict[str, dict[str, Any]] = {
                     "created_at": "2026-09-01T00:00:04.000Z", "created_at_epoch": NOW + 4000},
     "worker_runs": {"session_id": SESSION, "pid": 4242, "create_time": 1.5, "worker_id": "w-1", "synthesizer": "model",
                     "started_at_epoch": NOW, "events_done": 3},
-    "memory_links": {"old_id": 1, "new_id": 1, "relation": "supersedes", "author": "person", "reason": "moved to 8443",
+    "marks": {"old_id": 1, "new_id": 1, "relation": "supersedes", "author": "person", "reason": "moved to 8443",
                      "created_at_epoch": NOW + 5000},
-    "link_sweep": {"through_id": 3, "upto_id": 9},
+    "mark_sweep": {"through_id": 3, "upto_id": 9},
 }
 FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+RENAMED = {"memory_links": "marks", "link_sweep": "mark_sweep"}  # by 0015: the rows stay, under the new name
 
 
 def user_tables(conn: sqlite3.Connection) -> list[str]:
@@ -164,7 +165,7 @@ def representative_row(conn: sqlite3.Connection, table: str) -> dict[str, Any]:
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
     references = {fk[3]: fk[4] for fk in conn.execute(f"PRAGMA foreign_key_list({table})")}
     rowid_alias = [c[1] for c in info if c[5] and (c[2] or "").upper() == "INTEGER"] if sum(c[5] > 0 for c in info) == 1 else []
-    fixture = FIXTURES.get(table, {})
+    fixture = FIXTURES.get(RENAMED.get(table, table), {})
     row: dict[str, Any] = {}
     for _cid, name, decl, notnull, default, pk in info:
         if name in fixture:
@@ -215,7 +216,8 @@ def test_data_survives_every_later_migration(tmp_path: Path, k: int) -> None:
     versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
     assert versions == list(range(1, latest_version() + 1))
     for table, row in inserted.items():
-        assert find_row(conn, table, row) is not None, f"{table} lost (or changed) its row upgrading from version {k}"
+        found = find_row(conn, RENAMED.get(table, table), row)
+        assert found is not None, f"{table} lost (or changed) its row upgrading from version {k}"
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     # the search index still finds what was there before the upgrade

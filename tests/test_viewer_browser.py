@@ -224,4 +224,4 @@ def test_a_person_marks_an_observation_superseded_and_takes_it_back(page: Any, v
     expect(page.locator("#detail ul.marks li")).to_contain_text(f"Replaces obs:{old}")
     page.click("#detail ul.marks button.undo")
     expect(page.locator("#detail ul.marks")).to_have_count(0)
-    assert conn.execute("SELECT undone_at_epoch IS NOT NULL FROM memory_links WHERE old_id = ? AND new_id = ?", (old, new)).fetchone()[0]
+    assert conn.execute("SELECT undone_at_epoch IS NOT NULL FROM marks WHERE old_id = ? AND new_id = ?", (old, new)).fetchone()[0]

@@ -1,5 +1,5 @@
 """Ask memory a question (`claude-mem ask`, the MCP tool `ask`): the memories that bear on it,
-found by the one hybrid search (what something newer replaced left out, as the pushes leave it),
+found by the one hybrid search (superseded memories left out, as the pushes leave them),
 and an answer of a few sentences with their refs, within `ask_chars`.
 
 The observer's model writes it when one is usable (ask/model.py: one request, not a worker's

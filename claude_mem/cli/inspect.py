@@ -10,7 +10,7 @@ import click
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_when
-from claude_mem.store import injections, links, outages, overview
+from claude_mem.store import injections, marks, outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
@@ -72,7 +72,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         if row is None:
             raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
         if kind == "observation":
-            links.annotate(conn, [row])
+            marks.annotate(conn, [row])
         if as_json:
             emit_json({"kind": kind, **row})
         else:
@@ -86,7 +86,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
-    links.annotate(conn, timeline["observations"])
+    marks.annotate(conn, timeline["observations"])
     timeline["outage"] = outages.for_session(conn, matches[0])
     timeline["injections"] = injections.for_session(conn, matches[0])
     if as_json:
@@ -238,7 +238,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
     from claude_mem.store.reads import list_observations
 
     conn = app.db()
-    rows = links.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
+    rows = marks.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
     if limit:
         rows.reverse()
     if as_json:

@@ -11,24 +11,24 @@ from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint, plural
 from claude_mem.cli.inspect import json_option
 from claude_mem.cli.params import UsageProblem
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref
 from claude_mem.text.clock import local_stamp
 
 
-def marks_counts(marks: list[Any]) -> dict[str, int]:
+def marks_counts(made: list[Any]) -> dict[str, int]:
     found: dict[str, int] = {}
-    for m in marks:
+    for m in made:
         found[m.rule] = found.get(m.rule, 0) + 1
     return found
 
 
-def echo_marked(marks: list[Any]) -> None:
+def echo_marked(made: list[Any]) -> None:
     """One line: how many older observations the new ones make no longer current."""
-    if marks:
-        rules = ", ".join(f"{n} {rule}" for rule, n in sorted(marks_counts(marks).items()))
-        click.echo(f"marked {plural(len(marks), 'older observation')} as no longer current ({rules});"
+    if made:
+        rules = ", ".join(f"{n} {rule}" for rule, n in sorted(marks_counts(made).items()))
+        click.echo(f"marked {plural(len(made), 'older observation')} as no longer current ({rules});"
                    " `claude-mem marks` lists them")
 
 
@@ -51,13 +51,13 @@ def _require(conn: Any, *ids: int) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Most marks shown.")
 @json_option
 @click.pass_context
-def marks(ctx: click.Context, project: str | None, undone: bool, limit: int, as_json: bool) -> None:
+def marks_group(ctx: click.Context, project: str | None, undone: bool, limit: int, as_json: bool) -> None:
     """List the marks: older observations another one superseded or repeated (newest mark first),
     who said so (model, rule, person) and why. Subcommands change them."""
     if ctx.invoked_subcommand is not None:
         return
     app = ctx.ensure_object(AppContext)
-    rows = links.list_links(app.db(), project=project, include_undone=undone, limit=limit)
+    rows = marks.list_marks(app.db(), project=project, include_undone=undone, limit=limit)
     if as_json:
         emit_json([{"old": f"obs:{r['old_id']}", "new": f"obs:{r['new_id']}", "relation": r["relation"], "author": r["author"],
                     "rule": r["rule"], "reason": r["reason"], "project": r["project"], "marked_at_epoch": r["created_at_epoch"],
@@ -72,7 +72,7 @@ def marks(ctx: click.Context, project: str | None, undone: bool, limit: int, as_
                empty="no marks: every observation is current")
 
 
-@marks.command("apply")
+@marks_group.command("apply")
 @click.option("--project", help="Only this project's observations.")
 @click.option("--yes", is_flag=True, help="Record the marks (without it: a dry run that only lists them).")
 @json_option
@@ -103,7 +103,7 @@ def marks_apply(app: AppContext, project: str | None, yes: bool, as_json: bool) 
         click.echo(paint("dry run: nothing was marked; run again with --yes to record these", "yellow"))
 
 
-@marks.command("add")
+@marks_group.command("add")
 @click.argument("old")
 @click.argument("new")
 @click.option("--duplicate", is_flag=True, help="NEW is the same claim again (fold OLD under it), not a change.")
@@ -119,14 +119,14 @@ def marks_add(app: AppContext, old: str, new: str, duplicate: bool, reason: str,
     _require(conn, old_id, new_id)
     relation = "duplicates" if duplicate else "supersedes"
     with transaction(conn):
-        links.add(conn, old_id, new_id, relation, "person", reason=reason)
+        marks.add(conn, old_id, new_id, relation, "person", reason=reason)
     if as_json:
         emit_json({"old": f"obs:{old_id}", "new": f"obs:{new_id}", "relation": relation, "author": "person"})
         return
     click.echo(f"obs:{old_id} is now {'a repeat of' if duplicate else 'superseded by'} obs:{new_id}")
 
 
-@marks.command("undo")
+@marks_group.command("undo")
 @click.argument("old")
 @click.argument("new", required=False)
 @json_option
@@ -139,7 +139,7 @@ def marks_undo(app: AppContext, old: str, new: str | None, as_json: bool) -> Non
     conn = app.db()
     _require(conn, old_id)
     with transaction(conn):
-        undone = links.undo(conn, old_id, new_id)
+        undone = marks.undo(conn, old_id, new_id)
     if not undone:
         raise NotFound(f"obs:{old_id} has no mark" + (f" by obs:{new_id}" if new_id else "") + " to undo")
     if as_json:

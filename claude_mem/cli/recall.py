@@ -73,9 +73,9 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
         if note:
             click.echo(paint(f"note: {note}", "yellow", err=True), err=True)
         if result.hits:
-            from claude_mem.recall.views import replaced_notes
+            from claude_mem.recall.views import superseded_notes
 
-            notes = replaced_notes(conn, result.hits)
+            notes = superseded_notes(conn, result.hits)
             rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.kind_label(),
                      (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
                      _files(h.files)) for h in result.hits]

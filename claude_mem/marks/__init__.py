@@ -4,6 +4,6 @@
   rules.py   the rules: repeat, resolved, rerun, changed
   apply.py   running them: at store time, after an import, over an older database, on demand
 
-The marks themselves live in the `memory_links` table (store/links.py), beside the ones the
-observer model and people make.
+The marks themselves live in the `marks` table (store/marks.py, where the words are defined),
+beside the ones the observer model and people make.
 """

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from claude_mem.marks.candidates import Claims, candidates, rows
 from claude_mem.marks.rules import Mark, marks_for
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.db import transaction
 
 CHUNK = 25  # observations a long run marks per transaction (a few milliseconds each)
@@ -43,26 +43,26 @@ class Run:
 
     dry: bool = False
     claims: Claims = field(default_factory=Claims)
-    replaced: set[int] = field(default_factory=set)
-    replacing: set[int] = field(default_factory=set)
+    superseded: set[int] = field(default_factory=set)
+    superseding: set[int] = field(default_factory=set)
 
     def one(self, conn: sqlite3.Connection, row: dict) -> list[Mark]:
         """The rules for one stored observation; its marks recorded (unless dry) and returned."""
-        replaces = row["id"] in self.replacing or conn.execute(
-            "SELECT 1 FROM memory_links WHERE new_id = ? AND relation = 'supersedes' LIMIT 1", (row["id"],)).fetchone() is not None
+        supersedes = row["id"] in self.superseding or conn.execute(
+            "SELECT 1 FROM marks WHERE new_id = ? AND relation = 'supersedes' LIMIT 1", (row["id"],)).fetchone() is not None
         made = []
-        for mark in marks_for(self.claims(row), candidates(conn, row, self.claims, self.replaced), replaces_already=replaces):
-            fresh = (mark.old_id, mark.new_id) not in self._known(conn, mark) if self.dry else links.add(
+        for mark in marks_for(self.claims(row), candidates(conn, row, self.claims, self.superseded), supersedes_already=supersedes):
+            fresh = (mark.old_id, mark.new_id) not in self._known(conn, mark) if self.dry else marks.add(
                 conn, mark.old_id, mark.new_id, mark.relation, "rule", rule=mark.rule, reason=mark.reason)
             if fresh:
                 made.append(mark)
-                self.replaced.add(mark.old_id)
-                self.replacing.update([mark.new_id] if mark.relation == "supersedes" else [])
+                self.superseded.add(mark.old_id)
+                self.superseding.update([mark.new_id] if mark.relation == "supersedes" else [])
         return made
 
     @staticmethod
     def _known(conn: sqlite3.Connection, mark: Mark) -> set[tuple[int, int]]:
-        found = conn.execute("SELECT 1 FROM memory_links WHERE old_id = ? AND new_id = ?", (mark.old_id, mark.new_id)).fetchone()
+        found = conn.execute("SELECT 1 FROM marks WHERE old_id = ? AND new_id = ?", (mark.old_id, mark.new_id)).fetchone()
         return {(mark.old_id, mark.new_id)} if found else set()
 
 
@@ -109,7 +109,7 @@ def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: 
         applied.checked += len(ids[start:start + CHUNK])
     if not dry_run and not project and not after_id:
         with transaction(conn):  # every observation has been through the rules: no sweep is left to do
-            conn.execute("UPDATE link_sweep SET through_id = upto_id WHERE id = 1")
+            conn.execute("UPDATE mark_sweep SET through_id = upto_id WHERE id = 1")
     return applied
 
 
@@ -122,7 +122,7 @@ def sweep_step(conn: sqlite3.Connection, budget_s: float = 2.0, chunk: int = CHU
     deadline = time.monotonic() + budget_s
     while time.monotonic() < deadline:
         with transaction(conn):
-            state = conn.execute("SELECT through_id, upto_id FROM link_sweep WHERE id = 1").fetchone()
+            state = conn.execute("SELECT through_id, upto_id FROM mark_sweep WHERE id = 1").fetchone()
             if state is None or state[0] >= state[1]:
                 break
             ids = [r[0] for r in conn.execute("SELECT id FROM observations WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
@@ -130,7 +130,7 @@ def sweep_step(conn: sqlite3.Connection, budget_s: float = 2.0, chunk: int = CHU
             for row in _oldest_first(conn, ids):
                 run.one(conn, row)
             checked += len(ids)
-            conn.execute("UPDATE link_sweep SET through_id = ? WHERE id = 1", (ids[-1] if ids else state[1],))
+            conn.execute("UPDATE mark_sweep SET through_id = ? WHERE id = 1", (ids[-1] if ids else state[1],))
     return checked
 
 

@@ -12,7 +12,7 @@ import sqlite3
 from collections import OrderedDict
 
 from claude_mem.marks.claims import Claim, claim
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.text.terms import query_terms
 
 FILE_CANDIDATES = 50  # the newest observations naming a file of the same base name, per name
@@ -54,9 +54,9 @@ def _words_query(column: str, text: str) -> str | None:
 
 
 def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None,
-               replaced: set[int] | frozenset[int] = frozenset()) -> list[Claim]:
+               superseded: set[int] | frozenset[int] = frozenset()) -> list[Claim]:
     """The project's current observations recorded before `row` that may be about the same thing
-    (`replaced`: more ids to treat as no longer current, as a dry run has not written its marks)."""
+    (`superseded`: more ids to treat as superseded, as a dry run has not written its marks)."""
     claims = claims or Claims()
     new = claims(row)
     ids: set[int] = set()
@@ -72,7 +72,7 @@ def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None
             "SELECT o.id FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
             " WHERE observations_fts MATCH ? AND o.project = ?"
             f" ORDER BY observations_fts.rowid DESC LIMIT {WORD_CANDIDATES}", (query, new.project)))
-    ids -= {new.id, *replaced}
+    ids -= {new.id, *superseded}
     older = [r for r in rows(conn, sorted(ids)) if (r["created_at_epoch"], r["id"]) < (row["created_at_epoch"], row["id"])]
-    gone = links.superseded_ids(conn, [r["id"] for r in older])
+    gone = marks.superseded_ids(conn, [r["id"] for r in older])
     return [claims(r) for r in older if r["id"] not in gone]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from claude_mem.marks.claims import Claim, keyed_values, same_file
 
-CHANGE_TYPES = ("change", "bugfix", "refactor", "decision")  # what can replace a claim (not a new feature, not a finding)
+CHANGE_TYPES = ("change", "bugfix", "refactor", "decision")  # what can supersede a claim (not a new feature, not a finding)
 REPEAT_OVERLAP = 0.8  # share of the words of title and facts two copies of one claim have in common
 RULES = ("repeat", "resolved", "rerun", "changed")
 
@@ -33,9 +33,9 @@ class Mark:
     reason: str
 
 
-def marks_for(new: Claim, older: list[Claim], *, replaces_already: bool = False) -> list[Mark]:
+def marks_for(new: Claim, older: list[Claim], *, supersedes_already: bool = False) -> list[Mark]:
     """The marks storing `new` makes on `older` (its project's current observations recorded before
-    it), at most one per older observation. `replaces_already`: `new` already supersedes something
+    it), at most one per older observation. `supersedes_already`: `new` already supersedes something
     (the model said so), so the `changed` rule, which marks one best match, has nothing to add."""
     marks: dict[int, Mark] = {}
     for old in older:
@@ -44,7 +44,7 @@ def marks_for(new: Claim, older: list[Claim], *, replaces_already: bool = False)
         mark = _repeat(new, old) or _check(new, old) or _fixed(new, old)
         if mark is not None:
             marks[old.id] = mark
-    if not replaces_already and not any(m.relation == "supersedes" for m in marks.values()):
+    if not supersedes_already and not any(m.relation == "supersedes" for m in marks.values()):
         best = _changed(new, [o for o in older if o.id not in marks and o.id != new.id and o.project == new.project])
         if best is not None:
             marks[best.old_id] = best

@@ -12,7 +12,7 @@ import json
 
 from claude_mem.push import project_of
 from claude_mem.push.lines import hook_answer
-from claude_mem.store import injections, links
+from claude_mem.store import injections, marks
 from claude_mem.store.reads import like_escape
 from claude_mem.text.clock import local_day
 from claude_mem.text.command_keys import command_key
@@ -66,7 +66,7 @@ def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key
             # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
             failure["fix"] = conn.execute(
                 "SELECT id, title FROM observations o WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
-                f" AND created_at_epoch >= ? AND {links.current_clause('o')} ORDER BY created_at_epoch, id LIMIT 1",
+                f" AND created_at_epoch >= ? AND {marks.not_superseded('o')} ORDER BY created_at_epoch, id LIMIT 1",
                 (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
             failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
                 "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"

@@ -17,7 +17,7 @@ import os
 from claude_mem.project import find_git_root
 from claude_mem.push import project_of
 from claude_mem.push.lines import fit_lines, hook_answer, memory_line
-from claude_mem.store import injections, links
+from claude_mem.store import injections, marks
 from claude_mem.text.shorten import cut
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -35,7 +35,7 @@ _SQL = ("SELECT o.id, o.type, o.title, o.created_at_epoch, f.path, f.modified, s
         " (SELECT COUNT(*) FROM observation_files g WHERE g.observation_id = o.id) AS breadth"
         " FROM observation_files f JOIN observations o ON o.id = f.observation_id"
         " LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
-        f" WHERE f.name = ? AND o.project = ? AND o.session_id != ? AND {links.current_clause('o')}"
+        f" WHERE f.name = ? AND o.project = ? AND o.session_id != ? AND {marks.not_superseded('o')}"
         " ORDER BY o.created_at_epoch DESC, o.id DESC LIMIT ?")
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from claude_mem.logs import log_line
 from claude_mem.push import has_memory
 from claude_mem.push.lines import fit_lines, hook_answer, label_of, memory_line
-from claude_mem.store import injections, links
+from claude_mem.store import injections, marks
 from claude_mem.store.reads import REF_PREFIX, json_list
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.shorten import cut
@@ -79,7 +79,7 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     # Keyword matches that clear their own bar come after: they alone answer while the service is
     # away, and they still speak when a memory too small for the fused score has few neighbours
     # (its cosines are taken around the candidates' own mean).
-    hits = current(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
+    hits = newest_in_place(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
     given = injections.given_refs(conn, session_id)
     lines: list[tuple[str, str]] = []
     for h in hits:
@@ -94,21 +94,21 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
     return (text, refs, "hybrid" if semantic is not None else "fts") if refs else None
 
 
-def current(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str) -> list[dict[str, Any]]:
-    """The hits with each observation something newer replaced (store/links.py) given way to what
-    replaced it: never pushed itself, whatever the service's answer says (the service already put
-    the replacement in its place; the keyword matches here did not)."""
-    replaced = links.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
-    if not replaced:
+def newest_in_place(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str) -> list[dict[str, Any]]:
+    """The hits with each superseded observation (store/marks.py) given way to what superseded
+    it: never pushed itself, whatever the service's answer says (the service already put the
+    newer one in its place; the keyword matches here did not)."""
+    superseded = marks.superseded_ids(conn, [int(h["id"]) for h in hits if h.get("kind") == "observation"])
+    if not superseded:
         return hits
-    heads = links.current_heads(conn, sorted(replaced))
+    heads = marks.newest_heads(conn, sorted(superseded))
     wanted = sorted({h for hs in heads.values() for h in hs})
     rows = {r["id"]: dict(r) for r in conn.execute(
         f"SELECT id, session_id, type, title, subtitle, created_at_epoch FROM observations WHERE id IN ({','.join('?' * len(wanted))})"
         " AND project = ? AND session_id != ?", [*wanted, project, session_id])} if wanted else {}
     out: list[dict[str, Any]] = []
     for h in hits:
-        if h.get("kind") != "observation" or int(h["id"]) not in replaced:
+        if h.get("kind") != "observation" or int(h["id"]) not in superseded:
             out.append(h)
             continue
         out += [{"kind": "observation", "id": r["id"], "session_id": r["session_id"], "type": r["type"],

@@ -32,7 +32,7 @@ class Hit:
     # None for this installation's memory; a teammate's installation name for a memory found on a
     # shared Chroma server (`id` is then the row's id in their database: ref `obs:12@laptop-b`).
     origin: str | None = None
-    # The refs of the newer observations that replaced this one (store/links.py), empty while it is current.
+    # The refs of the newer observations that superseded this one (store/marks.py), empty while it is current.
     superseded_by: list[str] = field(default_factory=list)
     # The agent the memory's session ran in ("claude-code" | "codex"); None for a teammate's.
     host: str | None = None

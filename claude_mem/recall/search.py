@@ -6,7 +6,7 @@
 Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
 candidates with every filter applied inside the search, not after it, then the two are fused
 (a weighted blend of cosine and BM25, boosted by named dates and by session context); a prompt
-hit stands for its turn; a memory something newer replaced ranks below that (recall/current.py).
+hit stands for its turn; a superseded memory ranks right below what superseded it (recall/superseded.py).
 Without an index, or when it fails, the keyword side answers alone and the result says so.
 Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
 `origin` (recall/teammates.py). Importing this module is cheap: chromadb and the model load only
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 from claude_mem.index.documents import LAYOUT
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
-from claude_mem.recall.current import rank_current
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.semantic import add_candidates, start_nearest
+from claude_mem.recall.superseded import rank_superseded
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store.reads import KINDS, session_hosts
 from claude_mem.text.terms import query_terms
@@ -113,12 +113,12 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
     floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
-    current, replaced = rank_current(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
-    hits = [hit(c, score, terms, index.layout if index is not None else LAYOUT) for c, score in current]
+    placed, superseded = rank_superseded(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
+    hits = [hit(c, score, terms, index.layout if index is not None else LAYOUT) for c, score in placed]
     hosts = session_hosts(conn, [h.session_id for h in hits if h.origin is None])
     for h in hits:
-        if h.kind == "observation" and h.origin is None and h.id in replaced:
-            h.superseded_by = [f"obs:{r.new_id}" for r in replaced[h.id]]
+        if h.kind == "observation" and h.origin is None and h.id in superseded:
+            h.superseded_by = [f"obs:{r.new_id}" for r in superseded[h.id]]
         if h.origin is None:
             h.host = hosts.get(h.session_id)
     if not hits and note is None:

@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any
 
 from claude_mem.recall.hits import Hit
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, get_observations, json_list, ref
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
@@ -59,23 +59,23 @@ def record_chars(kind: str, row: sqlite3.Row | dict[str, Any]) -> int:
     return 100 + sum(len(str(row[k] or "")) for k in keys)
 
 
-def replaced_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str]:
+def superseded_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str]:
     """What views say of this installation's observation hits: `superseded by obs:N, DATE` for
-    those something replaced, `seen N times since DATE` for the newest copy of a repeated claim."""
+    superseded ones, `seen N times since DATE` for the newest copy of a repeated claim."""
     ids = [h.id for h in hits if h.kind == "observation" and h.origin is None]
-    return {r["id"]: r["mark"] for r in links.annotate(conn, [{"id": i} for i in ids]) if r["mark"]}
+    return {r["id"]: r["mark"] for r in marks.annotate(conn, [{"id": i} for i in ids]) if r["mark"]}
 
 
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
-    """A header and one `ref | date | type | title | files | ~tokens` row per hit; a replaced
-    observation's title ends with what replaced it."""
+    """A header and one `ref | date | type | title | files | ~tokens` row per hit; a superseded
+    observation's title ends with what superseded it."""
     costs: dict[tuple[str, int], int] = {}
     for kind, table in TABLES.items():
         ids = [h.id for h in hits if h.kind == kind and h.origin is None]
         if ids:
             for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
                 costs[(kind, row["id"])] = tokens(record_chars(kind, row))
-    notes = replaced_notes(conn, hits)
+    notes = superseded_notes(conn, hits)
     lines = ["ref | date | type | title | files | ~tokens"]
     for h in hits:
         # A teammate's record is what their documents hold: about as long as the matched text.
@@ -116,7 +116,7 @@ def observation_record(row: dict[str, Any]) -> str:
 def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) -> tuple[str, list[int]]:
     """Full records in the order asked, up to `limit` characters; returns the text and the ids
     that do not exist."""
-    rows = {r["id"]: r for r in links.annotate(conn, get_observations(conn, ids))}
+    rows = {r["id"]: r for r in marks.annotate(conn, get_observations(conn, ids))}
     missing = [i for i in ids if i not in rows]
     tail = [f"Not found: {', '.join(ref('observation', i) for i in missing)}."] if missing else []
     parts: list[str] = []
@@ -152,7 +152,7 @@ def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict
         for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
             items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
     items.sort(key=lambda i: (i["prompt_number"], TURN_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
-    links.annotate(conn, [i for i in items if i["kind"] == "observation"])
+    marks.annotate(conn, [i for i in items if i["kind"] == "observation"])
     return items
 
 

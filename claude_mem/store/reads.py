@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 
-from claude_mem.store.links import current_clause
+from claude_mem.store.marks import not_superseded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -185,11 +185,11 @@ def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False,
                       current: bool = False) -> list[dict[str, Any]]:
-    """Observations passing the filters; `current`: only those no newer one replaced (store/links.py)."""
+    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py)."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
-        where[0].append(current_clause("t"))
+        where[0].append(not_superseded("t"))
     return _list(conn, "observation", where, limit, newest_first)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
@@ -164,7 +164,7 @@ def export_objects(conn: sqlite3.Connection, *, project: str | None = None,
             for row in conn.execute(f"SELECT * FROM {TABLES[kind]} WHERE session_id = ? ORDER BY {_ORDER[kind]}", (sid,)):
                 exported.update([row["id"]] if kind == "observation" else [])
                 yield _row_object(kind, row)
-    yield from links.export_marks(conn, exported)
+    yield from marks.export_marks(conn, exported)
 
 
 def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None = None,
@@ -266,7 +266,7 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             kind = obj.get("kind")
             if kind not in COUNTED:
                 raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(COUNTED)}")
-            rows[kind].append((number, storable_value(links.check_mark(obj)) if kind == "mark" else validate_row(kind, obj)))
+            rows[kind].append((number, storable_value(marks.check_mark(obj)) if kind == "mark" else validate_row(kind, obj)))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:
@@ -350,7 +350,7 @@ def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[s
                 if progress is not None:
                     progress.advance()
         for label, mark in rows.get("mark", ()):  # after the observations they name
-            marked = links.import_mark(conn, mark)
+            marked = marks.import_mark(conn, mark)
             if marked is None:
                 raise RejectedRow(label, "mark: an observation it names is neither in the file nor in the database")
             result.added["mark"] = result.added.get("mark", 0) + marked

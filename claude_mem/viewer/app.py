@@ -156,7 +156,7 @@ class Viewer:
 
     def api_search(self, request: Request) -> Response:
         from claude_mem.recall.search import MODES
-        from claude_mem.recall.views import replaced_notes
+        from claude_mem.recall.views import superseded_notes
         from claude_mem.service.search import search_memory
 
         query = _text(request, "q", MAX_QUERY_CHARS)
@@ -171,7 +171,7 @@ class Viewer:
                                    "kinds": kinds, "limit": _int(request, "limit", 20, 1, 100)}
         result = self.read(lambda conn: search_memory(self.config, conn, query, index=self.index, in_process=self.in_process,
                                                       mode=mode, **filters))
-        notes = self.read(replaced_notes, result.hits)
+        notes = self.read(superseded_notes, result.hits)
         hits = [{**asdict(h), "mark": notes.get(h.id, "") if h.kind == "observation" and h.origin is None else ""}
                 for h in result.hits]
         return _json({"query": query, "mode": result.mode, "note": result.note, "hits": hits})

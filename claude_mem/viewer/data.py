@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, links, overview, reads, records
+from claude_mem.store import costs, injections, marks, overview, reads, records
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.reads import TURN_RANK
 from claude_mem.text.shorten import cut
@@ -80,7 +80,7 @@ def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | No
 
 
 def observation_item(row: dict[str, Any]) -> dict[str, Any]:
-    """An observation for the list; its `mark` says what replaced it (rows passed through links.annotate)."""
+    """An observation for the list; its `mark` says what superseded it (rows passed through marks.annotate)."""
     return {**_item("observation", row, row["title"], row.get("subtitle") or row.get("narrative") or "", row["type"]),
             "mark": row.get("mark", ""), "superseded_by": row.get("superseded_by", [])}
 
@@ -124,7 +124,7 @@ def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 5
     """The newest prompts, observations and summaries (newest first) and the cursor to stream from."""
     with snapshot(conn):
         cursor = current_cursor(conn)
-        rows = links.annotate(conn, reads.list_observations(conn, project=project, limit=limit, newest_first=True))
+        rows = marks.annotate(conn, reads.list_observations(conn, project=project, limit=limit, newest_first=True))
         items = [observation_item(r) for r in rows]
         items += [summary_item(r) for r in reads.list_summaries(conn, project=project, limit=limit, newest_first=True)]
         items += [prompt_item(r) for r in _prompts(conn, project=project, limit=limit, newest_first=True)]
@@ -138,7 +138,7 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     Ids only grow as rows commit (one writer at a time) and are never reused, even after a
     forget (migration 0004), which is what makes a cursor enough.
     """
-    obs = links.annotate(conn, [reads.decode(r) for r in conn.execute(
+    obs = marks.annotate(conn, [reads.decode(r) for r in conn.execute(
         "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))])
     sums = [reads.decode(r) for r in conn.execute(
         "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (cursor.summary, STREAM_BATCH))]
@@ -163,15 +163,15 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
     """One observation with its session and the prompt that led to it."""
-    rows = links.annotate(conn, reads.get_observations(conn, [observation_id]))
+    rows = marks.annotate(conn, reads.get_observations(conn, [observation_id]))
     if not rows:
         return None
     obs = rows[0]
     session = records.get_session(conn, obs["session_id"])
     prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
-    marks = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
-                                 "new_title", "old_epoch", "new_epoch")} for m in links.list_links(conn, ids=[observation_id])]
-    return {"observation": obs, "session": session, "prompt": prompt, "marks": marks}
+    listed = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
+                                 "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
+    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
@@ -181,7 +181,7 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         given = injections.for_session(conn, session_id)
     if found is None:
         return None
-    links.annotate(conn, found["observations"])
+    marks.annotate(conn, found["observations"])
     entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
                                                         ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
@@ -206,14 +206,14 @@ def change_mark(db_path: str, old_id: int, new_id: int | None, *, undo: bool, du
             raise MarkRefused(f"no observation obs:{missing[0]}")
         with transaction(conn):
             if undo:
-                undone = links.undo(conn, old_id, new_id)
+                undone = marks.undo(conn, old_id, new_id)
                 if not undone:
                     raise MarkRefused(f"obs:{old_id} has no mark to undo")
                 return {"old": old_id, "undone": undone}
             if new_id is None or new_id == old_id:
-                raise MarkRefused("name the newer observation that replaces this one (not itself)")
+                raise MarkRefused("name the newer observation that supersedes this one (not itself)")
             relation = "duplicates" if duplicate else "supersedes"
-            links.add(conn, old_id, new_id, relation, "person", reason=reason)
+            marks.add(conn, old_id, new_id, relation, "person", reason=reason)
             return {"old": old_id, "new": new_id, "relation": relation}
     finally:
         conn.close()

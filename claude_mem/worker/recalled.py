@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable
 
 from claude_mem.marks.claims import norm_path, same_file
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms
@@ -54,7 +54,7 @@ class Recalled:
         if request and len(rows) < MAX_LINES:
             rows += self._about_request(project, request)
         fresh = [r for r in dict((r["id"], r) for r in rows).values() if r["id"] not in self.shown]
-        gone = links.superseded_ids(self.conn, [r["id"] for r in fresh])
+        gone = marks.superseded_ids(self.conn, [r["id"] for r in fresh])
         kept = sorted((r for r in fresh if r["id"] not in gone), key=lambda r: -r["created_at_epoch"])[:MAX_LINES]
         self._offered = [r["id"] for r in kept]
         if not kept:
@@ -105,6 +105,6 @@ class Recalled:
                 self.log(f"ignored <supersedes>obs:{old_id}</supersedes> of obs:{new_id}: not an earlier observation"
                          " of this project shown to the model")
                 continue
-            if links.add(self.conn, old_id, new_id, "supersedes", "model", rule=model or "", reason="the observer said so"):
+            if marks.add(self.conn, old_id, new_id, "supersedes", "model", rule=model or "", reason="the observer said so"):
                 made.append(old_id)
         return made

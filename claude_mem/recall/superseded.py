@@ -1,7 +1,7 @@
-"""Search's reading of marks (store/links.py): what replaced a memory the query found takes that
+"""Search's reading of marks (store/marks.py): what superseded a memory the query found takes that
 memory's place, with its score (brought in when the search did not find it itself: it is about
-the same thing, and it is what is true now), and the replaced memory follows right after it,
-still found. There is no age decay: among memories nothing replaced, order stays the fused
+the same thing, and it is what is true now), and the superseded memory follows right after it,
+still found. There is no age decay: among current memories, order stays the fused
 score's. One query for the marks of all the hits, one per step of a chain, one for the rows
 brought in.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from claude_mem.recall.candidates import Candidate, Filters, load_rows, sql_filters
-from claude_mem.store import links
+from claude_mem.store import marks
 from claude_mem.store.reads import KIND
 
 
@@ -25,23 +25,23 @@ def _passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, C
     if not ids or where is None:
         return {}
     clauses, params = where
-    marks = ",".join("?" * len(ids))
-    sql = f"SELECT t.id FROM {KIND['observation'].source()} WHERE t.id IN ({marks})" + "".join(f" AND {c}" for c in clauses)
+    qs = ",".join("?" * len(ids))
+    sql = f"SELECT t.id FROM {KIND['observation'].source()} WHERE t.id IN ({qs})" + "".join(f" AND {c}" for c in clauses)
     found = {("observation", int(r[0])): Candidate("observation", int(r[0])) for r in conn.execute(sql, [*sorted(ids), *params])}
     load_rows(conn, found)
     return {key[1]: c for key, c in found.items() if c.row}
 
 
-def rank_current(conn: sqlite3.Connection, ranked: list[tuple[Candidate, float]], f: Filters,
-                 limit: int) -> tuple[list[tuple[Candidate, float]], dict[int, list[links.Replacement]]]:
-    """`ranked` with what replaced each replaced observation (the current end of its chain)
-    in its place and at least its score, the replaced one right after; cut to `limit`. Also
-    what directly replaced each hit."""
+def rank_superseded(conn: sqlite3.Connection, ranked: list[tuple[Candidate, float]], f: Filters,
+                    limit: int) -> tuple[list[tuple[Candidate, float]], dict[int, list[marks.SupersededBy]]]:
+    """`ranked` with what superseded each superseded observation (the current end of its chain)
+    in its place and at least its score, the superseded one right after; cut to `limit`. Also
+    what directly superseded each hit."""
     present = {c.id for c, _ in ranked if _local(c)}
-    direct = links.replacements(conn, sorted(present))
+    direct = marks.superseded_by(conn, sorted(present))
     if not direct:
         return ranked[:limit], {}
-    heads = links.current_heads(conn, list(direct))
+    heads = marks.newest_heads(conn, list(direct))
     extra = _passing(conn, {h for hs in heads.values() for h in hs} - present, f)
     out = list(ranked)
     for c, score in [(c, s) for c, s in ranked if _local(c) and c.id in direct]:
@@ -55,5 +55,5 @@ def rank_current(conn: sqlite3.Connection, ranked: list[tuple[Candidate, float]]
                 moved, own = out.pop(found)
                 out.insert(at, (moved, max(own, score)))
                 at += 1
-    more = links.replacements(conn, [c.id for c in extra.values()]) if extra else {}
+    more = marks.superseded_by(conn, [c.id for c in extra.values()]) if extra else {}
     return out[:limit], {**direct, **more}

@@ -1,10 +1,12 @@
-"""Links between observations (migration 0008): "B supersedes A" and "B duplicates A", with who
-said so (the observer model, a rule, a person), why, and when.
+"""Marks (migrations 0010, 0015): "B supersedes A" and "B duplicates A", with who said so (the
+observer model, a rule, a person), why, and when.
 
-A linked observation is no longer current: pushes and the digest leave it out, search ranks it
-below what replaced it, every view says so. Nothing is deleted, and a person's undo keeps its row
-so that no rule marks the pair again. Readers ask about many ids in one query: the hooks call
-`superseded_ids`, search `replacements`.
+The words, the same everywhere: a *mark* is one such row; the older observation of an active mark
+is *superseded* (a duplicate too: its newest copy stands for it), and one nothing supersedes is
+*current*. A superseded observation is never pushed and leaves the digest and the memory file;
+search ranks it right after what superseded it; every view says so. Nothing is deleted, and a
+person's undo keeps its row so that no rule marks the pair again. Readers ask about many ids in
+one query: the hooks call `superseded_ids`, search `superseded_by`.
 
 On the hook path: standard library only.
 """
@@ -23,21 +25,21 @@ AUTHORS = ("model", "rule", "person")
 ACTIVE = "undone_at_epoch IS NULL"
 
 
-def current_clause(alias: str = "o") -> str:
-    """SQL that holds for an observation (in `alias`) no active link marks as replaced."""
-    return f"NOT EXISTS (SELECT 1 FROM memory_links l WHERE l.old_id = {alias}.id AND l.{ACTIVE})"
+def not_superseded(alias: str = "o") -> str:
+    """SQL that holds for a current observation (in `alias`): no active mark supersedes it."""
+    return f"NOT EXISTS (SELECT 1 FROM marks l WHERE l.old_id = {alias}.id AND l.{ACTIVE})"
 
 
-# What replaced an observation: the newer one, how (supersedes | duplicates), who said so, and
+# What superseded an observation: the newer one, how (supersedes | duplicates), who said so, and
 # when the newer one was recorded (what views show: "superseded by obs:N, DATE").
-Replacement = namedtuple("Replacement", "new_id relation author created_at_epoch")
+SupersededBy = namedtuple("SupersededBy", "new_id relation author created_at_epoch")
 
 
 def add(conn: sqlite3.Connection, old_id: int, new_id: int, relation: str, author: str, *, rule: str = "",
         reason: str = "", now_ms: int | None = None) -> bool:
     """Record that `new_id` supersedes (or duplicates) `old_id`; True when a mark was made.
 
-    A pair already linked, or once undone by a person, is left as it is: a rule or the model never
+    A pair already marked, or once undone by a person, is left as it is: a rule or the model never
     overrides a person. A person's own mark replaces whatever was there (and revives an undone one).
     """
     if relation not in RELATIONS or author not in AUTHORS or old_id == new_id:
@@ -45,13 +47,13 @@ def add(conn: sqlite3.Connection, old_id: int, new_id: int, relation: str, autho
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     if author == "person":
         cur = conn.execute(
-            "INSERT INTO memory_links (old_id, new_id, relation, author, rule, reason, created_at_epoch)"
+            "INSERT INTO marks (old_id, new_id, relation, author, rule, reason, created_at_epoch)"
             " VALUES (?, ?, ?, 'person', ?, ?, ?) ON CONFLICT (old_id, new_id) DO UPDATE SET relation = excluded.relation,"
             " author = 'person', rule = excluded.rule, reason = excluded.reason, created_at_epoch = excluded.created_at_epoch,"
             " undone_at_epoch = NULL", (old_id, new_id, relation, rule, reason, now))
         return bool(cur.rowcount)
     cur = conn.execute(
-        "INSERT INTO memory_links (old_id, new_id, relation, author, rule, reason, created_at_epoch)"
+        "INSERT INTO marks (old_id, new_id, relation, author, rule, reason, created_at_epoch)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
         (old_id, new_id, relation, author, rule, reason[:300], now))
     return bool(cur.rowcount)
@@ -63,41 +65,41 @@ def undo(conn: sqlite3.Connection, old_id: int, new_id: int | None = None, *, no
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     pair = " AND new_id = ?" if new_id is not None else ""
     params: list[int] = [now, old_id] + ([new_id] if new_id is not None else [])
-    rows = conn.execute(f"UPDATE memory_links SET undone_at_epoch = ? WHERE old_id = ?{pair} AND {ACTIVE} RETURNING new_id",
+    rows = conn.execute(f"UPDATE marks SET undone_at_epoch = ? WHERE old_id = ?{pair} AND {ACTIVE} RETURNING new_id",
                         params).fetchall()
     return sorted(int(r[0]) for r in rows)
 
 
 def superseded_ids(conn: sqlite3.Connection, ids: list[int]) -> set[int]:
-    """Those of `ids` an active link marks as replaced (one query per 500 ids)."""
+    """Those of `ids` an active mark supersedes (one query per 500 ids)."""
     found: set[int] = set()
     for chunk in chunks(sorted({int(i) for i in ids})):
         found.update(r[0] for r in conn.execute(
-            f"SELECT DISTINCT old_id FROM memory_links WHERE {ACTIVE} AND old_id IN ({','.join('?' * len(chunk))})", chunk))
+            f"SELECT DISTINCT old_id FROM marks WHERE {ACTIVE} AND old_id IN ({','.join('?' * len(chunk))})", chunk))
     return found
 
 
-def replacements(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[Replacement]]:
-    """For each of `ids` that is replaced, what replaced it (newest first)."""
-    found: dict[int, list[Replacement]] = {}
+def superseded_by(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[SupersededBy]]:
+    """For each of `ids` that is superseded, what superseded it (newest first)."""
+    found: dict[int, list[SupersededBy]] = {}
     for chunk in chunks(sorted({int(i) for i in ids})):
         rows = conn.execute(
-            "SELECT l.old_id, l.new_id, l.relation, l.author, o.created_at_epoch FROM memory_links l"
+            "SELECT l.old_id, l.new_id, l.relation, l.author, o.created_at_epoch FROM marks l"
             f" JOIN observations o ON o.id = l.new_id WHERE l.{ACTIVE} AND l.old_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY o.created_at_epoch DESC, l.new_id DESC", chunk)
         for old_id, new_id, relation, author, created in rows:
-            found.setdefault(int(old_id), []).append(Replacement(int(new_id), relation, author, int(created)))
+            found.setdefault(int(old_id), []).append(SupersededBy(int(new_id), relation, author, int(created)))
     return found
 
 
-def current_heads(conn: sqlite3.Connection, ids: list[int], depth: int = 8) -> dict[int, list[int]]:
-    """For each replaced id, the current observations at the end of its chains (A replaced by B,
-    B by C: C). One query per step of the chains, at most `depth` steps."""
-    direct = replacements(conn, ids)
+def newest_heads(conn: sqlite3.Connection, ids: list[int], depth: int = 8) -> dict[int, list[int]]:
+    """For each superseded id, the current observations at the end of its chains (A superseded by
+    B, B by C: C). One query per step of the chains, at most `depth` steps."""
+    direct = superseded_by(conn, ids)
     heads: dict[int, list[int]] = {old: [r.new_id for r in reps] for old, reps in direct.items()}
     for _ in range(depth):
         pending = {n for news in heads.values() for n in news}
-        more = replacements(conn, list(pending))
+        more = superseded_by(conn, list(pending))
         if not more:
             break
         heads = {old: list(dict.fromkeys(h for n in news for h in ([r.new_id for r in more[n]] if n in more else [n])))
@@ -112,9 +114,9 @@ def repeats(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[int, in
     for chunk in chunks(sorted({int(i) for i in ids})):
         rows = conn.execute(
             "WITH RECURSIVE folded(root, id) AS ("
-            f" SELECT new_id, old_id FROM memory_links WHERE relation = 'duplicates' AND {ACTIVE}"
+            f" SELECT new_id, old_id FROM marks WHERE relation = 'duplicates' AND {ACTIVE}"
             f" AND new_id IN ({','.join('?' * len(chunk))})"
-            " UNION SELECT f.root, l.old_id FROM memory_links l JOIN folded f ON l.new_id = f.id"
+            " UNION SELECT f.root, l.old_id FROM marks l JOIN folded f ON l.new_id = f.id"
             f" WHERE l.relation = 'duplicates' AND l.{ACTIVE})"
             " SELECT f.root, count(DISTINCT f.id), min(o.created_at_epoch) FROM folded f JOIN observations o ON o.id = f.id"
             " GROUP BY f.root", chunk)
@@ -123,8 +125,8 @@ def repeats(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[int, in
     return found
 
 
-def replaced_text(reps: list[Replacement]) -> str:
-    """What every view says of a replaced observation: `superseded by obs:12, 2026-03-03`."""
+def superseded_text(reps: list[SupersededBy]) -> str:
+    """What every view says of a superseded observation: `superseded by obs:12, 2026-03-03`."""
     parts = [f"obs:{r.new_id}, {local_day(r.created_at_epoch)}" + (" (the same claim again)" if r.relation == "duplicates" else "")
              for r in reps]
     return "superseded by " + "; ".join(parts) if parts else ""
@@ -135,7 +137,7 @@ def repeats_text(count: int, first_epoch_ms: int) -> str:
     return f"seen {count} times since {local_day(first_epoch_ms)}"
 
 
-def list_links(conn: sqlite3.Connection, *, project: str | None = None, ids: list[int] | None = None,
+def list_marks(conn: sqlite3.Connection, *, project: str | None = None, ids: list[int] | None = None,
                include_undone: bool = False, limit: int | None = None) -> list[dict]:
     """Marks with both observations' titles and dates, newest mark first."""
     clauses = [] if include_undone else [f"l.{ACTIVE}"]
@@ -148,7 +150,7 @@ def list_links(conn: sqlite3.Connection, *, project: str | None = None, ids: lis
         clauses.append(f"(l.old_id IN ({marks}) OR l.new_id IN ({marks}))")
         params += list(ids) * 2
     sql = ("SELECT l.*, o.title AS old_title, o.created_at_epoch AS old_epoch, n.title AS new_title,"
-           " n.created_at_epoch AS new_epoch, n.project AS project FROM memory_links l"
+           " n.created_at_epoch AS new_epoch, n.project AS project FROM marks l"
            " JOIN observations o ON o.id = l.old_id JOIN observations n ON n.id = l.new_id"
            + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY l.created_at_epoch DESC, l.id DESC")
     if limit:
@@ -157,16 +159,16 @@ def list_links(conn: sqlite3.Connection, *, project: str | None = None, ids: lis
 
 
 def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
-    """Each observation row (a dict with its `id`) given `superseded_by`, the refs of what replaced
-    it ([] while current), and `mark`, what views say of it: "superseded by obs:12, 2026-03-03",
+    """Each observation row (a dict with its `id`) given `superseded_by`, the refs of what
+    superseded it ([] while current), and `mark`, what views say of it: "superseded by obs:12, 2026-03-03",
     "seen 3 times since 2026-01-08", or "". Two queries for all the rows."""
     ids = [int(r["id"]) for r in rows]
-    replaced = replacements(conn, ids)
+    superseded = superseded_by(conn, ids)
     seen = repeats(conn, ids)
     for r in rows:
-        reps = replaced.get(int(r["id"]), [])
+        reps = superseded.get(int(r["id"]), [])
         r["superseded_by"] = [f"obs:{x.new_id}" for x in reps]
-        notes = [replaced_text(reps)] if reps else []
+        notes = [superseded_text(reps)] if reps else []
         if int(r["id"]) in seen:
             notes.append(repeats_text(*seen[int(r["id"])]))
         r["mark"] = "; ".join(notes)
@@ -182,7 +184,7 @@ def export_marks(conn: sqlite3.Connection, observation_ids: set[int]) -> list[di
     """The marks between the exported observations, as export objects, oldest first."""
     rows = conn.execute(
         "SELECT l.*, o.session_id AS old_session, o.content_hash AS old_hash, n.session_id AS new_session,"
-        " n.content_hash AS new_hash FROM memory_links l JOIN observations o ON o.id = l.old_id"
+        " n.content_hash AS new_hash FROM marks l JOIN observations o ON o.id = l.old_id"
         " JOIN observations n ON n.id = l.new_id ORDER BY l.id")
     return [{"kind": "mark", "old": {"session_id": r["old_session"], "content_hash": r["old_hash"]},
              "new": {"session_id": r["new_session"], "content_hash": r["new_hash"]}, **{f: r[f] for f in MARK_FIELDS}}
@@ -227,7 +229,7 @@ def import_mark(conn: sqlite3.Connection, mark: dict) -> bool | None:
     if ids[0] == ids[1]:
         return False
     cur = conn.execute(
-        "INSERT INTO memory_links (old_id, new_id, relation, author, rule, reason, created_at_epoch, undone_at_epoch)"
+        "INSERT INTO marks (old_id, new_id, relation, author, rule, reason, created_at_epoch, undone_at_epoch)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
         (*ids, *(mark[f] for f in MARK_FIELDS)))
     return bool(cur.rowcount)
