@@ -48,22 +48,16 @@ class Run:
 
     def one(self, conn: sqlite3.Connection, row: dict) -> list[Mark]:
         """The rules for one stored observation; its marks recorded (unless dry) and returned."""
-        supersedes = row["id"] in self.superseding or conn.execute(
-            "SELECT 1 FROM marks WHERE new_id = ? AND relation = 'supersedes' LIMIT 1", (row["id"],)).fetchone() is not None
+        supersedes = row["id"] in self.superseding or marks.supersedes_any(conn, row["id"])
         made = []
         for mark in marks_for(self.claims(row), candidates(conn, row, self.claims, self.superseded), supersedes_already=supersedes):
-            fresh = (mark.old_id, mark.new_id) not in self._known(conn, mark) if self.dry else marks.add(
+            fresh = not marks.marked(conn, mark.old_id, mark.new_id) if self.dry else marks.add(
                 conn, mark.old_id, mark.new_id, mark.relation, "rule", rule=mark.rule, reason=mark.reason)
             if fresh:
                 made.append(mark)
                 self.superseded.add(mark.old_id)
                 self.superseding.update([mark.new_id] if mark.relation == "supersedes" else [])
         return made
-
-    @staticmethod
-    def _known(conn: sqlite3.Connection, mark: Mark) -> set[tuple[int, int]]:
-        found = conn.execute("SELECT 1 FROM marks WHERE old_id = ? AND new_id = ?", (mark.old_id, mark.new_id)).fetchone()
-        return {(mark.old_id, mark.new_id)} if found else set()
 
 
 def _oldest_first(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:

@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.store.marks import not_superseded, repeats
+from claude_mem.store.marks import not_superseded, repeats, superseding_ids
 from claude_mem.store.reads import decode
 
 DAY_MS = 86_400_000
@@ -88,10 +88,7 @@ def observation_entries(conn: sqlite3.Connection, project: str) -> tuple[list[di
     """The project's current observations, and those of them that superseded another."""
     rows = [decode(r) for r in conn.execute(
         f"SELECT t.* FROM observations t WHERE t.project = ? AND {not_superseded('t')} ORDER BY t.id", (project,))]
-    superseding = {int(r[0]) for r in conn.execute(
-        "SELECT DISTINCT l.new_id FROM marks l JOIN observations o ON o.id = l.new_id"
-        " WHERE o.project = ? AND l.relation = 'supersedes' AND l.undone_at_epoch IS NULL", (project,))}
-    return rows, superseding
+    return rows, superseding_ids(conn, project)
 
 
 def latest_summaries(conn: sqlite3.Connection, project: str, limit: int = 50) -> list[dict[str, Any]]:

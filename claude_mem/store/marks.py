@@ -70,6 +70,23 @@ def undo(conn: sqlite3.Connection, old_id: int, new_id: int | None = None, *, no
     return sorted(int(r[0]) for r in rows)
 
 
+def marked(conn: sqlite3.Connection, old_id: int, new_id: int) -> bool:
+    """Whether the pair has a mark, active or undone (a rule never marks it again either way)."""
+    return conn.execute("SELECT 1 FROM marks WHERE old_id = ? AND new_id = ?", (old_id, new_id)).fetchone() is not None
+
+
+def supersedes_any(conn: sqlite3.Connection, new_id: int) -> bool:
+    """Whether `new_id` is the newer side of a "supersedes" mark (a rule's `changed` then stays quiet)."""
+    return conn.execute("SELECT 1 FROM marks WHERE new_id = ? AND relation = 'supersedes' LIMIT 1", (new_id,)).fetchone() is not None
+
+
+def superseding_ids(conn: sqlite3.Connection, project: str) -> set[int]:
+    """The project's observations an active "supersedes" mark names as the newer side."""
+    return {int(r[0]) for r in conn.execute(
+        "SELECT DISTINCT m.new_id FROM marks m JOIN observations o ON o.id = m.new_id"
+        f" WHERE o.project = ? AND m.relation = 'supersedes' AND m.{ACTIVE}", (project,))}
+
+
 def superseded_ids(conn: sqlite3.Connection, ids: list[int]) -> set[int]:
     """Those of `ids` an active mark supersedes (one query per 500 ids)."""
     found: set[int] = set()
