@@ -5,8 +5,9 @@ rules' shared file).
 A path is recorded as Claude Code or the model wrote it: absolute, or relative to the folder its
 session ran in (`cwd`), with `./`, `\\` or a trailing `/` now and then. `place` reads it as a
 `Place`: the absolute path, where it lies inside its work tree (the git root holding the session's
-folder, that folder when it is not in git), and whether that tree is known from disk. The two
-places of one project are compared by `same_file` (callers look only within a project):
+folder, that folder when it is not in git; for a path outside it or with no session folder, the
+git checkout holding the file itself), and whether that tree is known from disk. The two places
+of one project are compared by `same_file` (callers look only within a project):
 
 1. the same absolute path: the same file;
 2. the same path inside their work trees: the same file, from another worktree or clone of the
@@ -20,7 +21,9 @@ places of one project are compared by `same_file` (callers look only within a pr
 
 A session's folder that no longer exists is taken as its work tree's root (sessions mostly run at
 the project's root), not known from disk: so a deleted clone's `README.md` is still the project's
-`README.md`. Standard library only: the hook path imports it.
+`README.md`. Relative paths recorded without any folder are read as relative to the project's
+root, unsure. Git roots are cached per process (a worker meets the same few folders again and
+again). Standard library only: the hook path imports it.
 """
 
 from __future__ import annotations
