@@ -583,7 +583,8 @@ SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
 # ground it stands on (text/, the locks, detaching), worker start-up, and the memory service's
 # stdlib client (the prompt push asks it first).
 HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hook_table", "claude_mem.hosts", "claude_mem.jsonfile", "claude_mem.hooks",
-             "claude_mem.payload", "claude_mem.project", "claude_mem.settings", "claude_mem.logs", "claude_mem.resources",
+             "claude_mem.payload", "claude_mem.project", "claude_mem.file_paths", "claude_mem.settings", "claude_mem.logs",
+             "claude_mem.resources",
              "claude_mem.store", "claude_mem.push", "claude_mem.text", "claude_mem.worker", "claude_mem.worker.spawn",
              "claude_mem.worker.stranded", "claude_mem.service", "claude_mem.service.client", "claude_mem.service.protocol",
              "claude_mem.processes")

@@ -21,6 +21,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 from tests.mcp_helpers import call, stdio_server
+from tests.search_helpers import warm_service
 from tests.stores import NOW_MS, Stored, build_indexed, config_for
 
 TOOLS = {
@@ -248,6 +249,7 @@ def test_nothing_captured_yet(tmp_path: Path, alpha_dir: Path) -> None:
 
 
 def test_filters_and_projects(stored: Stored, alpha_dir: Path) -> None:
+    warm_service(stored)  # each filter's answer is the hybrid one, not a keyword fallback while the service starts
     server = build_server(stored.config, cwd=str(alpha_dir))
 
     async def scenario(client: Client) -> dict[str, str]:

@@ -15,6 +15,7 @@ from claude_mem import settings
 from claude_mem.index.semantic_index import Index
 from claude_mem.store.db import connect
 from tests.cli_helpers import invoke
+from tests.search_helpers import warm_service
 from tests.stores import NOW_MS, Stored, build, build_indexed
 
 
@@ -35,6 +36,7 @@ def hits(*args: str) -> list[tuple[str, int]]:
 
 
 def test_search_prints_an_aligned_table(stored: Stored) -> None:
+    warm_service(stored)  # the table's footer says hybrid: not a race with the service's start-up
     result = invoke("search", "login crash", "--limit", "3")
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["REF", "DATE", "TYPE", "TITLE", "FILES"]

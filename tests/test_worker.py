@@ -260,7 +260,10 @@ def test_a_cli_that_keeps_failing_to_start_counts_as_cannot_start_after_the_limi
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     tries = proc.stdout.count("model failed (start_failed: the Claude CLI exited while starting")
-    assert tries >= 3, proc.stdout  # an outage first: waited out, no attempt counted
+    # An outage first, waited out (no attempt counted): at least GIVE_UP_MIN_STARTS (3) failed
+    # starts, the last of which may already be the one reported as cannot_start once the 1 s is
+    # up (at load ~10 each failed start took ~1 s: two outage lines, and a ">= 3" failed).
+    assert tries >= 2, proc.stdout
     assert "switching this session to the heuristic synthesizer" in proc.stdout
     queue = invoke_json("queue")
     assert all(r["status"] == "done" and r["processed_by"] == "heuristic" for r in queue), queue
@@ -317,8 +320,8 @@ def test_sigterm_releases_the_batch_and_stops_the_cli(tmp_path: Path, data_dir: 
         if worker.poll() is None:
             worker.kill()
     assert {r["status"] for r in invoke_json("queue")} == {"pending"}
-    time.sleep(0.5)
-    assert not our_processes(data_dir)
+    # The CLI the worker stopped is gone (waited on: a fixed 0.5 s was too short at load ~30).
+    assert wait_until(lambda: not our_processes(data_dir), 15), our_processes(data_dir)
     with db(data_dir) as conn:
         assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
 
@@ -508,7 +511,9 @@ def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: P
     chroma = data_dir / "chroma"
     chroma.mkdir(parents=True)
     (chroma / "chroma.sqlite3").write_bytes(b"not a database " * 200)
-    env = fake_env(tmp_path, [], default={"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="1")
+    # One service for the whole worker run, however slow the machine: with the suite's 15 s idle
+    # a worker slowed down at load ~10 outlived it, and a second service logged the failure again.
+    env = fake_env(tmp_path, [], default={"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="1", CLAUDE_MEM_SERVICE_IDLE_S="600")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     assert all(r["status"] == "done" for r in invoke_json("queue"))

@@ -1,7 +1,7 @@
 """What a stored observation is compared with: its project's older observations that are still
 current and may be about the same thing, found through indexes in a bounded set. Those naming one
-of its files (the `observation_files` index: every rule but `repeat` and the heuristic checks needs
-a shared file), and those whose titles hold every word of its title but the numbers, or whose facts
+of its files (`store/observation_files.naming`, the one lookup of the file index: every rule but
+`repeat` and the heuristic checks needs a shared file), and those whose titles hold every word of its title but the numbers, or whose facts
 hold a command it ran (FTS5: copies of a claim, runs of a command).
 """
 
@@ -12,7 +12,7 @@ import sqlite3
 from collections import OrderedDict
 
 from claude_mem.marks.claims import Claim, claim
-from claude_mem.store import marks
+from claude_mem.store import marks, observation_files
 from claude_mem.text.terms import query_terms
 
 FILE_CANDIDATES = 50  # the newest observations naming a file of the same base name, per name
@@ -42,9 +42,12 @@ class Claims:
 
 
 def rows(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:
+    """The observations `ids`, each with its session's folder (`session_cwd`: what its relative paths are read from)."""
     if not ids:
         return []
-    return [dict(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({','.join('?' * len(ids))})", ids)]
+    return [dict(r) for r in conn.execute(
+        "SELECT o.*, s.cwd AS session_cwd FROM observations o LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
+        f" WHERE o.id IN ({','.join('?' * len(ids))})", ids)]
 
 
 def _words_query(column: str, text: str) -> str | None:
@@ -60,12 +63,10 @@ def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None
     claims = claims or Claims()
     new = claims(row)
     ids: set[int] = set()
-    # One name at a time, newest first: the index (name, observation_id) is walked in order and
-    # the walk stops at the limit, however many observations name a common file.
-    for name in sorted({os.path.basename(p) for p in new.files if os.path.basename(p)})[:FILE_NAMES]:
-        ids.update(r[0] for r in conn.execute(
-            "SELECT f.observation_id FROM observation_files f JOIN observations o ON o.id = f.observation_id"
-            f" WHERE f.name = ? AND o.project = ? ORDER BY f.observation_id DESC LIMIT {FILE_CANDIDATES}", (name, new.project)))
+    named = sorted({os.path.basename(f.path) for f in new.files if os.path.basename(f.path)})[:FILE_NAMES]
+    files = [f for f in new.files if os.path.basename(f.path) in named]
+    before = (row["created_at_epoch"], row["id"])
+    ids.update(r["id"] for r in observation_files.naming(conn, new.project, files, limit=FILE_CANDIDATES, before=before))
     queries = [_words_query("title", new.title), *(_words_query("facts", c.command) for c in new.checks[:3])]
     for query in filter(None, queries):
         ids.update(r[0] for r in conn.execute(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from claude_mem.file_paths import Place, place
 from claude_mem.store.reads import json_list
 from claude_mem.text.command_keys import command_keys
 from claude_mem.text.terms import STOPWORDS, stem
@@ -123,21 +124,6 @@ def norm_concept(concept: str) -> str:
     return re.sub(r"[\s_-]+", "-", concept.strip().lower())
 
 
-def norm_path(path: str) -> str:
-    path = path.strip().replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    return path.rstrip("/")
-
-
-def same_file(a: str, b: str) -> bool:
-    """The same file named from different roots: equal, or one ends with the other at a `/`."""
-    if a == b:
-        return True
-    short, long = sorted((a, b), key=len)
-    return "/" in short and long.endswith("/" + short)
-
-
 @dataclass
 class Check:
     command: str  # as the fact shows it (set-up, wrappers and noise already left out)
@@ -157,7 +143,7 @@ class Claim:
     head: str  # title and subtitle: what the observation says first
     body: str = ""  # narrative and facts
     concepts: set[str] = field(default_factory=set)
-    files: list[str] = field(default_factory=list)
+    files: list[Place] = field(default_factory=list)  # read and modified, each as file_paths.place reads it
     title_words: set[str] = field(default_factory=set)
     head_words: set[str] = field(default_factory=set)
     claim_words: set[str] = field(default_factory=set)  # tokens of title and facts: what it claims
@@ -206,12 +192,13 @@ def claim(row: dict[str, Any]) -> Claim:
         keys = command_keys(match["command"]) if match and "…" not in match["command"] else []
         if match and keys:
             checks.append(Check(match["command"].strip(), " && ".join(keys), match["status"] == "ok", match["result"].strip()))
-    files = list(dict.fromkeys(norm_path(p) for column in ("files_read", "files_modified") for p in json_list(row.get(column))))
+    cwd = row.get("session_cwd")  # its session's folder, when the row was read with it (candidates.rows)
+    files = list(dict.fromkeys(place(p, cwd) for column in ("files_read", "files_modified") for p in json_list(row.get(column))))
     return Claim(
         id=int(row["id"]), project=row.get("project") or "", type=row.get("type") or "", source=row.get("source") or "",
         created=int(row.get("created_at_epoch") or 0), title=title, head=head, body=body,
         concepts={norm_concept(c) for c in json_list(row.get("concepts")) if c.strip()},
-        files=[f for f in files if f], title_words=content_words(title), head_words=content_words(head),
+        files=[f for f in files if f.path], title_words=content_words(title), head_words=content_words(head),
         claim_words={t.lower() for t in claimed}, numbers={t.lower() for t in claimed if _is_number(t)}, checks=checks,
         fact_count=len(facts),
         content_hash=row.get("content_hash") or "")

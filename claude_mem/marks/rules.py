@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from claude_mem.marks.claims import Claim, keyed_values, same_file
+from claude_mem.file_paths import same_file
+from claude_mem.marks.claims import Claim, keyed_values
 
 CHANGE_TYPES = ("change", "bugfix", "refactor", "decision")  # what can supersede a claim (not a new feature, not a finding)
 REPEAT_OVERLAP = 0.8  # share of the words of title and facts two copies of one claim have in common

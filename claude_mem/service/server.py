@@ -92,6 +92,10 @@ class Service:
         await asyncio.to_thread(self._import)
         self.loaded = True
         server = await self._listen()
+        # Idle is counted from when it can be asked: on a busy machine the import above took
+        # longer than a short service_idle_s, and the service left as soon as it listened, its
+        # first clients' rows for a second service to pick up (seen at load ~10).
+        self.last_request = time.monotonic()
         self._write_info()
         self._start_index()
         if self.mcp_host is not None:  # after the model's warm-up, which the first searches wait for

@@ -10,12 +10,11 @@ those naming a file the batch touches or, when a new request starts, sharing its
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable
 
-from claude_mem.marks.claims import norm_path, same_file
-from claude_mem.store import marks
+from claude_mem.file_paths import place
+from claude_mem.store import marks, observation_files
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms
@@ -27,10 +26,6 @@ FILE_CANDIDATES = 40
 SUBJECT_MIN_WORDS = 2  # a request's words an observation's title must share to be shown for it
 HEADER = ("Memory already holds (earlier sessions; in a new observation add <supersedes>obs:ID</supersedes> only if it"
           " makes that one's main claim no longer true):")
-def _resolved(path: str, cwd: str | None) -> str:
-    """A stored path as its session saw it: a relative one is taken from the session's folder."""
-    path = norm_path(path)
-    return norm_path(os.path.normpath(os.path.join(cwd, path))) if cwd and not os.path.isabs(path) else path
 
 
 class Recalled:
@@ -41,16 +36,18 @@ class Recalled:
         self.shown: set[int] = set()
         self._offered: list[int] = []  # in the message being sent; shown once the model has answered it
 
-    def _project(self) -> str | None:
-        row = self.conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
-        return row[0] if row else None
+    def _session(self) -> tuple[str, str | None] | None:
+        """(project, folder) of this session, None before its row exists."""
+        row = self.conn.execute("SELECT project, cwd FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
+        return (row[0], row[1]) if row else None
 
     def block(self, events: list[Event], request: str = "") -> str:
         """The lines to put before the batch's events ("" when memory holds nothing new about it)."""
-        project = self._project()
-        if project is None:
+        session = self._session()
+        if session is None:
             return ""
-        rows = self._about_files(project, events)
+        project, cwd = session
+        rows = self._about_files(project, cwd, events)
         if request and len(rows) < MAX_LINES:
             rows += self._about_request(project, request)
         fresh = [r for r in dict((r["id"], r) for r in rows).values() if r["id"] not in self.shown]
@@ -62,18 +59,13 @@ class Recalled:
         lines = [f"obs:{r['id']} {local_day(r['created_at_epoch'])} {cut(r['title'], TITLE_CHARS)}" for r in kept]
         return "\n".join([HEADER, *lines]) + "\n\n"
 
-    def _about_files(self, project: str, events: list[Event]) -> list[dict]:
-        read, edited = files_touched([e for e in events if e.kind == "tool"])
-        paths = [norm_path(p) for p in dict.fromkeys(edited + read) if p]
-        names = sorted({os.path.basename(p) for p in paths if os.path.basename(p)})
-        if not names:
-            return []
-        rows = self.conn.execute(
-            "SELECT o.id, o.title, o.created_at_epoch, f.path, s.cwd FROM observation_files f"
-            " JOIN observations o ON o.id = f.observation_id LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
-            f" WHERE f.name IN ({','.join('?' * len(names))}) AND o.project = ? AND o.session_id != ?"
-            f" ORDER BY o.created_at_epoch DESC LIMIT {FILE_CANDIDATES}", [*names, project, self.session_id]).fetchall()
-        return [dict(r) for r in rows if any(same_file(_resolved(r["path"], r["cwd"]), p) for p in paths)]
+    def _about_files(self, project: str, cwd: str | None, events: list[Event]) -> list[dict]:
+        tools = [e for e in events if e.kind == "tool"]
+        read, edited = files_touched(tools)
+        # A batch is one session's: its events' folder, else the session's, reads a relative path.
+        cwd = next((e.cwd for e in tools if e.cwd), None) or cwd
+        files = [place(p, cwd) for p in dict.fromkeys(edited + read)]
+        return observation_files.naming(self.conn, project, files, limit=FILE_CANDIDATES, other_than_session=self.session_id)
 
     def _about_request(self, project: str, request: str) -> list[dict]:
         terms = query_terms(request)

@@ -157,7 +157,7 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     final = drain(data_dir, session, env)
     assert final.returncode == 0, final.stderr[-2000:]
 
-    queue = rows(data_dir / "claude-mem.db", "SELECT status, attempts, processed_by FROM observation_queue")
+    queue = rows(data_dir / "claude-mem.db", "SELECT status, attempts, processed_by, agent_id FROM observation_queue")
     stored = titles(data_dir, session)
     lost = len(set(reference) - set(stored)) + sum(1 for r in queue if r["status"] != "done")
     duplicated = len(stored) - len(set(stored))
@@ -167,8 +167,10 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     record("faults: kill -9 of workers and CLIs, 529s", events=len(queue), lost=lost, duplicated=duplicated, leaked=len(leaked),
            note=f"{interrupted} worker + {killer.kills} CLI kills ({killer.starting_kills} while starting), {outage_s:.0f} s of 529"
                 f" ({overloaded} tries); 0 skipped, 0 heuristic, no retry")
-    assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), \
-        [r for r in queue if r["status"] != "done" or r["attempts"]]
+    # A subagent's own calls are folded into its Task's report (fold_subagents): the project's
+    # fixture, which a fresh clone without ../shared plays, has some (every run failed here).
+    assert all(r["status"] == "done" and r["processed_by"] == ("folded" if r["agent_id"] else "model") and r["attempts"] == 0
+               for r in queue), [dict(r) for r in queue if r["status"] != "done" or r["attempts"] or r["processed_by"] != "model"]
     assert sorted(stored) == sorted(reference), "the same memories as an undisturbed run: none lost, none twice"
     assert leaked == []
     assert interrupted >= min(kills, 3), f"only {interrupted} kill(s) landed while work was left"
