@@ -3,6 +3,7 @@ and a Summary without losing content, and without ever raising or hanging."""
 
 from __future__ import annotations
 
+import re
 import time
 from xml.sax.saxutils import escape
 
@@ -457,7 +458,10 @@ def test_adversarial_megabyte_inputs_stay_linear(text: str) -> None:
 def _check_invariants(result: ParseResult) -> None:
     for o in result.observations:
         assert o.type in OBSERVATION_TYPES
-        assert o.title and len(o.title) <= 200 and o.title == " ".join(o.title.split())
+        # Control characters Python counts as whitespace (\x0b, \x0c, \x1c-\x1f) are kept as written,
+        # like letters; real whitespace is normalised around them.
+        as_letters = re.sub(r"[\x0b\x0c\x1c-\x1f]", "x", o.title)
+        assert o.title and len(o.title) <= 200 and as_letters == " ".join(as_letters.split())
         for items in (o.facts, o.concepts, o.files_read, o.files_modified):
             assert all(items) and len(set(items)) == len(items)
     assert all(isinstance(p, str) for p in result.problems)
@@ -572,3 +576,11 @@ def test_a_title_of_control_characters_alone_is_no_title() -> None:
     assert result.observations == [] and any("control characters only" in p for p in result.problems)
     [kept] = parse_reply("<observation><type>change</type><title>a\x1fb</title></observation>").observations
     assert kept.title == "a\x1fb"
+
+
+def test_control_characters_at_a_titles_ends_are_kept_as_written() -> None:
+    """Python's str.split() counts \\x1f as whitespace, the parser does not: it is kept (found by the
+    reply fuzzer as `<observation>0\\x1f`)."""
+    [kept] = parse_reply("<observation>0\x1f").observations
+    assert kept.title == "0\x1f"
+    _check_invariants(parse_reply("<observation>0\x1f"))
