@@ -82,9 +82,12 @@ def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_pat
         worker.send_signal(signal.SIGTERM)
         output = worker.communicate(timeout=30)[0]
     starts = [e for e in fake_log(tmp_path) if e["event"] == "start"]
-    assert len(starts) == 2, "one CLI per burst"
+    # One CLI per burst; on a loaded machine the second burst's hooks may come more than the 1 s
+    # idle apart, and the CLI sleeps between them too: every later start resumes the conversation.
+    assert len(starts) >= 2, "the CLI started again for the second burst"
     argv = " ".join(starts[1]["argv"])
     assert f"--resume={conversation}" in argv and f"--resume-session-at={cut_at}" in argv, argv
+    assert all("--resume=" in " ".join(s["argv"]) for s in starts[1:]), "never a fresh conversation"
     # The same conversation goes on: no recap, nothing it holds sent again.
     earlier, later = user_messages(tmp_path)[:sent_before], user_messages(tmp_path)[sent_before:]
     assert "User's request #1: test_add fails" in earlier[0]
