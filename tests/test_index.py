@@ -90,7 +90,7 @@ def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> N
     docs = dict(zip((split_doc_id(doc_id)[0] for doc_id in got["ids"]),
                     zip(got["documents"], got["metadatas"], strict=True), strict=True))
     first, summary, prompt = rows["observation"][0], rows["summary"][0], rows["prompt"][0]
-    assert sorted(docs) == sorted([  # one document per observation, its facts in it (documents.LAYOUT 2 and 3)
+    assert sorted(docs) == sorted([  # one document per observation, its facts in it (documents.LAYOUT 2)
         f"obs:{first}:main", f"obs:{rows['observation'][1]}:main", f"obs:{rows['observation'][2]}:main",
         f"sum:{summary}:request", f"sum:{summary}:learned", f"prompt:{prompt}",
     ])
@@ -210,35 +210,6 @@ def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connec
     # Only the observations with facts are embedded again: the other rows' documents are alike in both layouts.
     assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0}
     assert ids() == [f"obs:{login}:main"]
-    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
-
-
-def test_an_observations_vector_is_its_title_subtitle_and_facts(conn: sqlite3.Connection, index: Index) -> None:
-    """Layout 3: the document keeps the narrative (a teammate's `show` reads it), its vector leaves
-    it out when there are facts; rows indexed under layout 2 are embedded again, only those with facts."""
-    rows = add_rows(conn)
-    login, dark, ci = rows["observation"]
-    index.index_missing(conn)
-
-    def vectors() -> dict[int, list[float]]:
-        with index._use("inspect") as store:
-            got = store.collection.get(ids=[f"obs:{i}:main@{index.installation.id}" for i in (login, dark, ci)],
-                                       include=["embeddings"])
-        return {parse_doc_id(doc_id)[1]: list(v) for doc_id, v in zip(got["ids"], got["embeddings"], strict=True)}  # type: ignore[index]
-
-    expected = index._embed(["Fixed login crash\nauth\ntoken refresh raced with logout\na lock now guards the refresh",
-                             "Dark mode\ncolours come from CSS variables", "The CI runner has 2 cores"])
-    for row_id, want in zip((login, dark, ci), expected, strict=True):
-        assert max(abs(a - b) for a, b in zip(vectors()[row_id], want, strict=True)) < 1e-5
-    with index._use("plant", write=True) as store:  # as layout 2 left it: the narrative in the vector, state key /2
-        store.collection.upsert(ids=[f"obs:{login}:main@{index.installation.id}"],
-                                embeddings=index._embed(["Fixed login crash\nauth\nThe refresh token was null after logout\n"
-                                                         "token refresh raced with logout\na lock now guards the refresh"]).tolist())
-        cid = str(store.collection.id)
-    with conn:
-        conn.execute("UPDATE index_state SET collection_id = ?", (f"{cid}@{index.installation.id}/2",))
-    assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0}
-    assert max(abs(a - b) for a, b in zip(vectors()[login], expected[0], strict=True)) < 1e-5
     assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
 
 

@@ -18,12 +18,10 @@ from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
 # What a row's documents are: 1, a document per fact beside the observation's main text; 2, the
-# facts inside it; 3, the same document, its vector made from its title, subtitle and facts (the
-# narrative only when there are none). index_state records it with the collection, so a store
-# indexed under another layout is re-indexed by the next catch-up (Index._state_key).
-# Multilingual-e5 keeps layout 1: its pushes need a fact's own vector (docs/search-tuning.md,
-# "One document per observation").
-LAYOUT = 3
+# facts inside it. index_state records it with the collection, so a store indexed under another
+# layout is re-indexed by the next catch-up (Index._state_key). Multilingual-e5 keeps layout 1:
+# its pushes need a fact's own vector (docs/search-tuning.md, "One document per observation").
+LAYOUT = 2
 LAYOUT_OF = {"multilingual": 1}  # embedder name -> layout, where not LAYOUT
 
 
@@ -36,12 +34,6 @@ class Document:
     id: str
     text: str
     metadata: dict[str, Any]
-    # What its vector is made from, when not its text (layout 3: an observation's prose left out).
-    vector_text: str | None = None
-
-    @property
-    def embedded(self) -> str:
-        return self.text if self.vector_text is None else self.vector_text
 
 
 @dataclass(frozen=True)
@@ -93,8 +85,8 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = L
     id and text columns, so search can name a row's documents from what it read anyway. The key
     is the document's id within one installation; `document_id` makes its id in Chroma:
 
-      obs:<id>:main       title + subtitle + narrative + facts, a line each (layouts 2 and 3);
-                          in layout 1 without the facts, each its own obs:<id>:fact:<n>
+      obs:<id>:main       title + subtitle + narrative + facts, a line each (layout 2); in
+                          layout 1 without the facts, each its own obs:<id>:fact:<n>
       sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
       prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
     """
@@ -108,7 +100,7 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = L
                 if isinstance(fact, str) and fact.strip():
                     parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
             return parts
-        # Layouts 2 and 3: a document per fact made 340k documents for 100k observations, most of the
+        # Layout 2: a document per fact made 340k documents for 100k observations, most of the
         # memory service's RSS (docs/search-tuning.md, "One document per observation"). Each
         # fact is one line, last, so a teammate's `show` can tell them from the text
         # (`metadata["facts"]` says how many).
@@ -133,19 +125,7 @@ def observation_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOU
     meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
                           row["title"] or row["subtitle"])
     meta["type"] = row["type"]
-    return [Document(doc_id, text, {**meta, **part}, _vector_text(row, part) if layout >= 3 else None)
-            for doc_id, text, part in document_texts("observation", row, layout)]
-
-
-def _vector_text(row: sqlite3.Row | dict[str, Any], part: dict[str, Any]) -> str | None:
-    """Layout 3: an observation with facts is embedded as its title, subtitle and facts. With its
-    narrative too (layout 2) a prompt about one fact sat further from the whole than from that fact
-    alone, under the push's bar (docs/search-tuning.md, "The vector of an observation"); the
-    narrative mostly retells the facts, and the keyword side still reads it."""
-    if not part.get("facts"):
-        return None  # the narrative is all the prose there is
-    facts = [" ".join(f.split()) for f in json_items(row["facts"]) if isinstance(f, str) and f.strip()]
-    return "\n".join([p.strip() for p in (row["title"], row["subtitle"]) if p and p.strip()] + facts)
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row, layout)]
 
 
 def summary_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:

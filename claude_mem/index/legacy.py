@@ -71,16 +71,13 @@ def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str
 
 
 def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str) -> None:
-    """Rows indexed under an older layout whose documents and vectors the current one makes alike
-    (summaries, prompts, observations without facts) are marked as laid out: only observations
-    with facts, whose facts share their document and make its vector, are embedded again by the
-    catch-up."""
+    """Rows indexed under layout 1 whose documents layout 2 makes alike (summaries, prompts,
+    observations without facts) are marked as laid out: only observations with facts, whose
+    facts now share their document, are embedded again by the catch-up."""
     if index.layout != LAYOUT:  # the embedder keeps layout 1 (documents.LAYOUT_OF): nothing to rename
         return
-    new = index._state_key(collection_id)
+    old, new = index._state_key(collection_id, 1), index._state_key(collection_id)
     with transaction(conn):
-        for layout in range(1, LAYOUT):
-            conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"
-                         " row_id IN (SELECT id FROM observations WHERE NOT EXISTS (SELECT 1 FROM json_each("
-                         "CASE WHEN json_valid(facts) THEN facts ELSE '[]' END) WHERE trim(value) != '')))",
-                         (new, index._state_key(collection_id, layout)))
+        conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"
+                     " row_id IN (SELECT id FROM observations WHERE NOT EXISTS (SELECT 1 FROM json_each("
+                     "CASE WHEN json_valid(facts) THEN facts ELSE '[]' END) WHERE trim(value) != '')))", (new, old))

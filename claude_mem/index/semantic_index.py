@@ -151,15 +151,14 @@ class Index(IndexConnection):
                       for doc in BUILD[kind](row, self.layout)]
             docs = [doc for _, doc in owners]
             # Embedding is the slow part: done before taking the lock other processes wait on.
-            vectors = self._embed([d.embedded for d in docs]) if docs else None
+            vectors = self._embed([d.text for d in docs]) if docs else None
             with self._use(f"index {kind}s", write=True) as store:
                 cid = self._state_key(str(store.collection.id))
                 # Rows indexed before (in this collection, in either layout; an empty id means "maybe still held",
                 # store/forget.py) may have documents no longer made (old facts). New rows (the worker's) skip the look.
-                older = [self._state_key(str(store.collection.id), n) for n in range(1, self.layout)]
                 held = [r[0] for r in conn.execute(
-                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, {', '.join('?' * len(older))}"
-                    f"{', ' if older else ''}'') AND row_id IN ({marks})", [kind, cid, *older, *chunk])]
+                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, ?, '') AND row_id IN ({marks})",
+                    [kind, cid, self._state_key(str(store.collection.id), 1), *chunk])]
                 if held:
                     stale = self._stale_documents(store.collection, kind, held, {d.id for d in docs})
                     if stale:
@@ -213,8 +212,7 @@ class Index(IndexConnection):
 
     def _owned_document(self, doc: Document) -> Document:
         me = self.installation
-        return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name},
-                        doc.vector_text)
+        return Document(document_id(doc.id, me.id), doc.text, {**doc.metadata, "installation": me.id, "origin": me.name})
 
     def _embed(self, texts: list[str], *, query: bool = False) -> Any:
         with self._guard("embed"):
