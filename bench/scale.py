@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from claude_mem.index.documents import LAYOUT
 from claude_mem.index.embedders import embedder_named
 from claude_mem.index.semantic_index import Index
 from claude_mem.recall.search import search
@@ -218,6 +219,12 @@ def _meta(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _current(meta: dict[str, Any]) -> bool:
+    # A store of another generator or documents.LAYOUT is built again: measured, it would be the
+    # service's catch-up re-embedding it (timed apart: bench/catch_up.py), not its search.
+    return meta.get("generator") == GENERATOR and meta.get("layout", 2) == LAYOUT
+
+
 class WordVectors:
     """A stand-in for MiniLM when building a store: a document's vector is the normalised sum of
     MiniLM's vectors of its words, each word embedded once (the generated text has a few
@@ -251,12 +258,12 @@ def prepare(root: Path, size: int, seed: int, log: Any, vectors: str = "minilm")
     suffix = "" if vectors == "minilm" else f"-{vectors}"
     target = root / f"n{size}-seed{seed}{suffix}"
     meta = _meta(target)
-    if meta and meta.get("generator") == GENERATOR and meta.get("observations") == size and meta.get("complete"):
+    if meta and _current(meta) and meta.get("observations") == size and meta.get("complete"):
         log(f"{size}: reusing {target}")
         return target, meta
     shutil.rmtree(target, ignore_errors=True)
     smaller = sorted((m["observations"], p) for p in root.glob(f"n*-seed{seed}{suffix}") if p != target
-                     and (m := _meta(p)) and m.get("generator") == GENERATOR and m.get("complete") and m["observations"] < size)
+                     and (m := _meta(p)) and _current(m) and m.get("complete") and m["observations"] < size)
     if smaller:
         base_size, base = smaller[-1]
         log(f"{size}: starting from a copy of {base}")
@@ -264,7 +271,7 @@ def prepare(root: Path, size: int, seed: int, log: Any, vectors: str = "minilm")
         meta = _meta(target) or {}
     else:
         target.mkdir(parents=True)
-        meta = {"generator": GENERATOR, "seed": seed, "observations": 0, "sessions": 0, "vectors": vectors}
+        meta = {"generator": GENERATOR, "layout": LAYOUT, "seed": seed, "observations": 0, "sessions": 0, "vectors": vectors}
     meta["complete"] = False
     conn = connect(str(target / "claude-mem.db"))
     index = Index(path=str(target / "chroma"), embedder=WordVectors() if vectors == "words" else embedder_named("minilm"))
