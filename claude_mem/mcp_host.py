@@ -3,28 +3,33 @@
 Each Claude Code session runs `claude-mem mcp` (mcp_shim.py, standard library only), which
 speaks to the memory service over its socket: after an `mcp` request the connection carries that
 session's MCP messages, served here by the real server (mcp_server.build_server, the `mcp`
-library) for the session's folder, id and settings. The service, which has everything loaded
-already, pays the `mcp` import once for every session.
+library) for the session's folder, id and settings. The service pays the `mcp` import once for
+every session, when the first one asks for its server.
 
 What describes the server (`server/discover`, `initialize`, `tools/list`, `ping`, at every
-protocol version the library serves) is asked of that same server once it is loaded and
-written to `<data dir>/mcp-description.json`, keyed to the code that produced it
-(mcp_shim.fingerprint): a session's shim answers those from the file at once, while the
-service may still be starting.
+protocol version the library serves) is asked of the same server and written to
+`<data dir>/mcp-description.json`, keyed to the code that produced it (mcp_shim.fingerprint): a
+session's shim answers those from the file at once, while the service may still be starting.
+The service has it written after its model's warm-up when the file does not fit its code, by a
+child process (`python -m claude_mem.mcp_host`), so the library stays out of the service until
+a session needs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from claude_mem import mcp_shim
 from claude_mem.jsonfile import write_json_atomic
-from claude_mem.settings import Config
+from claude_mem.settings import DATA_DIR_ENV, Config
 
 CLIENT = {"name": "claude-mem-describe", "version": "1"}
 
@@ -33,31 +38,38 @@ class McpHost:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.fingerprint = mcp_shim.fingerprint()  # of the code this process started with
-        self._loading: asyncio.Future[None] | None = None
-        self._go: asyncio.Event | None = None
+        self._loading: asyncio.Future[None] | None = None  # the server imported here (a session asked for it)
+        self._describing: asyncio.Future[None] | None = None
 
     def start_loading(self, after: concurrent.futures.Future[Any] | None = None) -> None:
-        """Import the server (the `mcp` library) off the event loop, then write the description:
-        once `after` is done (the service's model warm-up: ~1.5 s of imports on 2 cores would slow
-        the first searches), or at once when a session asks for its server."""
+        """Once `after` is done (the service's model warm-up: ~1.5 s of imports on 2 cores would
+        slow the first searches), see that the shims' description fits this code, writing it in a
+        child process if not: the `mcp` library (~30 MiB of the service's RSS at 100k
+        observations: 612-618 MiB with it loaded at start, 566-588 without, after 200 searches)
+        is imported here only when a session first asks for its server (`loaded`)."""
         loop = asyncio.get_running_loop()
-        self._go = go = asyncio.Event()
+        go = asyncio.Event()
         if after is None:
             go.set()
         else:
             after.add_done_callback(lambda _: loop.call_soon_threadsafe(go.set))
 
-        async def load() -> None:
+        async def describe_apart() -> None:
             await go.wait()
-            await asyncio.to_thread(self._load)
+            if self._loading is None and not mcp_shim.read_description(self.config.data_dir):
+                await asyncio.to_thread(self._describe_apart)
 
-        self._loading = asyncio.ensure_future(load())
+        self._describing = asyncio.ensure_future(describe_apart())
+
+    def _describe_apart(self) -> None:
+        env = {**os.environ, DATA_DIR_ENV: self.config.data_dir}
+        with contextlib.suppress(OSError, subprocess.SubprocessError):  # a session's request loads it here instead
+            subprocess.run([sys.executable, "-m", "claude_mem.mcp_host"], env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=120)
 
     async def loaded(self) -> None:
         if self._loading is None:
-            self.start_loading()
-        assert self._loading is not None and self._go is not None
-        self._go.set()
+            self._loading = asyncio.ensure_future(asyncio.to_thread(self._load))
         await asyncio.shield(self._loading)
 
     def _load(self) -> None:
@@ -200,3 +212,10 @@ def write_current_description(config: Config) -> str:
         return write_description(config.data_dir, asyncio.run(describe(server)), fingerprint)
     finally:
         server.memory.close()  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":  # the memory service's child that writes the description (McpHost.start_loading)
+    from claude_mem import settings
+
+    os.umask(0o077)
+    write_current_description(settings.load(strict=False))

@@ -18,6 +18,7 @@ import sys
 # ~25 ms budget, so annotations stay unevaluated and these classes are written out by hand.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 APP = "claude-mem"
@@ -203,16 +204,17 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def default_data_dir() -> str:
+def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
     """platformdirs' user data dir for claude-mem, without paying ~19 ms to import it.
 
     Linux and macOS follow platformdirs' own rules (a test pins the equality); other systems
-    ask platformdirs itself.
+    ask platformdirs itself (which reads os.environ whatever `environ` says).
     """
+    env = os.environ if environ is None else environ
     if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd", "darwin")):
         # platformdirs takes XDG_DATA_HOME on both, but only an absolute path (a relative or
         # blank one is ignored).
-        base = os.environ.get("XDG_DATA_HOME", "")
+        base = env.get("XDG_DATA_HOME", "")
         if not os.path.isabs(base):
             base = os.path.expanduser("~/Library/Application Support" if sys.platform == "darwin" else "~/.local/share")
         return os.path.join(base, APP)
@@ -265,9 +267,11 @@ class Config:
                 os.chmod(path, 0o700)
 
 
-def data_dir_from_env() -> str:
-    explicit = os.environ.get(DATA_DIR_ENV, "").strip()
-    return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir()
+def data_dir_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The data dir `environ` (default: this process's environment) names, else the default."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(DATA_DIR_ENV, "").strip()
+    return os.path.abspath(os.path.expanduser(explicit)) if explicit else default_data_dir(env)
 
 
 def read_settings_file(path: str) -> dict[str, Any]:
@@ -286,11 +290,12 @@ def read_settings_file(path: str) -> dict[str, Any]:
         raise SettingsError(str(exc)) from None
 
 
-def load(strict: bool = True, environ: dict[str, str] | None = None) -> Config:
+def load(strict: bool = True, environ: Mapping[str, str] | None = None) -> Config:
     """Read settings. strict (the CLI) raises on any problem; hooks pass strict=False and get
-    defaults for what is wrong, with a warning each, because a hook must never fail."""
+    defaults for what is wrong, with a warning each, because a hook must never fail. `environ`
+    (default: this process's environment) is read for the data dir too, not only the settings."""
     env = os.environ if environ is None else environ
-    data_dir = data_dir_from_env()
+    data_dir = data_dir_from_env(env)
     config = Config(data_dir=data_dir, values={k: s.default for k, s in SETTINGS.items()})
     config.sources = {k: "default" for k in SETTINGS}
 

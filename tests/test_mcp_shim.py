@@ -133,6 +133,39 @@ def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_fresh_service_has_the_description_written_and_serves_tools(tmp_path: Path) -> None:
+    """No description fits this code: the service has one written after its warm-up (by a child
+    process, keeping the `mcp` library out of the service until a session asks), and the first
+    tool call loads the server in the service."""
+    from claude_mem.service import client
+
+    stored: Stored = build_indexed(tmp_path / "data")
+    data = stored.config.data_dir
+    assert mcp_shim.read_description(data) == {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": data},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client.call(data, "ping", timeout_s=60, wait=True, start=False)
+        deadline = time.monotonic() + 90
+        while not mcp_shim.read_description(data) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "tools/list 2025-11-25" in mcp_shim.read_description(data)
+        cwd = tmp_path / "alpha"
+        cwd.mkdir()
+
+        async def main() -> tuple[bool, str]:
+            async with Client(stdio_server(Path(data), cwd)) as mcp:
+                return await call(mcp, "search", query="login crash", limit=3)
+
+        error, text = asyncio.run(main())
+        assert not error and f"obs:{stored.obs['login']} | " in text, text
+    finally:
+        control.stop_service(data)
+        proc.wait(30)
+
+
+@pytest.mark.slow
 def test_nothing_captured_yet_over_stdio(tmp_path: Path) -> None:
     """No database yet: no service is started (it would create one); the server in a process of
     its own answers, as before."""

@@ -21,12 +21,17 @@ def write_file(data_dir: Path, data: object) -> Path:
     return path
 
 
+def only(data_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment holding `env` and the data dir alone: what load(environ=...) is given."""
+    return {"CLAUDE_MEM_DATA_DIR": str(data_dir), **(env or {})}
+
+
 def mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def test_defaults_without_a_settings_file(data_dir: Path) -> None:
-    config = settings.load(strict=True, environ={})
+    config = settings.load(strict=True, environ=only(data_dir))
     assert config.data_dir == str(data_dir)
     assert config.values == {key: s.default for key, s in SETTINGS.items()}
     assert set(config.sources.values()) == {"default"}
@@ -42,13 +47,13 @@ def test_defaults_without_a_settings_file(data_dir: Path) -> None:
 
 def test_an_empty_settings_file_means_defaults(data_dir: Path) -> None:
     write_file(data_dir, "  \n")
-    assert settings.load(strict=True, environ={}).values == {key: s.default for key, s in SETTINGS.items()}
+    assert settings.load(strict=True, environ=only(data_dir)).values == {key: s.default for key, s in SETTINGS.items()}
 
 
 def test_values_from_settings_json(data_dir: Path) -> None:
     write_file(data_dir, {"model": "claude-sonnet-4-5", "max_attempts": 5, "worker_autostart": False,
                           "skip_tools": ["Bash", "mcp__x__*"], "worker_idle_s": 12.5, "synthesizer": "heuristic"})
-    config = settings.load(strict=True, environ={})
+    config = settings.load(strict=True, environ=only(data_dir))
     assert config.model == "claude-sonnet-4-5"
     assert config.max_attempts == 5
     assert config.worker_autostart is False
@@ -63,7 +68,7 @@ def test_environment_wins_over_the_file(data_dir: Path) -> None:
     write_file(data_dir, {"model": "from-file", "max_attempts": 5, "worker_autostart": True, "skip_tools": ["A"]})
     env = {"CLAUDE_MEM_MODEL": "from-env", "CLAUDE_MEM_MAX_ATTEMPTS": "7", "CLAUDE_MEM_WORKER_AUTOSTART": "off",
            "CLAUDE_MEM_SKIP_TOOLS": "Read, Grep ,,mcp__y__*", "OTHER_VARIABLE": "ignored"}
-    config = settings.load(strict=True, environ=env)
+    config = settings.load(strict=True, environ=only(data_dir, env))
     assert config.model == "from-env"
     assert config.max_attempts == 7
     assert config.worker_autostart is False
@@ -84,6 +89,21 @@ def test_data_dir_from_the_environment_is_not_a_setting(tmp_path: Path, monkeypa
     assert config.data_dir == str(tmp_path / "home" / "mem")
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", "  ")
     assert settings.data_dir_from_env() == settings.default_data_dir()
+
+
+def test_the_data_dir_comes_from_the_environment_given(data_dir: Path, tmp_path: Path) -> None:
+    # The process's own CLAUDE_MEM_DATA_DIR (the fixture's) must not win over the one passed in,
+    # nor its settings.json be read.
+    write_file(data_dir, {"model": "of-the-process"})
+    other = tmp_path / "other"
+    write_file(other, {"model": "of-the-given-environment"})
+    config = settings.load(strict=True, environ=only(other))
+    assert config.data_dir == str(other)
+    assert config.model == "of-the-given-environment"
+    home = tmp_path / "home"
+    # Without CLAUDE_MEM_DATA_DIR in it, the default is the one its XDG_DATA_HOME says.
+    assert settings.load(strict=True, environ={"XDG_DATA_HOME": str(home)}).data_dir == str(home / "claude-mem")
+    assert settings.data_dir_from_env({"CLAUDE_MEM_DATA_DIR": "  ", "XDG_DATA_HOME": str(home)}) == str(home / "claude-mem")
 
 
 @pytest.mark.parametrize(
@@ -107,16 +127,16 @@ def test_data_dir_from_the_environment_is_not_a_setting(tmp_path: Path, monkeypa
 def test_bad_settings_file_strict_and_lenient(data_dir: Path, content: object, expected: list[str]) -> None:
     write_file(data_dir, content)
     if not expected:
-        settings.load(strict=True, environ={})
+        settings.load(strict=True, environ=only(data_dir))
         return
     with pytest.raises(SettingsError) as info:
-        settings.load(strict=True, environ={})
+        settings.load(strict=True, environ=only(data_dir))
     message = str(info.value)
     assert "\n" not in message
     for part in expected:
         assert part in message
     # hooks: a warning each, defaults for what is wrong, never a failure
-    config = settings.load(strict=False, environ={})
+    config = settings.load(strict=False, environ=only(data_dir))
     assert len(config.warnings) == 1
     assert all(part in config.warnings[0] for part in expected)
     assert config.values == {key: s.default for key, s in SETTINGS.items()}
@@ -125,7 +145,7 @@ def test_bad_settings_file_strict_and_lenient(data_dir: Path, content: object, e
 def test_lenient_mode_keeps_the_good_values(data_dir: Path) -> None:
     write_file(data_dir, {"model": "good", "bogus": 1, "max_attempts": -1, "context_chars": 999})
     env = {"CLAUDE_MEM_NOPE": "1", "CLAUDE_MEM_BATCH_CHARS": "10", "CLAUDE_MEM_RETENTION_DAYS": "30"}
-    config = settings.load(strict=False, environ=env)
+    config = settings.load(strict=False, environ=only(data_dir, env))
     assert config.model == "good"
     assert config.context_chars == 999
     assert config.retention_days == 30
@@ -146,10 +166,10 @@ def test_lenient_mode_keeps_the_good_values(data_dir: Path) -> None:
         ("CLAUDE_MEM_HOOK_BUSY_MS", "-5", "at least 0"),
     ],
 )
-def test_bad_environment_strict_and_lenient(name: str, value: str, expected: str) -> None:
+def test_bad_environment_strict_and_lenient(data_dir: Path, name: str, value: str, expected: str) -> None:
     with pytest.raises(SettingsError, match=expected):
-        settings.load(strict=True, environ={name: value})
-    config = settings.load(strict=False, environ={name: value})
+        settings.load(strict=True, environ=only(data_dir, {name: value}))
+    config = settings.load(strict=False, environ=only(data_dir, {name: value}))
     assert len(config.warnings) == 1 and expected in config.warnings[0]
 
 
@@ -201,6 +221,6 @@ def test_write_setting_validates_and_keeps_other_keys(data_dir: Path) -> None:
         with pytest.raises(SettingsError, match=part):
             settings.write_setting(config, key, raw)
     assert (data_dir / "settings.json").read_text() == before
-    reloaded = settings.load(strict=True, environ={})
+    reloaded = settings.load(strict=True, environ=only(data_dir))
     assert reloaded.max_attempts == 4 and reloaded.worker_autostart is False
     assert not [p for p in data_dir.iterdir() if p.name.endswith(".tmp")]

@@ -30,6 +30,7 @@ from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.processes import take_lock
 from claude_mem.service import protocol
+from claude_mem.service.memory import IdleTrim
 from claude_mem.settings import Config
 
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
@@ -47,6 +48,7 @@ class Service:
         self.requests = 0
         self.errors = 0
         self.pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="claude-mem-search")
+        self.trim = IdleTrim(self.pool)  # the heap's free memory given back once idle (memory.py)
         self.local = threading.local()
         self.indexer: Any = None
         # The index settings (chroma_url, semantic_index, embedder) in use, or being switched to (_adopt).
@@ -252,6 +254,8 @@ class Service:
     # --- requests -------------------------------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.trim.started()
+        answered = False
         try:
             if not _same_user(writer):
                 answer: dict[str, Any] = {"ok": False, "error": "refused: another user"}
@@ -260,11 +264,15 @@ class Service:
             hosted = answer.pop("mcp", None)
             writer.write(json.dumps(answer, ensure_ascii=False, default=str).encode() + b"\n")
             await writer.drain()
+            answered = True
+            self.trim.ended()  # an MCP session's connection stays open: its request is done all the same
             if hosted is not None:  # from here on the connection carries one session's MCP messages
                 await self.mcp_host.serve(reader, writer, hosted, lambda: setattr(self, "last_request", time.monotonic()))
         except (ConnectionError, OSError):
             pass  # the client gave up (a hook past its budget): nothing to tell it
         finally:
+            if not answered:
+                self.trim.ended()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -326,7 +334,7 @@ class Service:
     async def op_status(self, args: dict[str, Any]) -> dict[str, Any]:
         status: dict[str, Any] = {
             "pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1), "requests": self.requests,
-            "errors": self.errors, "idle_s": self.idle_s, "socket": self.socket_path, "rss_bytes": _own_rss(),
+            "errors": self.errors, "idle_s": self.idle_s, "socket": self.socket_path, "rss_bytes": _own_rss(), "trims": self.trim.trims,
         }
         if self.indexer is not None:
             status["index"] = self.indexer.state()
