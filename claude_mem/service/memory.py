@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from functools import cache
 
 TRIM_AFTER_S = 0.25
@@ -61,6 +62,15 @@ class IdleTrim:
         if self._pending is not None:
             self._pending.cancel()
         self._pending = asyncio.get_running_loop().call_later(self.after_s, self._trim)
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Around one request: no trim while it runs, the idle clock restarted when it ends."""
+        self.started()
+        try:
+            yield
+        finally:
+            self.ended()
 
     def _trim(self) -> None:
         self._pending = None

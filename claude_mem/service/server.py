@@ -254,25 +254,20 @@ class Service:
     # --- requests -------------------------------------------------------------------------------
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.trim.started()
-        answered = False
         try:
-            if not _same_user(writer):
-                answer: dict[str, Any] = {"ok": False, "error": "refused: another user"}
-            else:
-                answer = await self._answer(reader)
-            hosted = answer.pop("mcp", None)
-            writer.write(json.dumps(answer, ensure_ascii=False, default=str).encode() + b"\n")
-            await writer.drain()
-            answered = True
-            self.trim.ended()  # an MCP session's connection stays open: its request is done all the same
+            with self.trim.busy():  # an MCP session's connection stays open: its first request ends here all the same
+                if not _same_user(writer):
+                    answer: dict[str, Any] = {"ok": False, "error": "refused: another user"}
+                else:
+                    answer = await self._answer(reader)
+                hosted = answer.pop("mcp", None)
+                writer.write(json.dumps(answer, ensure_ascii=False, default=str).encode() + b"\n")
+                await writer.drain()
             if hosted is not None:  # from here on the connection carries one session's MCP messages
                 await self.mcp_host.serve(reader, writer, hosted, lambda: setattr(self, "last_request", time.monotonic()))
         except (ConnectionError, OSError):
             pass  # the client gave up (a hook past its budget): nothing to tell it
         finally:
-            if not answered:
-                self.trim.ended()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
