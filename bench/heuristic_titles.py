@@ -83,15 +83,7 @@ def names_something(title: str, names: set[str]) -> bool:
 
 def fill(transcript: Path, data_dir: Path) -> str:
     """Store the transcript's events the way the hooks do; returns the database path."""
-    saved = os.environ.get(settings.DATA_DIR_ENV)
-    os.environ[settings.DATA_DIR_ENV] = str(data_dir)  # only the data dir: every other setting at its default
-    try:
-        config = settings.load(strict=True, environ={})
-    finally:
-        if saved is None:
-            del os.environ[settings.DATA_DIR_ENV]
-        else:
-            os.environ[settings.DATA_DIR_ENV] = saved
+    config = settings.load(strict=True, environ={settings.DATA_DIR_ENV: str(data_dir)})  # every other setting at its default
     config.ensure_dirs()
     conn = connect(config.db_path)
     try:

@@ -48,7 +48,6 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `python bench/multilingual.py`: the bench modules and this checkout's claude_mem
@@ -252,8 +251,7 @@ def index_repeats(env: dict[str, str]) -> int:
     from claude_mem.index.semantic_index import Index
     from claude_mem.store.db import connect
 
-    with mock.patch.dict(os.environ, env, clear=True):  # load() takes the data dir from os.environ
-        config = settings.load(environ=env)
+    config = settings.load(environ=env)
     conn = connect(config.db_path)
     model = embedder_named(choose(config, conn).name)
     known: dict[str, Any] = {}
