@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from claude_mem import settings
+from claude_mem.worker import spawn
 from tests.cli_helpers import invoke_json
 from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, play_demo
 
@@ -33,15 +35,32 @@ def _python(code: str, env: dict[str, str] | None = None) -> dict:
 def test_a_worker_observes_through_the_sdk_without_importing_mcp(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}])
-    # -X importtime lists every module the worker's process imported, on its stderr.
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=90)
+    # As the hooks start it (worker/main.py), idle for a second once done; -X importtime lists
+    # every module the process imported, on its stderr.
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_mem", "worker", "--session", "sess-demo"],
+                          env={**os.environ, **env, "CLAUDE_MEM_WORKER_IDLE_S": "1"}, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [o["source"] for o in invoke_json("observations")] == ["model"]  # the SDK and its CLI did the work
     imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "claude_agent_sdk._internal.query" in imported
     tops = {name.split(".")[0] for name in imported}
     assert tops.isdisjoint(NOT_IN_A_WORKER), sorted(tops & set(NOT_IN_A_WORKER))
+
+
+def test_a_worker_finding_its_session_taken_exits_before_loading_anything(data_dir: Path) -> None:
+    workers_dir = settings.load(strict=False).workers_dir
+    os.makedirs(workers_dir, exist_ok=True)
+    held = spawn.acquire_lock(workers_dir, "sess-taken")
+    assert held is not None
+    try:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "claude_mem", "worker", "--session", "sess-taken"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(held)
+    assert proc.returncode == 0 and "another worker is running for this session" in proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {"claude_agent_sdk", "click", "lxml", "anyio"}
+    assert imported.isdisjoint(heavy), sorted(imported & heavy)
 
 
 def test_the_placeholders_leave_and_the_real_mcp_imports_after_them() -> None:
