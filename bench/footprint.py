@@ -17,8 +17,8 @@ Claude Code CLI bundled with claude-agent-sdk as the observer, against the fake 
 (a value above S keeps every CLI up through the idle time, as before the observer slept).
 
 --against DIR...: the same measure, interleaved over --rounds rounds, for this checkout and each
-DIR (a checkout of another commit, e.g. `git worktree add --detach ../base main`), whose code
-every measured process then runs (PYTHONPATH); printed: each run's peak, the medians and their
+DIR (a checkout of another commit, e.g. `git worktree add --detach ../base main`), each by its
+own copy of this script, run in it, so every measured process runs its code; printed: each run's peak, the medians and their
 ratio to the first DIR's. Timings and overlaps move with the machine's load: compare only runs
 of one invocation.
 
@@ -287,12 +287,14 @@ def main() -> None:
 
 def compare(args: argparse.Namespace, trees: list[str]) -> None:
     """Run this script once per checkout and round, interleaved; print the peaks at once."""
-    argv = [sys.executable, __file__, "--sessions", *map(str, args.sessions), "--events", str(args.events), "--json",
-            "--embedder", args.embedder, *(["--real-cli"] if args.real_cli else [])]
+    # Each checkout's own script, run in it: `python -m` puts the working folder before PYTHONPATH.
+    options = ["--sessions", *map(str, args.sessions), "--events", str(args.events), "--json",
+               *(["--embedder", args.embedder] if args.embedder != "auto" else []), *(["--real-cli"] if args.real_cli else [])]
     peaks: dict[str, dict[int, list[int]]] = {tree: defaultdict(list) for tree in trees}
     for round_no in range(1, args.rounds + 1):
         for tree in trees:
-            out = subprocess.run(argv, env={**os.environ, "PYTHONPATH": tree}, capture_output=True, text=True, check=True)
+            out = subprocess.run([sys.executable, "bench/footprint.py", *options], cwd=tree, env={**os.environ, "PYTHONPATH": tree},
+                                 capture_output=True, text=True, check=True)
             for r in json.loads(out.stdout):
                 peaks[tree][r["sessions"]].append(r["peak_total_mib"])
                 kinds = ", ".join(f"{k} {v['peak_sum_mib']}" for k, v in r["kinds"].items() if k != "observer CLI")
