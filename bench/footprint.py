@@ -16,8 +16,14 @@ Claude Code CLI bundled with claude-agent-sdk as the observer, against the fake 
 (tests/fakes) on 127.0.0.1, instead of the fake CLI. --observer-idle sets observer_idle_s
 (a value above S keeps every CLI up through the idle time, as before the observer slept).
 
+--against DIR...: the same measure, interleaved over --rounds rounds, for this checkout and each
+DIR (a checkout of another commit, e.g. `git worktree add --detach ../base main`), each by its
+own copy of this script, run in it, so every measured process runs its code; printed: each run's peak, the medians and their
+ratio to the first DIR's. Timings and overlaps move with the machine's load: compare only runs
+of one invocation.
+
     .venv/bin/python bench/footprint.py [--sessions 1 3] [--events 120] [--idle 90] [--real-cli]
-        [--observer-idle S] [--json]
+        [--observer-idle S] [--json] [--against DIR... [--rounds 3]]
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import json
 import os
 import signal
 import sqlite3
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -238,7 +246,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--embedder", choices=("auto", "minilm", "multilingual"), default="auto",
                         help="the semantic index's model (the setting; auto: multilingual when installed)")
+    parser.add_argument("--against", nargs="+", metavar="DIR", help="checkouts of other commits, measured interleaved")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each checkout")
     args = parser.parse_args()
+    if args.against:
+        compare(args, [str(ROOT), *(str(Path(d).resolve()) for d in args.against)])
+        return
     with tempfile.TemporaryDirectory(prefix="cm-footprint-") as name, contextlib.ExitStack() as stack:
         tmp = Path(name)
         if args.real_cli:
@@ -270,6 +283,30 @@ def main() -> None:
                     print(f"  {'':<33}{row['t']:>4} {row['observer_clis']:>14} {row['observer_mib']:>10} {row['workers']:>8}"
                           f" {row['ours_mib']:>9}")
             print(f"  second burst, queue rows by synthesizer: {r['second_burst']}")
+
+
+def compare(args: argparse.Namespace, trees: list[str]) -> None:
+    """Run this script once per checkout and round, interleaved; print the peaks at once."""
+    # Each checkout's own script, run in it: `python -m` puts the working folder before PYTHONPATH.
+    options = ["--sessions", *map(str, args.sessions), "--events", str(args.events), "--json",
+               *(["--embedder", args.embedder] if args.embedder != "auto" else []), *(["--real-cli"] if args.real_cli else [])]
+    peaks: dict[str, dict[int, list[int]]] = {tree: defaultdict(list) for tree in trees}
+    for round_no in range(1, args.rounds + 1):
+        for tree in trees:
+            out = subprocess.run([sys.executable, "bench/footprint.py", *options], cwd=tree, env={**os.environ, "PYTHONPATH": tree},
+                                 capture_output=True, text=True, check=True)
+            for r in json.loads(out.stdout):
+                peaks[tree][r["sessions"]].append(r["peak_total_mib"])
+                kinds = ", ".join(f"{k} {v['peak_sum_mib']}" for k, v in r["kinds"].items() if k != "observer CLI")
+                print(f"round {round_no} {tree}: {r['sessions']} session(s) {r['peak_total_mib']} MiB ({kinds};"
+                      f" load {os.getloadavg()[0]:.1f})", flush=True)
+    baseline = trees[1]
+    for n in args.sessions:
+        print(f"\n{n} concurrent session(s), peak RSS of all claude-mem processes at once (MiB), median of {args.rounds}:")
+        for tree in trees:
+            median = statistics.median(peaks[tree][n])
+            ratio = median / statistics.median(peaks[baseline][n])
+            print(f"  {median:7.0f}  {ratio:5.2f}x  {tree}  (runs: {', '.join(map(str, peaks[tree][n]))})")
 
 
 def _last_text(request: object) -> str:

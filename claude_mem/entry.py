@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
 
         config = settings.load(strict=False)
         return run_service(config, mcp_host=McpHost(config))
+    if len(args) == 3 and args[:2] == ["worker", "--session"]:
+        # How the hooks start a session's worker (worker/spawn.py). Racing hooks start several:
+        # the one that takes the session's lock loads the SDK, the others exit before.
+        from claude_mem.worker.main import main as run_worker
+
+        return run_worker(args[2])
     if args == ["mcp"]:
         # Claude Code probes its MCP servers at once and does not wait: the standard library only
         # (mcp_shim.py), the real server runs in the memory service.

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from claude_mem import settings
+from claude_mem.processes import take_lock
 from claude_mem.service import client, control, protocol
 from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect, transaction
@@ -107,6 +108,17 @@ def test_one_instance_per_data_folder(shared_service: str) -> None:
     outcomes = [(r.wait(30), r.stderr.read()) for r in racers]
     assert all(code == 0 and "another service is running" in err for code, err in outcomes), outcomes
     assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] == info["pid"]
+
+
+def test_a_waiting_client_starts_the_service_again_after_one_left(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A service exiting (idle) holds the lock, without a socket, as a client asks: the service the
+    # client starts then finds the lock taken and leaves. Once the lock is free, it is started again.
+    monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
+    os.makedirs(data_dir, exist_ok=True)
+    exiting = take_lock(protocol.lock_path(str(data_dir)), 0)
+    assert exiting is not None
+    threading.Timer(1.0, os.close, (exiting,)).start()
+    assert client.call(str(data_dir), "ping", timeout_s=30, wait=True)["version"] == protocol.VERSION
 
 
 def test_socket_is_owner_only(shared_service: str) -> None:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 
 WAIT_STEP_S = 0.05
+# A waiting client starts the service again this often while none answers: the one it started
+# first may have found the lock held by a service exiting (idle) at that moment, and left.
+RESTART_S = 2.0
 
 
 class ServiceUnavailable(Exception):
@@ -80,7 +83,7 @@ def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> sock
     import socket  # here: the SessionStart hook imports this module only to start the service
 
     path = protocol.socket_path(data_dir)
-    started = False
+    started: float | None = None
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -89,11 +92,11 @@ def _connect(data_dir: str, deadline: float, *, start: bool, wait: bool) -> sock
             return sock
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
-            if start and not started:
+            if start and (started is None or time.monotonic() - started >= RESTART_S):
                 ensure_started(data_dir)
-                started = True
+                started = time.monotonic()
             if not wait or time.monotonic() + WAIT_STEP_S >= deadline:
-                why = "starting it" if started else exc.strerror
+                why = "starting it" if started is not None else exc.strerror
                 raise ServiceUnavailable(f"the memory service is not running ({why})") from None
             time.sleep(WAIT_STEP_S)
         except OSError as exc:  # a timeout, or a socket path we cannot reach

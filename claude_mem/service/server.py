@@ -29,6 +29,7 @@ from typing import Any
 from claude_mem.jsonfile import write_json_atomic
 from claude_mem.logs import log_line
 from claude_mem.processes import take_lock
+from claude_mem.processes.malloc import give_large_blocks_back
 from claude_mem.service import protocol
 from claude_mem.service.memory import IdleTrim
 from claude_mem.settings import Config
@@ -75,6 +76,7 @@ class Service:
             signal.signal(sig, _exit_while_loading)
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, str(os.getpid()).encode(), 0)
+        give_large_blocks_back()  # before the model, Chroma and the threads allocate anything
         try:
             return asyncio.run(self._serve())
         finally:

@@ -68,8 +68,9 @@ class Worker:
     synthesis: Synthesis
 
     def __init__(self, config: Config, session_id: str, *, idle_s: float | None = None, drain: bool = False,
-                 synthesizer: str | None = None) -> None:
+                 synthesizer: str | None = None, lock_fd: int | None = None) -> None:
         self.config = config
+        self.lock_fd = lock_fd  # the session's worker lock, when the process took it before loading this (main.py)
         self.session_id = session_id
         self.idle_s = config.worker_idle_s if idle_s is None else idle_s
         self.drain = drain  # exit as soon as the queue is empty (tests, reprocess, demo)
@@ -90,7 +91,7 @@ class Worker:
         """Run until idle, drained, or stopped; returns why it stopped."""
         config = self.config
         config.ensure_dirs()
-        lock_fd = spawn.acquire_lock(config.workers_dir, self.session_id)
+        lock_fd = self.lock_fd if self.lock_fd is not None else spawn.acquire_lock(config.workers_dir, self.session_id)
         if lock_fd is None:
             return "another worker is running for this session"
         slot_fd = spawn.take_slot(config.workers_dir, config.max_workers)
