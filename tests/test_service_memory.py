@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from claude_mem.service.memory import IdleTrim, release_free_memory
+from claude_mem.processes.malloc import release_free_memory
+from claude_mem.service.memory import IdleTrim
 
 
 def test_the_heap_is_trimmed_where_glibc_can() -> None:

@@ -1,4 +1,4 @@
-"""Giving the C heap's free memory back once the service is idle.
+"""Giving the C heap's free memory back (processes/malloc.py) once the service is idle.
 
 Searches allocate and free numpy arrays, Chroma's results and SQLite pages on several threads;
 glibc keeps what they freed in its arenas, so the service's RSS grew by ~30 MiB over 200 searches
@@ -11,34 +11,13 @@ service has been idle for TRIM_AFTER_S, a burst of searches pays nothing (docs/s
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from functools import cache
+
+from claude_mem.processes.malloc import release_free_memory
 
 TRIM_AFTER_S = 0.25
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, or None where there is none (macOS, musl)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim
-
-
-def release_free_memory() -> bool:
-    """Return the heap's free pages to the system; False where that cannot be done."""
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
 
 
 class IdleTrim:
