@@ -19,15 +19,11 @@ from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 @pass_app
 def worker_run(app: AppContext, session_id: str, idle_s: float | None, drain: bool, synthesizer: str | None) -> None:
     """Run the session's worker in the foreground (hooks start it detached)."""
-    from claude_mem.worker.loop import run_worker
-    from claude_mem.worker.sdk_import import import_sdk_without_mcp
+    from claude_mem.worker.main import run
 
-    import_sdk_without_mcp()  # ~45 MiB less in every session's worker
-
-    app.db(create=True)
-    reason = run_worker(app.config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer)
-    if reason.startswith("another worker"):
-        click.echo(reason, err=True)
+    code = run(app.config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer)
+    if code:
+        sys.exit(code)
 
 
 @cli.command("service")

@@ -1,8 +1,9 @@
 """What a stored observation is compared with: its project's older observations that are still
 current and may be about the same thing, found through indexes in a bounded set. Those naming one
 of its files (`store/observation_files.naming`, the one lookup of the file index: every rule but
-`repeat` and the heuristic checks needs a shared file), and those whose titles hold every word of its title but the numbers, or whose facts
-hold a command it ran (FTS5: copies of a claim, runs of a command).
+`repeat` and the heuristic checks needs a shared file), and those whose titles hold every word of
+its title but the numbers, or whose facts hold a command it ran (FTS5: copies of a claim, runs of
+a command).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ _SQL = ("SELECT o.id, o.type, o.title, o.created_at_epoch, f.path, f.modified, s
         " (SELECT COUNT(*) FROM observation_files g WHERE g.observation_id = o.id) AS breadth"
         " FROM observation_files f JOIN observations o ON o.id = f.observation_id"
         " LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
-        f" WHERE f.name = ? AND o.project = ? AND o.session_id != ? AND (o.created_at_epoch, o.id) < (?, ?)"
+        " WHERE f.name = ? AND o.project = ? AND o.session_id != ? AND (o.created_at_epoch, o.id) < (?, ?)"
         f" AND {marks.not_superseded('o')} ORDER BY f.observation_id DESC LIMIT ?")
 _NO_SESSION = ""  # no session id is empty: excluding it excludes nothing
 _ANY_TIME = (2**62, 2**62)

@@ -1,5 +1,6 @@
-"""A session's worker as the hooks start it (`claude-mem worker --session ID`, dispatched by
-entry.py without click): the session's lock first, then the imports.
+"""A session's worker: the session's lock first, then the imports. The hooks start it as
+`claude-mem worker --session ID`, which entry.py hands to `main` without click; `claude-mem
+worker` with other options (cli/worker.py) runs it through `run` too.
 
 A burst of tool calls makes racing hooks start several workers for one session, of which one
 takes the lock. Each used to import click, the loop and claude-agent-sdk (~40 MiB) before trying
@@ -21,6 +22,13 @@ def main(session_id: str) -> int:
     except settings.SettingsError as exc:
         print(f"Error: bad setting: {exc}", file=sys.stderr)
         return 1
+    return run(config, session_id)
+
+
+def run(config: settings.Config, session_id: str, *, idle_s: float | None = None, drain: bool = False,
+        synthesizer: str | None = None) -> int:
+    """The worker for `session_id` (also `claude-mem worker` with its options): 0 when it ran or
+    another one holds the session, 1 when the database is too new for this version."""
     config.ensure_dirs()
     lock_fd = spawn.acquire_lock(config.workers_dir, session_id)
     if lock_fd is None:
@@ -30,7 +38,7 @@ def main(session_id: str) -> int:
     from claude_mem.store.db import SchemaTooNewError, connect
 
     try:
-        connect(config.db_path).close()  # created and migrated, as `claude-mem worker` does
+        connect(config.db_path).close()  # created and migrated before the loop reads it
     except SchemaTooNewError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
@@ -39,7 +47,7 @@ def main(session_id: str) -> int:
     import_sdk_without_mcp()  # ~45 MiB less in every session's worker
     from claude_mem.worker.loop import run_worker
 
-    reason = run_worker(config, session_id, lock_fd=lock_fd)  # which closes the lock
+    reason = run_worker(config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer, lock_fd=lock_fd)
     if reason.startswith("another worker"):
         print(reason, file=sys.stderr)
     return 0
