@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,19 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     from claude_mem.service.control import stop_service
 
     stop_service(str(directory))
+
+
+@pytest.fixture
+def two_projects(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """A fresh database with two sessions: s1 in project alpha, s2 in beta."""
+    from claude_mem.store.db import connect
+    from claude_mem.store.records import ensure_session
+
+    db = connect(str(tmp_path / "claude-mem.db"))
+    ensure_session(db, "s1", project="alpha", cwd=None, transcript_path=None)
+    ensure_session(db, "s2", project="beta", cwd=None, transcript_path=None)
+    yield db
+    db.close()
 
 
 @pytest.fixture

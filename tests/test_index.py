@@ -22,13 +22,13 @@ from claude_mem import settings
 from claude_mem.identity import Installation
 from claude_mem.index import chroma
 from claude_mem.index.chroma import IndexUnavailable
-from claude_mem.index.documents import document_order, document_texts, fact_number, parse_doc_id, split_doc_id
+from claude_mem.index.documents import FACT_PROBE, document_order, document_texts, fact_number, parse_doc_id, split_doc_id
 from claude_mem.index.embedders import Embedder, embedder_named
-from claude_mem.index.semantic_index import FACT_PROBE, Index
+from claude_mem.index.semantic_index import Index
 from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
-from claude_mem.store.records import ensure_session, record_prompt, record_reply
+from claude_mem.store.records import record_prompt, record_reply
 from tests.chroma_server import ChromaServer, free_port
 
 ME = Installation("0123456789abcdef", "laptop-a")
@@ -42,12 +42,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
 
 
 @pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    db = connect(str(tmp_path / "claude-mem.db"))
-    ensure_session(db, "s1", project="alpha", cwd=None, transcript_path=None)
-    ensure_session(db, "s2", project="beta", cwd=None, transcript_path=None)
-    yield db
-    db.close()
+def conn(two_projects: sqlite3.Connection) -> sqlite3.Connection:
+    return two_projects
 
 
 # The server side starts a `chroma run` process: left out of the inner loop (README, "Test it").
@@ -81,7 +77,7 @@ def add_rows(conn: sqlite3.Connection) -> dict[str, list[int]]:
 
 def test_documents_ids_and_metadata(conn: sqlite3.Connection, index: Index) -> None:
     rows = add_rows(conn)
-    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
     with index._use("inspect") as store:
         got = store.collection.get(include=["metadatas", "documents"])
     me = index.installation
@@ -176,7 +172,7 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
             f"sum:{rows['summary'][0]}:completed", f"sum:{rows['summary'][0]}:request"]
 
     counts = index.reindex(conn)
-    assert counts == {"observation": 2, "summary": 1, "prompt": 1, "removed": 0}
+    assert counts == {"observation": 2, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
     assert index.drift(conn)["in_sync"]
     # Rows whose text is only whitespace have no documents and are not "missing".
     blank_prompt = record_prompt(conn, "s1", "\n\t \r\n", None)
@@ -208,9 +204,9 @@ def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connec
     assert len(ids()) == many + 1
     assert index.drift(conn)["in_sync"]  # the rows have documents: nothing is missing, only laid out the old way
     # Only the observations with facts are embedded again: the other rows' documents are alike in both layouts.
-    assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0}
+    assert index.index_missing(conn) == {"observation": 2, "summary": 0, "prompt": 0, "removed": 0, "vectors": 0}
     assert ids() == [f"obs:{login}:main"]
-    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0, "vectors": 0}
 
 
 def test_a_multilingual_index_keeps_a_document_per_fact(conn: sqlite3.Connection, tmp_path: Path) -> None:
@@ -219,13 +215,13 @@ def test_a_multilingual_index_keeps_a_document_per_fact(conn: sqlite3.Connection
     minilm = embedder_named("minilm")
     index = Index(path=str(tmp_path / "chroma"), embedder=Embedder("multilingual", "claude_mem_e5", minilm.passages))
     login = add_rows(conn)["observation"][0]
-    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    assert index.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
     with index._use("inspect") as store:
         got = store.collection.get(where={"$and": [{"sqlite_id": login}, {"kind": "observation"}]}, include=["documents"])
     docs = dict(zip((split_doc_id(i)[0] for i in got["ids"]), got["documents"], strict=True))
     assert docs == {f"obs:{login}:main": "Fixed login crash\nauth\nThe refresh token was null after logout",
                     f"obs:{login}:fact:0": "token refresh raced with logout", f"obs:{login}:fact:1": "a lock now guards the refresh"}
-    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0}
+    assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0, "vectors": 0}
     hits = search(conn, "a lock guards the refresh", index=index, mode="vector").hits
     assert hits[0].id == login and hits[0].snippet == "a lock now guards the refresh"  # the fact that matched
 
@@ -284,7 +280,7 @@ def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: 
             ix.index_observations(conn, [new])
         assert conn.execute("SELECT count(*) FROM index_state").fetchone()[0] == 1
         srv.start()  # same folder, same port: the same Index reconnects by itself
-        assert ix.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+        assert ix.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
         assert ix.drift(conn)["in_sync"]
         assert ("observation", new) in [(k, i) for k, i, _ in ix.query("config loader renamed", 3)]
     finally:
@@ -335,7 +331,7 @@ def test_deleted_folder_raises_then_is_rebuilt(conn: sqlite3.Connection, tmp_pat
     with pytest.raises(IndexUnavailable, match="removed"):
         ix.query("login", 3)
     counts = ix.index_missing(conn)  # a new, empty collection: every row is missing again
-    assert counts == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0}
+    assert counts == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
     assert ix.drift(conn)["in_sync"]
 
 

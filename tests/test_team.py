@@ -318,7 +318,7 @@ def test_an_embedded_index_moves_to_installation_ids_without_embedding_again(tmp
     counts = Index(config).index_missing(conn)
     # Nothing embedded again but the two observations with facts (a document of their own each, in
     # the layout of those days: documents.LAYOUT); the gone row dropped.
-    assert counts == {"observation": 2, "summary": 0, "prompt": 0, "removed": 1}
+    assert counts == {"observation": 2, "summary": 0, "prompt": 0, "removed": 1, "vectors": 0}
     with index._use("inspect") as store:
         ids = store.collection.get(include=[])["ids"]
     me = index.installation.id

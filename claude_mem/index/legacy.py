@@ -1,23 +1,27 @@
 """Documents written by older versions, brought up to date on the first catch-up or rebuild
 that meets them (`Index.index_missing`, `Index.reindex`): those from before installation ids
-(renamed), and those of an older documents.LAYOUT (only the rows whose documents differ are
-indexed again)."""
+(renamed), those of an older documents.LAYOUT (only the rows whose documents differ are
+indexed again), and rows indexed before their vectors were kept in SQLite (filled)."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from claude_mem.identity import Installation
-from claude_mem.index.documents import LAYOUT, document_id, kind_where, parse_doc_id, split_doc_id
+from claude_mem.index import vectors as stored_vectors
+from claude_mem.index.documents import LAYOUT, document_id, document_texts, kind_where, parse_doc_id, split_doc_id, vector_texts
 from claude_mem.store.db import chunks, transaction
-from claude_mem.store.reads import KINDS, TABLES
+from claude_mem.store.reads import KIND, KINDS, TABLES
 
 if TYPE_CHECKING:
     from claude_mem.index.chroma import Store
+    from claude_mem.progress import Progress
+
+FILL_BATCH = 256  # rows whose vectors are copied from Chroma (their facts embedded) per transaction
 
 
 class Upgraded(Protocol):
@@ -32,6 +36,9 @@ class Upgraded(Protocol):
     def _use(self, what: str, *, write: bool = ..., recover: bool = ...) -> AbstractContextManager[Any]: ...
     def _state_key(self, collection_id: str, layout: int | None = ...) -> str: ...
     def id_pages(self, where: dict[str, Any] | None, what: str = ...) -> Iterator[list[str]]: ...
+    def vectors(self, doc_ids: Sequence[str]) -> dict[str, Any]: ...
+    def _embed(self, texts: list[str], *, query: bool = ...) -> Any: ...
+    def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool: ...
 
 
 def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str, store: Store | None = None) -> None:
@@ -81,3 +88,36 @@ def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str
         conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"
                      " row_id IN (SELECT id FROM observations WHERE NOT EXISTS (SELECT 1 FROM json_each("
                      "CASE WHEN json_valid(facts) THEN facts ELSE '[]' END) WHERE trim(value) != '')))", (new, old))
+
+
+def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: Progress | None) -> int:
+    """Rows indexed without their vectors in SQLite (before migration 0016): the stored ones
+    copied from Chroma, the facts that have no document embedded. No write to Chroma, so
+    searches go on meanwhile. Returns how many rows were filled."""
+    todo = {kind: [r[0] for r in conn.execute(
+        "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ? AND vectors = 0 ORDER BY row_id",
+        (kind, cid))] for kind in KINDS}
+    if progress is not None:
+        progress.grow(sum(len(ids) for ids in todo.values()))
+    filled = 0
+    for kind, ids in todo.items():
+        for chunk in chunks(ids, FILL_BATCH):
+            if progress is not None and progress.stopping:
+                return filled
+            rows = conn.execute(KIND[kind].row_sql().format(marks=",".join("?" * len(chunk))), list(chunk)).fetchall()
+            sent = [row for row in rows if not index._kept_local(row)]
+            documents = {key for row in sent for key, _, _ in document_texts(kind, row, index.layout)}
+            texts = [pair for row in sent for pair in vector_texts(kind, row, index.layout)]
+            found = index.vectors([key for key, _ in texts if key in documents])
+            # A document Chroma lacks is left to `drift`; the texts that never were documents are embedded.
+            new = [(key, text) for key, text in texts if key not in documents]
+            if new:
+                found.update(zip((key for key, _ in new), index._embed([t for _, t in new]), strict=True))
+            with transaction(conn):
+                stored_vectors.write(conn, kind, chunk, found)
+                conn.execute(f"UPDATE index_state SET vectors = 1 WHERE kind = ? AND collection_id = ?"
+                             f" AND row_id IN ({','.join('?' * len(chunk))})", [kind, cid, *chunk])
+            filled += len(chunk)
+            if progress is not None:
+                progress.advance(len(chunk))
+    return filled

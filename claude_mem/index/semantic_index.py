@@ -1,7 +1,7 @@
 """The semantic index: observations, summaries and prompts as Chroma documents.
 
     Index(config)  .index_rows(conn, kind, ids)  .index_missing(conn)  .reindex(conn)  .delete(kind, ids)
-                   .query_documents(text, n, where)  .vectors(doc_ids)  .drift(conn)  .close()
+                   .query_documents(text, n, where)  .space()  .vectors(doc_ids)  .drift(conn)  .close()
     readable_index(config) -> (Index | None, why not)
 
 Embedded (`<data dir>/chroma`) by default; with the `chroma_url` setting a Chroma server, the
@@ -11,8 +11,9 @@ Chroma was down and `reindex` rebuilds everything. Any failure on the Chroma sid
 `IndexUnavailable`, which callers catch to carry on without the index. Everything that deletes
 deletes this installation's documents only. The long ones report to a `Progress` (progress.py),
 and a rebuild cut short (Ctrl-C, a kill) is resumed by the next one rather than started over. Around it:
-documents.py (a row's documents and ids), connection.py, chroma.py and locking.py (the way in), drift.py, legacy.py
-(documents from before installation ids); measurements in docs/search-tuning.md. chromadb is imported lazily.
+documents.py (a row's documents and ids), vectors.py (their vectors in SQLite, facts' too), connection.py, chroma.py
+and locking.py (the way in), drift.py, legacy.py (documents from before installation ids); measurements in
+docs/search-tuning.md. chromadb is imported lazily.
 """
 
 from __future__ import annotations
@@ -24,27 +25,27 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.identity import Installation, installation_for
+from claude_mem.index import vectors as stored_vectors
 from claude_mem.index.connection import IndexConnection
 from claude_mem.index.documents import (
-    ALL_PARTS,
     BUILD,
     Document,
     RemoteDocument,
     VectorMatch,
     document_id,
     document_order,
-    document_texts,
-    fact_number,
     kind_where,
     layout_for,
     parse_doc_id,
     split_doc_id,
+    stale_documents,
+    vector_texts,
 )
 from claude_mem.index.embedders import Embedder, embedder_for
-from claude_mem.index.legacy import upgrade_layout, upgrade_legacy
+from claude_mem.index.legacy import fill_vectors, upgrade_layout, upgrade_legacy
 from claude_mem.index.locking import FileLock
 from claude_mem.store.db import chunks, now_ms, transaction
-from claude_mem.store.reads import KIND, KINDS, TABLES, ref
+from claude_mem.store.reads import KIND, KINDS, TABLES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 UPSERT_BATCH = 256  # documents per Chroma call: bounds memory while embedding a reindex
 PAGE = 2000  # documents per page when reading the whole collection (drift)
 CATCH_UP_WAIT_S = 600.0  # how long index_missing waits for another one to finish (a big catch-up embeds for minutes)
-FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
 
 
 class Index(IndexConnection):
@@ -139,6 +139,8 @@ class Index(IndexConnection):
     def _index(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int], progress: Progress | None = None) -> int:
         """(Re)index these rows; returns how many were found in SQLite. Rows gone from SQLite lose their documents.
         Each chunk is committed on its own: a stop between two (Ctrl-C, `progress.stopping`) leaves index_state exact."""
+        import numpy as np
+
         wanted = sorted({int(i) for i in ids})
         found = 0
         for chunk in chunks(wanted, UPSERT_BATCH):
@@ -147,11 +149,14 @@ class Index(IndexConnection):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             alive = {int(r["id"]) for r in rows}
-            owners = [(int(row["id"]), self._owned_document(doc)) for row in rows if not self._kept_local(row)
-                      for doc in BUILD[kind](row, self.layout)]
+            sent = [row for row in rows if not self._kept_local(row)]
+            owners = [(int(row["id"]), self._owned_document(doc)) for row in sent for doc in BUILD[kind](row, self.layout)]
             docs = [doc for _, doc in owners]
-            # Embedding is the slow part: done before taking the lock other processes wait on.
-            vectors = self._embed([d.text for d in docs]) if docs else None
+            # Embedding is the slow part: done before taking the lock other processes wait on. Facts
+            # of layout 2 are embedded too, for SQLite only (index/vectors.py).
+            texts = [pair for row in sent for pair in vector_texts(kind, row, self.layout)]
+            by_key = dict(zip((key for key, _ in texts), self._embed([t for _, t in texts]), strict=True)) if texts else {}
+            vectors = [by_key[split_doc_id(d.id)[0]] for d in docs]
             with self._use(f"index {kind}s", write=True) as store:
                 cid = self._state_key(str(store.collection.id))
                 # Rows indexed before (in this collection, in either layout; an empty id means "maybe still held",
@@ -160,11 +165,11 @@ class Index(IndexConnection):
                     f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, ?, '') AND row_id IN ({marks})",
                     [kind, cid, self._state_key(str(store.collection.id), 1), *chunk])]
                 if held:
-                    stale = self._stale_documents(store.collection, kind, held, {d.id for d in docs})
+                    stale = stale_documents(store.collection, kind, held, {d.id for d in docs}, self.installation.id)
                     if stale:
                         store.collection.delete(ids=stale)
                 if docs:
-                    store.collection.upsert(ids=[d.id for d in docs], embeddings=vectors, documents=[d.text for d in docs],
+                    store.collection.upsert(ids=[d.id for d in docs], embeddings=np.stack(vectors), documents=[d.text for d in docs],
                                             metadatas=[d.metadata for d in docs])
                     # A row forgotten since it was read above (forget deletes rows, then takes this
                     # lock to delete documents) must not keep the documents just written.
@@ -178,37 +183,14 @@ class Index(IndexConnection):
             with transaction(conn):
                 now = now_ms()
                 conn.executemany(
-                    "INSERT INTO index_state (kind, row_id, indexed_at, collection_id) VALUES (?, ?, ?, ?)"
+                    "INSERT INTO index_state (kind, row_id, indexed_at, collection_id, vectors) VALUES (?, ?, ?, ?, 1)"
                     " ON CONFLICT (kind, row_id) DO UPDATE SET indexed_at = excluded.indexed_at,"
-                    " collection_id = excluded.collection_id", [(kind, row_id, now, cid) for row_id in present])
+                    " collection_id = excluded.collection_id, vectors = 1", [(kind, row_id, now, cid) for row_id in present])
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
+                stored_vectors.write(conn, kind, chunk, by_key, alive=alive)
             if progress is not None:
                 progress.advance(len(chunk))
         return found
-
-    def _stale_documents(self, collection: Any, kind: str, rows: list[int], keep: set[str]) -> list[str]:
-        """Ids of documents these rows have in `collection` and are not in `keep`, looked up by id:
-        a row is rewritten in place and only its leftovers deleted (delete-then-add grew the
-        service 14% in 4 minutes; a filtered delete scans the collection)."""
-        me = self.installation.id
-        found: set[str] = set()
-        if kind == "observation":
-            # Facts are numbered from 0 without gaps: probe a window past the last one found
-            # until a window comes back empty.
-            start, window = 0, FACT_PROBE
-            while True:
-                ids = [document_id(f"{ref(kind, i)}:main", me) for i in rows if start == 0]
-                ids += [document_id(f"{ref(kind, i)}:fact:{n}", me) for i in rows for n in range(start, start + window)]
-                hits = set(collection.get(ids=ids, include=[])["ids"])
-                found |= hits
-                if not any((n := fact_number(h)) is not None and n >= start + window - 1 for h in hits):
-                    break
-                start += window
-        else:
-            every = ALL_PARTS[kind]
-            ids = [document_id(key, me) for i in rows for key, _, _ in document_texts(kind, every | {"id": i})]
-            found = set(collection.get(ids=ids, include=[])["ids"])
-        return sorted(found - keep)
 
     def _owned_document(self, doc: Document) -> Document:
         me = self.installation
@@ -231,6 +213,7 @@ class Index(IndexConnection):
             if conn is not None:
                 with transaction(conn):
                     conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in chunk])
+                    stored_vectors.write(conn, kind, chunk, {})
             if progress is not None:
                 progress.advance(len(chunk))
 
@@ -267,6 +250,7 @@ class Index(IndexConnection):
                 self.delete(kind, orphans, conn)
                 removed += len(orphans)
         counts["removed"] = removed
+        counts["vectors"] = fill_vectors(self, conn, cid, progress)
         return counts
 
     def reindex(self, conn: sqlite3.Connection, progress: Progress | None = None) -> dict[str, int]:
@@ -303,7 +287,14 @@ class Index(IndexConnection):
                 store.drop()
         with transaction(conn):
             conn.execute("DELETE FROM index_state")
+            conn.execute("DELETE FROM vectors")
         return self.index_missing(conn, progress)
+
+    def space(self) -> str:
+        """The name this index's rows are kept under in index_state, which their vectors in SQLite
+        are valid for (index/vectors.py): the collection, whose documents, in which layout."""
+        with self._use("open") as store:
+            return self._state_key(str(store.collection.id))
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text], query=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claude_mem.index.documents import LAYOUT, document_texts
+from claude_mem.index.documents import LAYOUT, vector_texts
 from claude_mem.recall.candidates import Candidate
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
 from claude_mem.text.shorten import cut
@@ -70,7 +70,7 @@ def _document_text(c: Candidate, layout: int) -> str:
     a teammate's memory, as it came from the server)."""
     if c.remote is not None:
         return c.remote.texts.get(c.doc_id, "")
-    return next((text for doc_id, text, _ in document_texts(c.kind, c.row, layout) if doc_id == c.doc_id), "")
+    return next((text for doc_id, text in vector_texts(c.kind, c.row, layout) if doc_id == c.doc_id), "")
 
 
 def hit(c: Candidate, score: float, terms: list[str], layout: int = LAYOUT) -> Hit:

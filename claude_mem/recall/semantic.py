@@ -1,5 +1,6 @@
 """The semantic side of search: the documents nearest to the query (the Chroma index), filtered in
-SQLite with the keyword side's SQL, and each candidate's cosine measured around the pool's centre."""
+SQLite with the keyword side's SQL, and each candidate's cosine measured around the pool's centre,
+from the vectors SQLite keeps beside Chroma's (index/vectors.py; an observation's facts too)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from claude_mem.index.documents import VectorMatch, document_texts
+from claude_mem.index import vectors as stored_vectors
+from claude_mem.index.documents import VectorMatch, document_texts, vector_texts
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.store.reads import KIND, KINDS
@@ -59,6 +61,7 @@ class NearestDocuments:
     matches: list[VectorMatch]  # nearest first
     query_cjk: bool
     asked: int  # how many were asked for: fewer came back only when the index has no more
+    space: str  # what the rows' vectors in SQLite must be kept under to be this index's (Index.space)
     aliases: teammates.Aliases = field(default_factory=teammates.Aliases)  # ids of teammates' rows in this search
 
 
@@ -70,29 +73,19 @@ def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
 def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
     """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
     embedding = index.embed_query(text)
-    # Unfiltered, the nearest `want` are the answer and their vectors come with them; with
-    # filters, vectors are fetched once the filters have run.
+    # Unfiltered, the nearest `want` are the answer; with filters, more are checked in SQLite.
+    # Their vectors are read from SQLite after (half the cost of Chroma sending them along).
     filtered = has_filters(f) or set(kinds) != set(KINDS)
     n = want * tuning.RAW_FACTOR if filtered else want
     aliases = teammates.Aliases()
-    matches = [aliases.local(m) for m in index.query_documents(embedding, n, with_embeddings=not filtered)]
-    return NearestDocuments(embedding, matches, has_cjk(text), n, aliases)
+    matches = [aliases.local(m) for m in index.query_documents(embedding, n)]
+    return NearestDocuments(embedding, matches, has_cjk(text), n, index.space(), aliases)
 
 
 def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, terms: list[str], kinds: tuple[str, ...],
                    f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool) -> None:
     """The nearest documents passing the filters join `candidates`, and every candidate gets its
     cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
-    # Keyword hits the nearest-neighbour query did not reach still need a cosine, or the blend
-    # would read "not in the top N" as "unrelated": that of their document holding most query
-    # words (all of them cost a third of a query). Those none of the nearest belong to are
-    # known now: their vectors come while the nearest are filtered.
-    owners: dict[str, tuple[str, int]] = {}
-    if fill_missing:
-        near = {(m.kind, m.sqlite_id) for m in raw.matches}
-        owners = _best_documents(conn, {key: c for key, c in candidates.items() if key not in near}, terms, index.layout)
-    fetching = set(owners)
-    early = _start(index.vectors, list(fetching))
     matches = _nearest(conn, index, raw, kinds, f, want)
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
@@ -104,23 +97,33 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
                 cand.remote = teammates.RemoteRow.of(m)
                 cand.row = cand.remote.row
             cand.remote.texts[m.doc_id] = m.origin.text
-    if fill_missing:  # keyword hits among the nearest fetched that the filtering did not keep
-        done = set(owners.values())
-        owners.update(_best_documents(conn, {key: c for key, c in candidates.items()
-                                             if key not in reached and key not in done}, terms, index.layout))
-    owners.update((m.doc_id, (m.kind, m.sqlite_id)) for m in matches)
-    # The stored vectors of every candidate document, for the centring in set_cosines.
-    known = {m.doc_id: m.embedding for m in matches if m.embedding is not None}
-    late = _start(index.vectors, [doc_id for doc_id in owners if doc_id not in known and doc_id not in fetching])
-    load_rows(conn, candidates)  # the rows of the nearest, while their vectors come
-    # A keyword hit the filtering reached by another way (more nearest, scored directly) is
-    # measured by its nearest documents alone, like every other reached row.
-    matched = {m.doc_id for m in matches}
-    known.update((doc_id, vector) for doc_id, vector in early.result().items()
-                 if doc_id in matched or owners[doc_id] not in reached)
-    known.update(late.result())
+    owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
+    # An observation is measured by every vector it has, its facts' included: a question about
+    # one fact is nearer to that fact than to the whole observation (docs/search-tuning.md).
+    local = [key for key, c in candidates.items() if key[0] == "observation" and c.remote is None
+             and (fill_missing or key in reached)]
+    known = stored_vectors.of_rows(conn, raw.space, "observation", [row_id for _, row_id in local])
+    owners.update((doc_id, ("observation", int(doc_id.split(":")[1]))) for doc_id in known)
+    if fill_missing:
+        # Keyword hits with no vector yet still need a cosine, or the blend would read "not in
+        # the top N" as "unrelated": that of their document holding most query words.
+        measured = {owner for owner in owners.values()}
+        owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms,
+                                      index.layout))
+    load_rows(conn, candidates)
+    known.update(_vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in known]))
     set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
-                 raw.embedding, candidates, raw.query_cjk)
+                raw.embedding, candidates, raw.query_cjk)
+
+
+def _vectors(conn: sqlite3.Connection, index: Index, space: str, doc_ids: list[str]) -> dict[str, Any]:
+    """Stored vectors of these documents: from SQLite, else (a teammate's, a row the catch-up has
+    not filled yet) from Chroma."""
+    found = stored_vectors.read(conn, space, doc_ids)
+    rest = [doc_id for doc_id in doc_ids if doc_id not in found]
+    if rest:
+        found.update(index.vectors(rest))
+    return found
 
 
 def _best_documents(conn: sqlite3.Connection, missing: dict[tuple[str, int], Candidate],
@@ -152,9 +155,9 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     theirs = [m for m in kept if m.origin is not None]
     rows = _filtered_rows(conn, kinds, f, tuning.BRUTE_FORCE_ROWS)
     if rows is not None:
-        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _, _ in document_texts(kind, row, index.layout)}
+        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _ in vector_texts(kind, row, index.layout)}
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
-                  for doc_id, vector in index.vectors(list(owners)).items()]
+                  for doc_id, vector in _vectors(conn, index, raw.space, list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]
     if tuning.ESCALATE > 1:
         asked = raw.asked * tuning.ESCALATE

@@ -239,10 +239,11 @@ class Indexer:
                 counts = self.index.index_missing(conn, self.job)
             finally:
                 self.job = None
-            caught_up = sum(v for k, v in counts.items() if k != "removed")
+            caught_up = sum(counts.get(kind, 0) for kind in KINDS)
             self.indexed += caught_up
-            if caught_up or counts.get("removed"):
-                self.log(f"index caught up: {caught_up} row(s) indexed, {counts.get('removed', 0)} removed")
+            if caught_up or counts.get("removed") or counts.get("vectors"):
+                self.log(f"index caught up: {caught_up} row(s) indexed, {counts.get('removed', 0)} removed"
+                         + (f", vectors kept in SQLite for {counts['vectors']} more" if counts.get("vectors") else ""))
             self.behind = False
             self.last_full = time.monotonic()
             self.high = {kind: self._max_id(conn, kind) for kind in KINDS}
