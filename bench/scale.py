@@ -253,6 +253,22 @@ class WordVectors:
         return out
 
 
+def _catch_up(target: Path, vectors: str, log: Any) -> None:
+    """What the memory service's first catch-up would do to a store built by an older version,
+    done before measuring (with the store's own embedder): e.g. its rows' vectors kept in SQLite
+    (migration 0016), copied from Chroma, the facts embedded."""
+    conn = connect(str(target / "claude-mem.db"))
+    index = Index(path=str(target / "chroma"), embedder=WordVectors() if vectors == "words" else embedder_named("minilm"))
+    try:
+        started = time.perf_counter()
+        counts = index.index_missing(conn)
+        if any(counts.values()):
+            log(f"caught up {target.name} in {time.perf_counter() - started:.0f} s: {counts}")
+    finally:
+        conn.close()
+        index.close()
+
+
 def prepare(root: Path, size: int, seed: int, log: Any, vectors: str = "minilm") -> tuple[Path, dict[str, Any]]:
     """A data dir holding `size` observations (built now, or reused from an earlier run)."""
     suffix = "" if vectors == "minilm" else f"-{vectors}"
@@ -260,6 +276,7 @@ def prepare(root: Path, size: int, seed: int, log: Any, vectors: str = "minilm")
     meta = _meta(target)
     if meta and _current(meta) and meta.get("observations") == size and meta.get("complete"):
         log(f"{size}: reusing {target}")
+        _catch_up(target, vectors, log)
         return target, meta
     shutil.rmtree(target, ignore_errors=True)
     smaller = sorted((m["observations"], p) for p in root.glob(f"n*-seed{seed}{suffix}") if p != target

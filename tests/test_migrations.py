@@ -113,6 +113,7 @@ NOW = 1_790_000_000_000
 SESSION = "upgrade-session"
 # Representative rows for the tables we know; columns a version does not have yet are left out.
 FIXTURES: dict[str, dict[str, Any]] = {
+    "vector_spaces": {"id": 7, "name": "3f9c-collection@0123456789abcdef"},  # the vectors' row (space 7) points here
     "sdk_sessions": {"claude_session_id": SESSION, "sdk_session_id": "sdk-1", "project": "github.com/acme/widget",
                      "cwd": "/work/widget", "transcript_path": "/t.jsonl", "user_prompt": "fix the flaky test",
                      "status": "active", "prompt_counter": 2, "started_at": "2026-09-01T00:00:00.000Z",

@@ -114,7 +114,7 @@ def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: 
             if new:
                 found.update(zip((key for key, _ in new), index._embed([t for _, t in new]), strict=True))
             with transaction(conn):
-                stored_vectors.write(conn, kind, chunk, found)
+                stored_vectors.write(conn, cid, kind, chunk, found)
                 conn.execute(f"UPDATE index_state SET vectors = 1 WHERE kind = ? AND collection_id = ?"
                              f" AND row_id IN ({','.join('?' * len(chunk))})", [kind, cid, *chunk])
             filled += len(chunk)

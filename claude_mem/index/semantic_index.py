@@ -187,7 +187,7 @@ class Index(IndexConnection):
                     " ON CONFLICT (kind, row_id) DO UPDATE SET indexed_at = excluded.indexed_at,"
                     " collection_id = excluded.collection_id, vectors = 1", [(kind, row_id, now, cid) for row_id in present])
                 conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
-                stored_vectors.write(conn, kind, chunk, by_key, alive=alive)
+                stored_vectors.write(conn, cid, kind, chunk, by_key, alive=alive)
             if progress is not None:
                 progress.advance(len(chunk))
         return found
@@ -213,7 +213,7 @@ class Index(IndexConnection):
             if conn is not None:
                 with transaction(conn):
                     conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in chunk])
-                    stored_vectors.write(conn, kind, chunk, {})
+                    stored_vectors.write(conn, '', kind, chunk, {})
             if progress is not None:
                 progress.advance(len(chunk))
 

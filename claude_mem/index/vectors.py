@@ -1,12 +1,12 @@
 """The vectors of indexed rows, kept in SQLite beside Chroma's (migration 0016).
 
-    write(conn, kind, row_ids, vectors)   read(conn, space, keys)   of_rows(conn, space, kind, ids)
+    write(conn, space, kind, row_ids, vectors)   read(conn, space, keys)   of_rows(conn, space, kind, ids)
 
 Search reads a candidate's vectors here by row (a few hundred a query: ~10x cheaper than
 Chroma's get by id), and an observation's facts have their vectors here only (documents.
 vector_texts). A row's vectors are written with its index_state row, in the caller's transaction,
-and are read only while that row names the collection asked for (`space`, Index.space): after
-a switch of model, the rows not yet indexed again into the new collection have none.
+for the collection it names (`space`, Index.space), and read for one: after a switch of model,
+the rows not yet indexed again into the new collection have none.
 Stored as float16: 768 bytes for MiniLM's 384 dimensions, and a cosine within ~1e-3 of float32's."""
 
 from __future__ import annotations
@@ -41,11 +41,18 @@ def key_of(kind: str, row_id: int, part: str) -> str:
     return f"{REF_PREFIX[kind]}:{row_id}" + (f":{part}" if part else "")
 
 
-def write(conn: sqlite3.Connection, kind: str, row_ids: Iterable[int], vectors: Mapping[str, Any],
+def _space_id(conn: sqlite3.Connection, space: str, *, create: bool = False) -> int | None:
+    if create:
+        conn.execute("INSERT OR IGNORE INTO vector_spaces (name) VALUES (?)", (space,))
+    found = conn.execute("SELECT id FROM vector_spaces WHERE name = ?", (space,)).fetchone()
+    return int(found[0]) if found else None
+
+
+def write(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int], vectors: Mapping[str, Any],
           alive: Iterable[int] | None = None) -> None:
-    """Replace the vectors of these rows by `vectors` (key -> unit vector; those of other rows, or
-    of rows not `alive` (forgotten meanwhile), are left out). Call inside the transaction that
-    writes their index_state rows."""
+    """Replace the vectors of these rows by `vectors` (key -> unit vector), made for `space`; those
+    of other rows, or of rows not `alive` (forgotten meanwhile), are left out. Call inside the
+    transaction that writes their index_state rows."""
     import numpy as np
 
     ids = sorted({int(i) for i in row_ids})
@@ -57,36 +64,47 @@ def write(conn: sqlite3.Connection, kind: str, row_ids: Iterable[int], vectors: 
         parts = key_parts(key)
         if parts is not None and parts[0] == kind and parts[1] in wanted:
             rows.append((kind, parts[1], parts[2], np.asarray(vector, dtype=np.float16).tobytes()))
-    conn.executemany("INSERT OR REPLACE INTO vectors (kind, row_id, part, vector) VALUES (?, ?, ?, ?)", rows)
+    if rows:
+        number = _space_id(conn, space, create=True)
+        conn.executemany("INSERT OR REPLACE INTO vectors (kind, row_id, part, space, vector) VALUES (?, ?, ?, ?, ?)",
+                         [(*row[:3], number, row[3]) for row in rows])
 
 
-def _select(count: int) -> str:
-    return ("SELECT v.row_id, v.part, v.vector FROM vectors v JOIN index_state s ON s.kind = v.kind AND s.row_id = v.row_id"
-            f" WHERE v.kind = ? AND v.row_id IN ({','.join('?' * count)}) AND s.collection_id = ?")
+def _select(count: int, parts: int = 0) -> str:
+    return (f"SELECT row_id, part, vector FROM vectors WHERE kind = ? AND row_id IN ({','.join('?' * count)}) AND space = ?"
+            + (f" AND part IN ({','.join('?' * parts)})" if parts else ""))
 
 
-def of_rows(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int]) -> dict[str, np.ndarray]:
-    """Every vector of these rows (an observation's facts too), by key, as float32."""
+def of_rows(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int],
+            parts: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """Every vector of these rows (an observation's facts too), or those of these `parts`, by key, as float32."""
     import numpy as np
 
+    number = _space_id(conn, space)
+    only = sorted(set(parts)) if parts is not None else []
     out: dict[str, np.ndarray] = {}
+    if number is None:
+        return out
     for chunk in chunks(sorted({int(i) for i in row_ids}), CHUNK):
-        for row_id, part, blob in conn.execute(_select(len(chunk)), [kind, *chunk, space]):
-            out[key_of(kind, row_id, part)] = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+        rows = conn.execute(_select(len(chunk), len(only)), [kind, *chunk, number, *only]).fetchall()
+        if rows:  # decoded at once: a search reads a few hundred
+            matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
+            out.update((key_of(kind, row_id, part), matrix[n]) for n, (row_id, part, _) in enumerate(rows))
     return out
-
 
 def read(conn: sqlite3.Connection, space: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
     """The vectors of these document keys that are kept here (others are left out: a teammate's,
     a row not yet filled), as float32."""
-    by_kind: dict[str, set[int]] = {}
+    rows: dict[str, set[int]] = {}
+    parts: dict[str, set[str]] = {}
     wanted: set[str] = set()
     for key in keys:
-        parts = key_parts(key)
-        if parts is not None:
-            by_kind.setdefault(parts[0], set()).add(parts[1])
+        found = key_parts(key)
+        if found is not None:
+            rows.setdefault(found[0], set()).add(found[1])
+            parts.setdefault(found[0], set()).add(found[2])
             wanted.add(key)
     out: dict[str, np.ndarray] = {}
-    for kind, ids in by_kind.items():
-        out.update((k, v) for k, v in of_rows(conn, space, kind, ids).items() if k in wanted)
+    for kind, ids in rows.items():
+        out.update((k, v) for k, v in of_rows(conn, space, kind, ids, parts[kind]).items() if k in wanted)
     return out

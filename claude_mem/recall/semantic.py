@@ -291,7 +291,8 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     pool = docs.mean(axis=0)
     q_centre: Any = pool
     centres = np.repeat(pool[None, :], len(docs), axis=0)
-    written = np.array([_written_cjk(candidates.get((m.kind, m.sqlite_id))) for m in with_vectors])
+    in_cjk = {key: _written_cjk(candidates.get(key)) for key in {(m.kind, m.sqlite_id) for m in with_vectors}}
+    written = np.array([in_cjk[(m.kind, m.sqlite_id)] for m in with_vectors])
     for cjk in (True, False):
         side = written == cjk
         if side.sum() >= tuning.LANGUAGE_SIDE and not side.all():
