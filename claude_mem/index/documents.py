@@ -19,15 +19,10 @@ from claude_mem.text.shorten import cut
 TITLE_CHARS = 200
 FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
 # What a row's documents are: 1, a document per fact beside the observation's main text; 2, the
-# facts inside it. index_state records it with the collection, so a store indexed under another
-# layout is re-indexed by the next catch-up (Index._state_key). Multilingual-e5 keeps layout 1:
-# its pushes need a fact's own vector (docs/search-tuning.md, "One document per observation").
+# facts inside it, each fact's own vector kept in SQLite only (vector_texts). index_state records
+# it with the collection, so a store indexed under another layout is re-indexed by the next
+# catch-up (Index._state_key; docs/search-tuning.md, "One document per observation").
 LAYOUT = 2
-LAYOUT_OF = {"multilingual": 1}  # embedder name -> layout, where not LAYOUT
-
-
-def layout_for(embedder: str) -> int:
-    return LAYOUT_OF.get(embedder, LAYOUT)
 
 
 @dataclass(frozen=True)

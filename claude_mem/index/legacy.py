@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from claude_mem.identity import Installation
 from claude_mem.index import vectors as stored_vectors
-from claude_mem.index.documents import LAYOUT, document_id, document_texts, kind_where, parse_doc_id, split_doc_id, vector_texts
+from claude_mem.index.documents import document_id, document_texts, kind_where, parse_doc_id, split_doc_id, vector_texts
 from claude_mem.store.db import chunks, transaction
 from claude_mem.store.reads import KIND, KINDS, TABLES
 
@@ -81,8 +81,6 @@ def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str
     """Rows indexed under layout 1 whose documents layout 2 makes alike (summaries, prompts,
     observations without facts) are marked as laid out: only observations with facts, whose
     facts now share their document, are embedded again by the catch-up."""
-    if index.layout != LAYOUT:  # the embedder keeps layout 1 (documents.LAYOUT_OF): nothing to rename
-        return
     old, new = index._state_key(collection_id, 1), index._state_key(collection_id)
     with transaction(conn):
         conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"

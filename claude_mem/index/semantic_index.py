@@ -29,13 +29,13 @@ from claude_mem.index import vectors as stored_vectors
 from claude_mem.index.connection import IndexConnection
 from claude_mem.index.documents import (
     BUILD,
+    LAYOUT,
     Document,
     RemoteDocument,
     VectorMatch,
     document_id,
     document_order,
     kind_where,
-    layout_for,
     parse_doc_id,
     split_doc_id,
     stale_documents,
@@ -82,7 +82,7 @@ class Index(IndexConnection):
         self._installation = installation
         self._config = config
         self._embedder = embedder
-        self.layout = layout_for(embedder.name)  # what its rows' documents are (documents.LAYOUT)
+        self.layout = LAYOUT  # what its rows' documents are (a store of another is laid out anew: legacy.py)
         self.resumed = False  # the last reindex() went on with one cut short
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
