@@ -107,7 +107,7 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     if fill_missing:
         # Keyword hits with no vector yet still need a cosine, or the blend would read "not in
         # the top N" as "unrelated": that of their document holding most query words.
-        measured = {owner for owner in owners.values()}
+        measured = set(owners.values())
         owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms,
                                       index.layout))
     load_rows(conn, candidates)
