@@ -186,8 +186,9 @@ def _index(config: Config, conn: sqlite3.Connection, health: dict[str, Any], fix
     elif state == "unavailable":
         ok, detail = False, health["reason"]
     else:
-        missing, stale = (sum(health[k][key] for k in KINDS) for key in ("missing", "stale"))
-        ok, detail = state == "in sync", f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
+        missing, stale, unfilled = (sum(health[k].get(key, 0) for k in KINDS) for key in ("missing", "stale", "unfilled"))
+        ok, detail = state == "in sync", (f"{missing} row(s) missing from {health['location']}, documents of {stale} deleted row(s)"
+                                          + (f", {unfilled} row(s) without their vectors in SQLite" if unfilled else ""))
     if ok or not fix:
         return finding("index drift", ok, detail)
     from claude_mem.index.embedders import choose

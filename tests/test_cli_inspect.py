@@ -211,7 +211,7 @@ def test_status_index_health_in_sync_drift_and_unavailable(stored: Stored) -> No
     index = Index(settings.load())
     index.index_missing(stored.conn)
     health = invoke_json("status")["index"]
-    assert health["state"] == "in sync" and health["observation"] == {"sqlite": 5, "indexed": 5, "missing": 0, "stale": 0}
+    assert health["state"] == "in sync" and health["observation"] == {"sqlite": 5, "indexed": 5, "missing": 0, "stale": 0, "unfilled": 0}
     assert "in sync (5/5 observations, 3/3 summaries, 4/4 prompts indexed)" in invoke("status").output
     stored.conn.execute("DELETE FROM observations WHERE id = ?", (stored.obs["ci"],))
     health = invoke_json("status")["index"]

@@ -155,7 +155,7 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     index.delete("observation", [dark], conn)
     assert all(i != dark for _, i, _ in index.query("night theme", 10))
     drift = index.drift(conn)
-    assert drift["observation"] == {"sqlite": 3, "indexed": 2, "missing": 1, "stale": 0} and not drift["in_sync"]
+    assert drift["observation"] == {"sqlite": 3, "indexed": 2, "missing": 1, "stale": 0, "unfilled": 0} and not drift["in_sync"]
     assert index.index_missing(conn)["observation"] == 1  # forgotten in index_state too, so picked up again
     assert index.drift(conn)["in_sync"]
 
@@ -164,7 +164,7 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     index.index_summaries(conn, rows["summary"])
     conn.execute("DELETE FROM observations WHERE id = ?", (login,))
     drift = index.drift(conn)
-    assert drift["observation"]["stale"] == 1 and drift["summary"] == {"sqlite": 1, "indexed": 1, "missing": 0, "stale": 0}
+    assert drift["observation"]["stale"] == 1 and drift["summary"] == {"sqlite": 1, "indexed": 1, "missing": 0, "stale": 0, "unfilled": 0}
     assert index.index_missing(conn)["removed"] == 1
     assert index.drift(conn)["in_sync"]
     with index._use("inspect") as store:

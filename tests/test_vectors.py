@@ -97,7 +97,10 @@ def test_rows_indexed_before_the_table_are_filled_without_writing_to_chroma(conn
         conn.execute("DELETE FROM vectors")
         conn.execute("UPDATE index_state SET vectors = 0")
     documents = index.count()
+    drift = index.drift(conn)
+    assert not drift["in_sync"] and drift["observation"]["unfilled"] == 3 and drift["observation"]["missing"] == 0
     counts = index.index_missing(conn)
+    assert index.drift(conn)["in_sync"]
     assert counts == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0, "vectors": 5}
     assert index.count() == documents
     after = {(k, r, p): bytes(v) for k, r, p, v in conn.execute("SELECT kind, row_id, part, vector FROM vectors")}

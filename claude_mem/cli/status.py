@@ -42,9 +42,12 @@ def _index_line(health: dict[str, Any], job: dict[str, Any] | None = None) -> st
         return f"{paint('in sync', 'green')} ({line} indexed)"
     missing = sum(health[k]["missing"] for k in kinds)
     stale = sum(health[k]["stale"] for k in kinds)
+    unfilled = sum(health[k].get("unfilled", 0) for k in kinds)
     if job:  # the memory service is on it: nothing to repair
-        return paint(f"catching up by itself: {missing} rows to go ({line}); the memory service is {describe_job(job)}", "cyan")
-    return paint(f"drift: {missing} rows missing, {stale} stale ({line}); `claude-mem doctor --fix` repairs it", "yellow")
+        return paint(f"catching up by itself: {missing + unfilled} rows to go ({line}); the memory service is {describe_job(job)}",
+                     "cyan")
+    vectors = f", {unfilled} without their vectors in SQLite" if unfilled else ""
+    return paint(f"drift: {missing} rows missing, {stale} stale{vectors} ({line}); `claude-mem doctor --fix` repairs it", "yellow")
 
 
 def _sharing_line(share: dict[str, Any]) -> str:
