@@ -72,6 +72,21 @@ def test_a_traceback_gives_the_exception_and_where_it_was_raised() -> None:
     assert out.reason() == "KeyError: 'user' (main.py:12)" and out.why() == ""
 
 
+@pytest.mark.parametrize("noise", [
+    "/home/dev/.bashrc: line 12: pyenv: command not found\nbash: warning: setlocale: LC_ALL: cannot change locale (en_US.UTF-8)",
+    "/home/dev/.zshrc:source:5: no such file or directory: /opt/tool/env.zsh\n/home/dev/.zshrc:9: command not found: nvm",
+    "-bash: /etc/profile.d/conda.sh: line 3: conda: command not found\nstty: 'standard input': Inappropriate ioctl for device",
+])
+def test_what_the_shell_startup_files_print_is_not_the_commands_failure(noise: str) -> None:
+    text = f"Exit code 2\n{noise}\nmake: *** [Makefile:3: build] Error 2\ngcc: error: calc.c: No such file or directory\n"
+    out = outputs.read(text, failed=True, cwd=CWD)
+    assert out.error == "gcc: error: calc.c: No such file or directory"
+    assert out.first_line == "make: *** [Makefile:3: build] Error 2"
+    # With nothing else to go by, the noise is what there is (the command was `source ~/.bashrc`).
+    alone = outputs.read(f"Exit code 1\n{noise}\n", failed=True, cwd=CWD)
+    assert alone.first_line and alone.reason() != "exit 1"
+
+
 def test_a_passing_run_is_only_its_tally() -> None:
     out = outputs.read("....s\n3 passed, 1 skipped in 0.01s\n", failed=False)
     assert (out.failed, out.tests, out.failures, out.failed_tests, out.error) == (False, "3 passed, 1 skipped", 0, [], "")

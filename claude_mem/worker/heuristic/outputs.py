@@ -52,6 +52,14 @@ _PUSHED = re.compile(r"^\s*(?:\*\s+\[new branch\]|[0-9a-f]{7,}\.\.[0-9a-f]{7,}|\
                      re.M)
 _LISTENING = re.compile(r"(?:listening|running|serving|started|available|ready|local)\b.{0,200}?(https?://[\w.\-\[\]:]+(?::\d+)?\S*)",
                         re.I | re.S)
+# What a shell's startup files print before the command runs (a broken line in ~/.bashrc, a
+# missing locale, no terminal): not what the command said, so not its first line or its error.
+_STARTUP_FILE = (r"(?:\S*/)?(?:\.bashrc|\.bash_profile|\.bash_login|\.profile|\.zshrc|\.zshenv|\.zprofile|\.zlogin|"
+                 r"bash\.bashrc|etc/profile(?:\.d/[^:\s]+)?|etc/zsh/\w+)")
+_SHELL_NOISE = re.compile(rf"^\s*(?:-?[\w/]*sh: )?{_STARTUP_FILE}(?::[a-z]+)?(?::\d+:|: line \d+:)"
+                          r"|^\s*(?:-?[\w/]*sh: )?warning: setlocale: "
+                          r"|^\s*-?[\w/]*sh: (?:no job control in this shell|cannot set terminal process group)"
+                          r"|^\s*(?:stty|mesg|tput): ")
 _TEST_NAME_CHARS = 60
 
 
@@ -97,6 +105,9 @@ def read(text: str, *, failed: bool, cwd: str | None = None) -> Outcome:
         out.exit_code = int(exit_match.group(1))
         text = text[exit_match.end():]
     lines = [line.rstrip() for line in text.splitlines()]
+    said = [line for line in lines if not _SHELL_NOISE.match(line)]
+    if any(line.strip() for line in said):  # noise alone is all there is to go by (a `source ~/.bashrc`)
+        lines = said
     out.first_line = _first_line(lines)
     _tally(out, lines)
     if out.failures:
