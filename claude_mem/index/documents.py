@@ -18,10 +18,11 @@ from claude_mem.text.shorten import cut
 
 TITLE_CHARS = 200
 FACT_PROBE = 32  # fact ids looked up per step when finding an observation's stale facts
-# What a row's documents are: 1, a document per fact beside the observation's main text; 2, the
-# facts inside it, each fact's own vector kept in SQLite only (vector_texts). index_state records
-# it with the collection, so a store indexed under another layout is re-indexed by the next
-# catch-up (Index._state_key; docs/search-tuning.md, "One document per observation").
+# What a row's documents are, the only layout written: 2, an observation's facts inside its one
+# document, each fact's own vector kept in SQLite only (vector_texts). Layout 1 (before issue 39)
+# gave each fact a document of its own; index_state records the layout with the collection, so a
+# store of layout 1 is laid out anew by the next catch-up (Index._state_key, legacy.upgrade_layout;
+# docs/search-tuning.md, "One document per observation").
 LAYOUT = 2
 
 
@@ -76,13 +77,12 @@ def _base_metadata(kind: str, row: sqlite3.Row | dict[str, Any], project: str | 
     }
 
 
-def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[tuple[str, str, dict[str, Any]]]:
+def document_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(document key, text, metadata of the part) for each document of a row. Needs only the row's
     id and text columns, so search can name a row's documents from what it read anyway. The key
     is the document's id within one installation; `document_id` makes its id in Chroma:
 
-      obs:<id>:main       title + subtitle + narrative + facts, a line each (layout 2); in
-                          layout 1 without the facts, each its own obs:<id>:fact:<n>
+      obs:<id>:main       title + subtitle + narrative + facts, a line each
       sum:<id>:<field>    one per non-empty summary field  prompt:<id>         the prompt text
       prompt:<id>:reply   Claude's final reply to the prompt (kept with it since migration 0007)
     """
@@ -90,17 +90,11 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = L
     name = ref(kind, row_id)  # a document's key starts with its row's ref
     if kind == "observation":
         heading = [p.strip() for p in (row["title"], row["subtitle"], row["narrative"]) if p and p.strip()]
-        if layout == 1:
-            parts: list[tuple[str, str, dict[str, Any]]] = [(f"{name}:main", "\n".join(heading), {"part": "main"})] if heading else []
-            for n, fact in enumerate(json_items(row["facts"])):
-                if isinstance(fact, str) and fact.strip():
-                    parts.append((f"{name}:fact:{n}", fact.strip(), {"part": "fact", "fact": n}))
-            return parts
-        # Layout 2: a document per fact made 340k documents for 100k observations, most of the
-        # memory service's RSS (docs/search-tuning.md, "One document per observation"). Each
-        # fact is one line, last, so a teammate's `show` can tell them from the text
-        # (`metadata["facts"]` says how many).
-        facts = [" ".join(f.split()) for f in json_items(row["facts"]) if isinstance(f, str) and f.strip()]
+        # A document per fact made 340k documents for 100k observations, most of the memory
+        # service's RSS (docs/search-tuning.md, "One document per observation"). Each fact is one
+        # line, last, so a teammate's `show` can tell them from the text (`metadata["facts"]`
+        # says how many).
+        facts = [fact for _, fact in _facts(row)]
         if not heading and not facts:
             return []
         return [(f"{name}:main", "\n".join(heading + facts), {"part": "main", "facts": len(facts)})]
@@ -117,33 +111,36 @@ def document_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = L
     return docs
 
 
-def vector_texts(kind: str, row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[tuple[str, str]]:
+def _facts(row: sqlite3.Row | dict[str, Any]) -> list[tuple[int, str]]:
+    """(n, text) of an observation's non-empty facts, n counting from 0 over all of them."""
+    return [(n, " ".join(fact.split())) for n, fact in enumerate(json_items(row["facts"])) if isinstance(fact, str) and fact.strip()]
+
+
+def vector_texts(kind: str, row: sqlite3.Row | dict[str, Any]) -> list[tuple[str, str]]:
     """(key, text) of every text of a row that has a vector (index/vectors.py): its documents,
-    and under layout 2 each of an observation's facts as well (`obs:12:fact:0`, numbered as
-    layout 1 numbers them), kept in SQLite only: search scores an observation by its best fact
-    too, so a question about one fact is measured against that fact alone."""
-    texts = [(key, text) for key, text, _ in document_texts(kind, row, layout)]
-    if kind == "observation" and layout == 2 and texts:
-        name = ref(kind, row["id"])
-        texts += [(f"{name}:fact:{n}", " ".join(fact.split())) for n, fact in enumerate(json_items(row["facts"]))
-                  if isinstance(fact, str) and fact.strip()]
+    and each of an observation's facts as well (`obs:12:fact:0`, as layout 1 named their
+    documents), kept in SQLite only: search scores an observation by its best fact too, so a
+    question about one fact is measured against that fact alone."""
+    texts = [(key, text) for key, text, _ in document_texts(kind, row)]
+    if kind == "observation" and texts:
+        texts += [(f"{ref(kind, row['id'])}:fact:{n}", fact) for n, fact in _facts(row)]
     return texts
 
 
-def observation_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
+def observation_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
     meta = _base_metadata("observation", row, row["project"], row_files("observation", row),
                           row["title"] or row["subtitle"])
     meta["type"] = row["type"]
-    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row, layout)]
+    return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("observation", row)]
 
 
-def summary_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
+def summary_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
     title = row["request"] or next((row[name] for name in SUMMARY_FIELDS if row[name] and row[name].strip()), "")
     meta = _base_metadata("summary", row, row["project"], row_files("summary", row), title)
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("summary", row)]
 
 
-def prompt_documents(row: sqlite3.Row | dict[str, Any], layout: int = LAYOUT) -> list[Document]:
+def prompt_documents(row: sqlite3.Row | dict[str, Any]) -> list[Document]:
     meta = _base_metadata("prompt", row, row["project"], [], row["prompt_text"])
     return [Document(doc_id, text, {**meta, **part}) for doc_id, text, part in document_texts("prompt", row)]
 BUILD = {"observation": observation_documents, "summary": summary_documents, "prompt": prompt_documents}

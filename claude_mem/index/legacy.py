@@ -29,7 +29,6 @@ class Upgraded(Protocol):
     the names it keeps its state under."""
 
     url: str
-    layout: int
 
     @property
     def installation(self) -> Installation: ...
@@ -104,8 +103,8 @@ def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: 
                 return filled
             rows = conn.execute(KIND[kind].row_sql().format(marks=",".join("?" * len(chunk))), list(chunk)).fetchall()
             sent = [row for row in rows if not index._kept_local(row)]
-            documents = {key for row in sent for key, _, _ in document_texts(kind, row, index.layout)}
-            texts = [pair for row in sent for pair in vector_texts(kind, row, index.layout)]
+            documents = {key for row in sent for key, _, _ in document_texts(kind, row)}
+            texts = [pair for row in sent for pair in vector_texts(kind, row)]
             found = index.vectors([key for key, _ in texts if key in documents])
             # A document Chroma lacks is left to `drift`; the texts that never were documents are embedded.
             new = [(key, text) for key, text in texts if key not in documents]

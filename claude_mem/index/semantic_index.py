@@ -82,7 +82,6 @@ class Index(IndexConnection):
         self._installation = installation
         self._config = config
         self._embedder = embedder
-        self.layout = LAYOUT  # what its rows' documents are (a store of another is laid out anew: legacy.py)
         self.resumed = False  # the last reindex() went on with one cut short
         if local_projects is None:
             local_projects = getattr(config, "local_projects", None) or () if config is not None else ()
@@ -118,7 +117,7 @@ class Index(IndexConnection):
     def _state_key(self, collection_id: str, layout: int | None = None) -> str:
         # index_state.collection_id: which collection, under whose ids (a bare id, from before them, counts as not
         # there: index/legacy.py), in which documents.LAYOUT (another: not there either, indexed again in place).
-        layout = self.layout if layout is None else layout
+        layout = LAYOUT if layout is None else layout
         return f"{collection_id}@{self.installation.id}" + (f"/{layout}" if layout > 1 else "")
 
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
@@ -150,11 +149,11 @@ class Index(IndexConnection):
             rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
             alive = {int(r["id"]) for r in rows}
             sent = [row for row in rows if not self._kept_local(row)]
-            owners = [(int(row["id"]), self._owned_document(doc)) for row in sent for doc in BUILD[kind](row, self.layout)]
+            owners = [(int(row["id"]), self._owned_document(doc)) for row in sent for doc in BUILD[kind](row)]
             docs = [doc for _, doc in owners]
             # Embedding is the slow part: done before taking the lock other processes wait on. Facts
-            # of layout 2 are embedded too, for SQLite only (index/vectors.py).
-            texts = [pair for row in sent for pair in vector_texts(kind, row, self.layout)]
+            # are embedded too, for SQLite only (index/vectors.py).
+            texts = [pair for row in sent for pair in vector_texts(kind, row)]
             by_key = dict(zip((key for key, _ in texts), self._embed([t for _, t in texts]), strict=True)) if texts else {}
             vectors = [by_key[split_doc_id(d.id)[0]] for d in docs]
             with self._use(f"index {kind}s", write=True) as store:
@@ -213,7 +212,7 @@ class Index(IndexConnection):
             if conn is not None:
                 with transaction(conn):
                     conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in chunk])
-                    stored_vectors.write(conn, '', kind, chunk, {})
+                    stored_vectors.delete(conn, kind, chunk)
             if progress is not None:
                 progress.advance(len(chunk))
 
@@ -311,35 +310,30 @@ class Index(IndexConnection):
         return [(k, i, d) for (k, i), d in list(best.items())[:n]]
 
     def query_documents(self, text: str | Sequence[float] | np.ndarray, n: int = 10, where: dict[str, Any] | None = None, *,
-                        with_embeddings: bool = False, include_remote: bool = True) -> list[VectorMatch]:
+                        include_remote: bool = True) -> list[VectorMatch]:
         """Documents closest to `text` (or to an already computed query vector), best first.
         Kind and row come from the document id; the text of this installation's documents is not
-        fetched (it costs more than the search itself, and SQLite has it anyway). The stored
-        vectors come when asked for (cheaper with the query than by `vectors` after).
+        fetched (it costs more than the search itself, and SQLite has it anyway), nor are the
+        stored vectors (SQLite has them too: index/vectors.py).
         Teammates' documents on a shared server come with their text and metadata (`origin`),
         fetched by id, unless `include_remote` is False."""
-        import numpy as np
-
         if n <= 0:
             return []
         embedding = self.embed_query(text) if isinstance(text, str) else text
-        include = ["distances"] + (["embeddings"] if with_embeddings else [])
         with self._use("query") as store:
             result = store.collection.query(query_embeddings=[[float(x) for x in embedding]], n_results=int(n),
-                                            where=where or None, include=include)
-        count = len(result["ids"][0])
-        vectors = np.asarray(result["embeddings"][0], dtype=np.float32) if with_embeddings and count else [None] * count
+                                            where=where or None, include=["distances"])
         out: list[VectorMatch] = []
         remote: list[str] = []
-        for doc_id, dist, vector in zip(result["ids"][0], result["distances"][0], vectors, strict=True):
+        for doc_id, dist in zip(result["ids"][0], result["distances"][0], strict=True):
             parsed = parse_doc_id(doc_id)
             key, owner = split_doc_id(doc_id)
             if parsed is None:
                 continue
             if self.owns(owner):
-                out.append(VectorMatch(*parsed, float(dist), key, vector))
+                out.append(VectorMatch(*parsed, float(dist), key))
             elif owner is not None and include_remote:
-                out.append(VectorMatch(*parsed, float(dist), doc_id, vector))
+                out.append(VectorMatch(*parsed, float(dist), doc_id))
                 remote.append(doc_id)
         if remote:
             found = self._remote(remote)

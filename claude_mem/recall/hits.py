@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from claude_mem.index.documents import LAYOUT, vector_texts
+from claude_mem.index.documents import vector_texts
 from claude_mem.recall.candidates import Candidate
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
 from claude_mem.text.shorten import cut
@@ -65,21 +65,21 @@ def _snippet(text: str, terms: list[str]) -> str:
     return ("…" if start else "") + piece + "…"
 
 
-def _document_text(c: Candidate, layout: int) -> str:
+def _document_text(c: Candidate) -> str:
     """The text of the document the vector search matched, rebuilt from the SQLite row (or, for
     a teammate's memory, as it came from the server)."""
     if c.remote is not None:
         return c.remote.texts.get(c.doc_id, "")
-    return next((text for doc_id, text in vector_texts(c.kind, c.row, layout) if doc_id == c.doc_id), "")
+    return next((text for doc_id, text in vector_texts(c.kind, c.row) if doc_id == c.doc_id), "")
 
 
-def hit(c: Candidate, score: float, terms: list[str], layout: int = LAYOUT) -> Hit:
+def hit(c: Candidate, score: float, terms: list[str]) -> Hit:
     """The hit of a ranked candidate; its snippet is the document that matched, or the text with
     most query words."""
     row = c.row
     if c.remote is not None:
         return Hit(kind=c.kind, id=c.remote.row_id, session_id=row["session_id"], project=row["project"], type=row["type"],
-                   title=cut(row["title"], TITLE_CHARS), snippet=_snippet(_document_text(c, layout), terms),
+                   title=cut(row["title"], TITLE_CHARS), snippet=_snippet(_document_text(c), terms),
                    created_at_epoch=row["created_at_epoch"], files=row["files"], score=round(float(score), 6),
                    origin=c.remote.name)
     if c.kind == "observation":
@@ -98,7 +98,7 @@ def hit(c: Candidate, score: float, terms: list[str], layout: int = LAYOUT) -> H
         texts = [title, row["reply_text"] or ""]
         files = []
         type_ = None
-    matched = _document_text(c, layout) if c.doc_id else ""
+    matched = _document_text(c) if c.doc_id else ""
     # The vector side knows which document matched; keyword hits show the text with most query words.
     snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
     return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from claude_mem.index.documents import LAYOUT
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.dates import date_windows
@@ -114,7 +113,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
     placed, superseded = rank_superseded(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
-    hits = [hit(c, score, terms, index.layout if index is not None else LAYOUT) for c, score in placed]
+    hits = [hit(c, score, terms) for c, score in placed]
     hosts = session_hosts(conn, [h.session_id for h in hits if h.origin is None])
     for h in hits:
         if h.kind == "observation" and h.origin is None and h.id in superseded:

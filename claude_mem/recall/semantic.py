@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from claude_mem.index import vectors as stored_vectors
-from claude_mem.index.documents import VectorMatch, document_texts, vector_texts
+from claude_mem.index.documents import VectorMatch, document_texts, parse_doc_id, vector_texts
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.store.reads import KIND, KINDS
@@ -103,13 +103,12 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     local = [key for key, c in candidates.items() if key[0] == "observation" and c.remote is None
              and (fill_missing or key in reached)]
     known = stored_vectors.of_rows(conn, raw.space, "observation", [row_id for _, row_id in local])
-    owners.update((doc_id, ("observation", int(doc_id.split(":")[1]))) for doc_id in known)
+    owners.update((doc_id, owner) for doc_id in known if (owner := parse_doc_id(doc_id)) is not None)
     if fill_missing:
         # Keyword hits with no vector yet still need a cosine, or the blend would read "not in
         # the top N" as "unrelated": that of their document holding most query words.
         measured = set(owners.values())
-        owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms,
-                                      index.layout))
+        owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms))
     load_rows(conn, candidates)
     known.update(_vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in known]))
     set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
@@ -127,13 +126,13 @@ def _vectors(conn: sqlite3.Connection, index: Index, space: str, doc_ids: list[s
 
 
 def _best_documents(conn: sqlite3.Connection, missing: dict[tuple[str, int], Candidate],
-                    terms: list[str], layout: int) -> dict[str, tuple[str, int]]:
+                    terms: list[str]) -> dict[str, tuple[str, int]]:
     """Each candidate's document holding most query words (the first, its main text, on ties)."""
     load_rows(conn, missing)
     stems = [stem(t) for t in terms]
     owners: dict[str, tuple[str, int]] = {}
     for c in missing.values():
-        docs = document_texts(c.kind, c.row, layout) if c.row else []
+        docs = document_texts(c.kind, c.row) if c.row else []
         if docs:
             best = max(docs, key=lambda d: sum(s in d[1].lower() for s in stems))
             owners[best[0]] = (c.kind, c.id)
@@ -155,7 +154,7 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     theirs = [m for m in kept if m.origin is not None]
     rows = _filtered_rows(conn, kinds, f, tuning.BRUTE_FORCE_ROWS)
     if rows is not None:
-        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _ in vector_texts(kind, row, index.layout)}
+        owners = {doc_id: (kind, int(row["id"])) for kind, row in rows for doc_id, _ in vector_texts(kind, row)}
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in _vectors(conn, index, raw.space, list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]
