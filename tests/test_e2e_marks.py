@@ -34,9 +34,11 @@ class Observer:
 
     def __init__(self) -> None:
         self.shown: list[int] = []
+        self.asked: list[str] = []  # every message it answered, for a failure's message
 
     def __call__(self, request: ApiRequest) -> str:
         text = _last_text(request)
+        self.asked.append(text)
         if "<summary>" in text:
             return "<summary><request>port work</request><completed>done</completed></summary>"
         self.shown += [int(n) for n in _SHOWN.findall(text)]
@@ -51,8 +53,9 @@ class Observer:
         return "<nothing/>"
 
 
-def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> None:  # noqa: F811
-    """The session's events through a worker whose model is the real CLI talking to the fake API."""
+def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> str:  # noqa: F811
+    """The session's events through a worker whose model is the real CLI talking to the fake API;
+    what went on, for a failure's message."""
     home = tmp / f"observer-{session_id[:8]}"
     for d in ("home", "config", "tmp"):
         (home / d).mkdir(parents=True)
@@ -62,7 +65,11 @@ def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> N
         proc = subprocess.run([str(CLAUDE_MEM), "worker", "--session", session_id, "--drain"], env=env, capture_output=True,
                               text=True, timeout=TIMEOUT * 3)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert all(r["status"] == "done" for r in mem(sandbox, "queue", "--session", session_id))
+    queued = mem(sandbox, "queue", "--session", session_id)
+    assert all(r["status"] == "done" for r in queued)
+    logs = "".join(p.read_text(errors="replace")[-3000:] for p in sorted((sandbox["data"] / "logs").glob("*")) if p.is_file())
+    return (f"queue: {[(r.get('tool_name') or r.get('kind'), r['status']) for r in queued]}\nworker stderr: {proc.stderr[-1500:]}\n"
+            f"logs: {logs}\nthe observer was asked:\n" + "\n---\n".join(t[-1500:] for t in observer.asked))
 
 
 def test_the_observer_says_what_a_change_supersedes_and_the_next_prompt_gets_only_the_new(sandbox, tmp_path: Path) -> None:  # noqa: F811
@@ -82,8 +89,8 @@ def test_the_observer_says_what_a_change_supersedes_and_the_next_prompt_gets_onl
 
     with FakeMessagesAPI([edit(str(config), "8080", "8443")], final_text="Port changed.") as api:
         second = run_claude(sandbox, api, "Move the server to port 8443")
-    _observe(sandbox, second["session_id"], observer, tmp_path)
-    assert observer.shown == [old["id"]], "the batch message showed the older memory of config.py"
+    went = _observe(sandbox, second["session_id"], observer, tmp_path)
+    assert observer.shown == [old["id"]], f"the batch message showed the older memory of config.py\n{went}"
     [new] = [o for o in mem(sandbox, "observations", "--session", second["session_id"]) if o["title"] == NEW_TITLE]
     [mark] = mem(sandbox, "marks")
     assert (mark["old"], mark["new"], mark["author"]) == (f"obs:{old['id']}", f"obs:{new['id']}", "model")
