@@ -239,9 +239,10 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
         try:
             # Spooled events are older than this one: store them first, so prompts keep their
-            # order and a spooled tool call or Stop keeps the prompt it belongs to.
-            if command == "new":
-                from claude_mem.store.spool import drain_spool  # a module the save hook need not load
+            # order and an event keeps its turn (a tool call stored before its spooled prompt was
+            # counted in the turn before). Only a spool with files in it costs the import.
+            if command == "new" or _spool_has_events(config):
+                from claude_mem.store.spool import drain_spool
 
                 drain_spool(config, conn)
             apply_event(conn, record)
@@ -271,6 +272,14 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
         except OSError as exc:
             _log(config.logs_dir, command, f"error: could not start a worker ({_describe(exc)})", stderr=True)
     return True
+
+
+def _spool_has_events(config: Config) -> bool:
+    """Whether an event waits in the spool (one directory read: every hook pays for it)."""
+    try:
+        return any(name.endswith(".json") for name in os.listdir(config.spool_dir))
+    except OSError:
+        return False
 
 
 def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:

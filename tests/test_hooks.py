@@ -403,6 +403,29 @@ def test_spooled_events_keep_their_order_and_prompt(data_dir: Path, project: Pat
         ("tool", "toolu_a", 1), ("finalize", None, 1), ("tool", "toolu_b", 2)]
 
 
+def test_a_tool_call_after_a_spooled_prompt_stays_in_that_prompts_turn(data_dir: Path, project: Path) -> None:
+    """The prompt found the database locked and was spooled; the tool call and the Stop that follow
+    find it free. They store the spooled prompt first, so they count in its turn, not the one before
+    (which had the summary of turn 1 say nothing of them and turn 2's request go missing)."""
+    seed(data_dir, project)
+    holder = sqlite3.connect(data_dir / "claude-mem.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        proc = run_hook("new", prompt(project, "second"), env={**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "100"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert proc.returncode == 0 and "kept in" in proc.stderr
+    assert len(spooled(data_dir)) == 1
+    for command, payload in [("save", tool(project, "toolu_after")), ("summary", stop(project))]:
+        proc = run_hook(command, payload)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert spooled(data_dir) == []
+    assert prompts(data_dir) == [(1, "first"), (2, "second")]
+    assert [(r["kind"], r["tool_use_id"], r["prompt_number"]) for r in queue_rows(data_dir)] == [
+        ("tool", "toolu_after", 2), ("finalize", None, 2)]
+
+
 @contextlib.contextmanager
 def read_only(path: Path) -> Iterator[None]:
     """Make a file or folder read-only even for root (the immutable attribute), or skip."""
