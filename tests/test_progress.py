@@ -52,6 +52,12 @@ def big_store(data_dir: Path) -> Path:
     return data_dir
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """In the child: SIGINT as a terminal's foreground job has it. A shell starts background jobs
+    with SIGINT ignored and a Python child keeps it so; these tests must not depend on what ran pytest."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> tuple[int, str]:
     """Run `claude-mem ARGS` with stdin, stdout and stderr on a pseudo-terminal; (exit status, output)."""
     environ = {**os.environ, "TERM": "xterm", **(env or {})}
@@ -123,7 +129,7 @@ def job(data_dir: Path) -> dict | None:
 def test_ctrl_c_during_reindex_keeps_the_index_consistent_and_a_second_reindex_finishes(big_store: Path) -> None:
     assert piped("reindex").returncode == 0  # built once: the Ctrl-C below stops a rebuild, not a first build
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "reindex"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=ctrl_c_as_at_a_terminal)
     under_way = wait_until(lambda: (j := job(big_store)) is not None and j["what"] == "rebuilding the index" and j["done"] > 0, 120,
                            step=0.05)
     assert under_way, "the rebuild got going"
@@ -234,7 +240,7 @@ def test_ctrl_c_while_an_import_indexes_keeps_the_rows_and_the_index_catches_up(
     environ.pop("NO_COLOR", None)
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "import", str(export_file)], stdin=slave, stdout=slave,
-                            stderr=slave, env=environ, close_fds=True)
+                            stderr=slave, env=environ, close_fds=True, preexec_fn=ctrl_c_as_at_a_terminal)
     os.close(slave)
     out = ""
     deadline = time.monotonic() + 120
