@@ -7,6 +7,7 @@ carries the new observation and not the old one."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -69,7 +70,21 @@ def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> s
     assert all(r["status"] == "done" for r in queued)
     logs = "".join(p.read_text(errors="replace")[-3000:] for p in sorted((sandbox["data"] / "logs").glob("*")) if p.is_file())
     return (f"queue: {[(r.get('tool_name') or r.get('kind'), r['status']) for r in queued]}\nworker stderr: {proc.stderr[-1500:]}\n"
-            f"logs: {logs}\nthe observer was asked:\n" + "\n---\n".join(t[-1500:] for t in observer.asked))
+            f"logs: {logs}\n{_rows(sandbox['data'])}\nthe observer was asked:\n" + "\n---\n".join(t[-1500:] for t in observer.asked))
+
+
+def _rows(data: Path) -> str:
+    """What the lookups behind the observer's memory lines read, for a failure's message."""
+    conn = sqlite3.connect(f"file:{data / 'claude-mem.db'}?mode=ro", uri=True)
+    try:
+        return "\n".join(f"{table}: {conn.execute(sql).fetchall()}" for table, sql in (
+            ("sessions", "SELECT claude_session_id, project, cwd, prompt_counter FROM sdk_sessions"),
+            ("prompts", "SELECT session_id, prompt_number, prompt_text FROM user_prompts"),
+            ("observations", "SELECT id, session_id, project, title, files_modified, created_at_epoch FROM observations"),
+            ("observation_files", "SELECT * FROM observation_files"), ("marks", "SELECT * FROM marks"),
+            ("queue", "SELECT id, session_id, kind, prompt_number, cwd, is_error, tool_input FROM observation_queue")))
+    finally:
+        conn.close()
 
 
 def test_the_observer_says_what_a_change_supersedes_and_the_next_prompt_gets_only_the_new(sandbox, tmp_path: Path) -> None:  # noqa: F811
