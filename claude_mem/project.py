@@ -37,7 +37,10 @@ def find_git_root(start: str) -> tuple[str, str] | None:
     path = os.path.abspath(start)
     while True:
         dot_git = os.path.join(path, ".git")
-        if os.path.isdir(dot_git):
+        # A git dir has a HEAD, as git itself checks. An empty `.git` is no repository: Codex's
+        # sandbox makes one in each folder it lets a command write (/tmp included) for as long as
+        # the command runs, and every project under /tmp would briefly have been called "tmp".
+        if os.path.isfile(os.path.join(dot_git, "HEAD")):
             return path, dot_git
         if os.path.isfile(dot_git):
             git_dir = _gitdir_from_file(dot_git, path)

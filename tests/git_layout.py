@@ -8,6 +8,7 @@ from pathlib import Path
 
 def git_checkout(path: Path, url: str) -> Path:
     (path / ".git").mkdir(parents=True)
+    (path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (path / ".git" / "config").write_text(f'[core]\n\tbare = false\n[remote "origin"]\n\turl = {url}\n')
     return path
 

@@ -115,6 +115,18 @@ def test_a_plain_folder_is_named_by_its_basename(tmp_path: Path) -> None:
     assert project_for(str(folder) + "/") == "notes folder"
 
 
+def test_an_empty_git_folder_above_is_no_repository(tmp_path: Path) -> None:
+    """Codex's sandbox leaves an empty `.git` in every folder a command may write (/tmp too) while
+    the command runs: the projects below keep their names, and a real repository still wins."""
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path / "e2e-proj"
+    folder.mkdir()
+    assert project_for(str(folder)) == "e2e-proj"
+    make_repo(tmp_path / "repo", ("origin", "git@github.com:acme/widget.git"))
+    (tmp_path / "repo" / "sub" / ".git").mkdir(parents=True)
+    assert project_for(str(tmp_path / "repo" / "sub")) == "github.com/acme/widget"
+
+
 def test_no_cwd_is_unknown() -> None:
     assert project_for(None) == "unknown"
     assert project_for("") == "unknown"
