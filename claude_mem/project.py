@@ -1,8 +1,9 @@
 """Project identity: which project a working directory belongs to.
 
 The git root's normalised origin URL (so ssh and https clones of one remote are one project),
-else the git root's folder name, else the cwd's. A worktree (or a submodule checkout) is
-resolved through its `.git` file to the main repository's config. Reads files only: spawning
+else the git root's folder name, else the cwd's. A git root is the nearest folder whose `.git`
+is a git dir (one with a HEAD) or a file naming one: a worktree (or a submodule checkout) is
+resolved through that file to the main repository's config. Reads files only: spawning
 `git` would cost the hook more than all its other work together.
 """
 
