@@ -275,7 +275,8 @@ def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
 
 
 def _spool_has_events(config: Config) -> bool:
-    """Whether an event waits in the spool (one directory read: every hook pays for it)."""
+    """Whether an event waits in the spool: store/spool.spooled's test, here so that a hook with
+    nothing spooled does not import that module (one directory read: every hook pays for it)."""
     try:
         return any(name.endswith(".json") for name in os.listdir(config.spool_dir))
     except OSError:

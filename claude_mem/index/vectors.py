@@ -16,9 +16,9 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.index.documents import split_doc_id
+from claude_mem.index.documents import parse_doc_id, split_doc_id
 from claude_mem.store.db import chunks
-from claude_mem.store.reads import KIND_OF_PREFIX, REF_PREFIX
+from claude_mem.store.reads import REF_PREFIX
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,12 +30,8 @@ def key_parts(key: str) -> tuple[str, int, str] | None:
     """("observation", 12, "fact:0") of `obs:12:fact:0`; None for anything else (a teammate's
     full id, a kind this version does not know)."""
     name, owner = split_doc_id(key)
-    if owner is not None:
-        return None
-    prefix, _, rest = name.partition(":")
-    number, _, part = rest.partition(":")
-    kind = KIND_OF_PREFIX.get(prefix)
-    return (kind, int(number), part) if kind and number.isascii() and number.isdigit() else None
+    found = parse_doc_id(name) if owner is None else None
+    return None if found is None else (*found, name.partition(":")[2].partition(":")[2])
 
 
 def key_of(kind: str, row_id: int, part: str) -> str:
