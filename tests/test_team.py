@@ -184,8 +184,9 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
         insert_observation(a.conn, "sess-a2", PROJECT, A_MEMORIES[1][1], prompt_number=1)
     a.index().index_missing(a.conn)
     assert len(owned(server, a_id)) == 1
-    invoke("forget", "--project", PROJECT, "--yes", env=a.env)
-    assert owned(server, a_id) == [] and owned(server, b_id) == b_docs
+    forgot = invoke("forget", "--project", PROJECT, "--yes", env=a.env)
+    # Seen once under load with A's last document kept: the output says whether the index answered.
+    assert owned(server, a_id) == [] and owned(server, b_id) == b_docs, forgot.output
     mine = search(b.conn, "charged twice by webhook retries", index=b.index(), mode="vector", limit=3).hits
     assert (mine[0].origin, mine[0].id) == (None, b.obs["webhook"])
 
