@@ -473,7 +473,7 @@ def test_database_newer_than_the_code(data_dir: Path, project: Path) -> None:
 @contextlib.contextmanager
 def tiny_tmpfs(where: Path) -> Iterator[Path]:
     where.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(where)], capture_output=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(where)], capture_output=True)
     if proc.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode().strip()}")
     try:

@@ -413,3 +413,38 @@ def test_ids_of_forgotten_memories_are_never_reused(tmp_path: Path, k: int) -> N
         with transaction(conn):
             conn.execute(f"DELETE FROM {table} WHERE id = ?", (newest,))
         assert insert(3) > newest, f"{table} gave a forgotten id to a new row"
+
+
+def test_rebuilding_observations_keeps_marks_ids_and_the_forgotten_high_water_mark(tmp_path: Path) -> None:
+    """0017 rebuilds observations and marks (a CHECK cannot change in place): the drop must not
+    cascade to the marks, the ids stay, and an id forgotten before the upgrade is never reused."""
+    path = str(tmp_path / "m.db")
+    conn = connect(path, migrations_dir=str(copy_first_migrations(16, tmp_path / "first")))
+    records.ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+    ids = [memories.insert_observation(conn, "s", "p", memories.Observation(type="change", title=f"port {n}"), prompt_number=n)
+           for n in (1, 2, 3)]
+    with transaction(conn):
+        conn.execute("INSERT INTO marks (old_id, new_id, relation, author, created_at_epoch) VALUES (?, ?, 'supersedes', 'person', 1)",
+                     (ids[0], ids[1]))
+        conn.execute("DELETE FROM observations WHERE id = ?", (ids[2],))
+    conn.close()
+
+    conn = connect(path)
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert [tuple(r) for r in conn.execute("SELECT old_id, new_id, relation, author FROM marks")] == [
+        (ids[0], ids[1], "supersedes", "person")]
+    assert [r[0] for r in conn.execute("SELECT id FROM observations ORDER BY id")] == ids[:2]
+    row = conn.execute("SELECT source, provenance, guard_note, released_at_epoch, scope FROM observations WHERE id = ?",
+                       (ids[0],)).fetchone()
+    assert tuple(row) == ("model", "[]", "", None, "")
+    assert memories.insert_observation(conn, "s", "p", memories.Observation(type="change", title="port 4"), prompt_number=4) > ids[2]
+    with transaction(conn):  # the wider CHECKs: a person's memory, the agent's mark, a conflict
+        conn.execute("UPDATE observations SET source = 'person' WHERE id = ?", (ids[0],))
+        conn.execute("INSERT INTO marks (old_id, new_id, relation, author, created_at_epoch) VALUES (?, ?, 'conflicts', 'agent', 2)",
+                     (ids[1], ids[0]))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE observations SET source = 'somebody' WHERE id = ?", (ids[0],))
+    # the triggers were made again: deleting an observation still cascades to its marks and files
+    with transaction(conn):
+        conn.execute("DELETE FROM observations WHERE id = ?", (ids[1],))
+    assert conn.execute("SELECT count(*) FROM marks").fetchone()[0] == 0

@@ -154,8 +154,11 @@ def connect(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True,
         _enable_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    if migrate and apply_migrations(conn, migrations_dir):
+        # Migrations write whole tables into the WAL (a rebuild copies every row): fold it back
+        # into the database now rather than carry it (and its disk) until the next checkpoint.
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     if migrate:
-        apply_migrations(conn, migrations_dir)
         rebuild_stale_keywords(conn)
     return conn
 
@@ -189,32 +192,58 @@ def apply_migrations(conn: sqlite3.Connection, directory: str | None = None) -> 
             f"({latest}); upgrade claude-mem (pip install -U claude-mem)"
         )
     applied: list[str] = []
-    while current < latest:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            current = conn.execute("PRAGMA user_version").fetchone()[0]
-            if current >= latest:
-                conn.execute("COMMIT")
+    # A migration that rebuilds a table (SQLite's way to change a CHECK) drops the old one: with
+    # foreign keys on, the drop would delete every row referring to it (marks cascade). They are
+    # off while a migration runs, which SQLite allows only outside a transaction, and checked
+    # before it commits.
+    foreign_keys = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    if current < latest and foreign_keys:
+        conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        while current < latest:
+            applied_one = _apply_next(conn, known, latest)
+            if applied_one is None:
                 break
-            migration = known[current]
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            for statement in migration.statements():
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.name, now_iso()),
-            )
-            conn.execute(f"PRAGMA user_version = {migration.version}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        applied.append(f"{migration.version:04d}_{migration.name}")
-        current = migration.version
+            applied.append(f"{applied_one.version:04d}_{applied_one.name}")
+            current = applied_one.version
+    finally:
+        if foreign_keys:
+            conn.execute("PRAGMA foreign_keys = ON")
     return applied
+
+
+def _apply_next(conn: sqlite3.Connection, known: list[Migration], latest: int) -> Migration | None:
+    """Apply the migration after the database's version, in one transaction; None when another
+    process brought it up to date meanwhile."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        if current >= latest:
+            conn.execute("COMMIT")
+            return None
+        migration = known[current]
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        # Compared, not required empty: a store that already held a dangling reference still upgrades.
+        dangling = len(conn.execute("PRAGMA foreign_key_check").fetchall())
+        for statement in migration.statements():
+            conn.execute(statement)
+        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if len(broken) > dangling:
+            raise RuntimeError(f"migration {migration.version:04d}_{migration.name} would leave "
+                               f"{len(broken) - dangling} references dangling (one: {tuple(broken[-1])})")
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.name, now_iso()),
+        )
+        conn.execute(f"PRAGMA user_version = {migration.version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return migration
 
 
 # The keyword index's tables and the columns each indexes, as migration 0009 made them.

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from claude_mem.kinds import Source
 from claude_mem.store import marks
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
@@ -89,14 +90,16 @@ SPECS: dict[str, tuple[Field, ...]] = {
         Field("type", "text", required=True, choices=OBSERVATION_TYPES), _opt_text("raw_type"),
         Field("title", "text", required=True), _text("subtitle"), _text("narrative"), _list("facts"), _list("concepts"),
         _list("files_read"), _list("files_modified"), Field("prompt_number", "int", default=0),
-        _text("source", "import", choices=("model", "heuristic", "import")), _opt_text("model"), _opt_text("content_hash"),
+        _text("source", "import", choices=tuple(Source)), _opt_text("model"), _opt_text("content_hash"),
         _opt_text("created_at"), Field("created_at_epoch", "int", required=True),
+        _list("provenance"), _text("guard_note"), _opt_int("released_at_epoch"), _text("scope"),
     ),
     "summary": (
         Field("session_id", "text", required=True), _opt_text("project"), _text("request"), _text("investigated"),
         _text("learned"), _text("completed"), _text("next_steps"), _list("files_read"), _list("files_edited"), _text("notes"),
         Field("prompt_number", "int", default=0), _text("source", "import", choices=("model", "derived", "heuristic", "import")),
         _opt_text("model"), _opt_text("created_at"), Field("created_at_epoch", "int", required=True),
+        _text("guard_note"), _opt_int("released_at_epoch"),
     ),
 }
 TABLES = {"session": "sdk_sessions", "prompt": "user_prompts", "observation": "observations", "summary": "session_summaries"}
