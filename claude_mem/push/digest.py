@@ -29,9 +29,12 @@ FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor
           "get_observations(ids=[<id>, ...]); one fact: ask(question).\n")
 
 
-def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
-    summaries = list_summaries(conn, project=project, limit=1, newest_first=True)
-    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True)
+def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000, other_than: str | None = None) -> str:
+    """The project's digest; `other_than`: leave that session's own rows out (after its compaction,
+    Claude's summary and the working set already carry them)."""
+    summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than)
+    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
+                                     other_than=other_than)
     if not summaries and not observations:
         return ""
     header = f"# claude-mem: what happened recently in {project}\n"

@@ -184,21 +184,29 @@ def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, t
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False,
-                      current: bool = False) -> list[dict[str, Any]]:
-    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py)."""
+                      current: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
+    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py);
+    `other_than`: none of that session's."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
         where[0].append(not_superseded("t"))
-    return _list(conn, "observation", where, limit, newest_first)
+    return _list(conn, "observation", _other_than(where, other_than), limit, newest_first)
 
 
 def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                    since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
-                   limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
+                   limit: int | None = None, newest_first: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
     where = filter_clauses("summary", project=project, session_id=session_id, since_ms=since_ms, until_ms=until_ms,
                            file=file)
-    return _list(conn, "summary", where, limit, newest_first)
+    return _list(conn, "summary", _other_than(where, other_than), limit, newest_first)
+
+
+def _other_than(where: tuple[list[str], list[Any]] | None, session_id: str | None) -> tuple[list[str], list[Any]] | None:
+    if where is not None and session_id:
+        where[0].append("t.session_id != ?")
+        where[1].append(session_id)
+    return where
 
 
 def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]] | None, limit: int | None,
