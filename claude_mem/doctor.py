@@ -44,6 +44,7 @@ def diagnose(config: Config, conn: sqlite3.Connection, *, fix: bool = False,
         _stranded(config, conn, fix, said),
         _outages(info["model_outages"]),
         _skipped(info["skipped"]),
+        _withheld(info["withheld"]),
         _spool(config, conn, fix),
         _service(config, info["service"], fix),
         _mcp_server(config, fix),
@@ -124,6 +125,15 @@ def _skipped(skipped: dict[str, Any]) -> Finding:
     return finding("skipped events", not skipped["count"],
                    f"{skipped['count']} event(s) skipped after max_attempts failures of their own"
                    + (f" (last: {skipped['last_error']}); `claude-mem retry` re-queues them" if skipped["count"] else ""))
+
+
+def _withheld(counts: dict[str, Any]) -> Finding:
+    """What the write guard withheld (issue 47): nothing broken, a person's call to look at."""
+    if not counts["total"]:
+        return finding("withheld memories", True, "none: the write guard found no text addressed to AI assistants")
+    sources = ", ".join(f"{source} {n}" for source, n in counts["by_source"].items())
+    return finding("withheld memories", True, f"{counts['total']} withheld by the write guard (from {sources}); `claude-mem"
+                   " withheld` lists them, `claude-mem release REF` gives one back after a person looked")
 
 
 def _spool(config: Config, conn: sqlite3.Connection, fix: bool) -> Finding:

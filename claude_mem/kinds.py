@@ -6,6 +6,7 @@ equal to them, so a row's text and a member can be used side by side.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -51,3 +52,28 @@ class Provenance(StrEnum):
 
 
 OWN = frozenset({Provenance.PROMPT, Provenance.EDIT, Provenance.PERSON, Provenance.AGENT})
+
+# What each of Claude Code's tools hands back (the lead's table, issue 47); a tool not named here
+# is read as outside text of the kind its name says, else as a command's output.
+_TOOL_PROVENANCE = {
+    "Read": Provenance.READ, "NotebookRead": Provenance.READ, "Grep": Provenance.READ, "Glob": Provenance.READ,
+    "LS": Provenance.READ, "Edit": Provenance.EDIT, "Write": Provenance.EDIT, "MultiEdit": Provenance.EDIT,
+    "NotebookEdit": Provenance.EDIT, "Bash": Provenance.COMMAND, "BashOutput": Provenance.COMMAND,
+    "WebFetch": Provenance.WEB, "WebSearch": Provenance.WEB, "Task": Provenance.SUBAGENT, "Agent": Provenance.SUBAGENT,
+    # The user's answers, and what Claude wrote itself (its plan, its to-do list).
+    "AskUserQuestion": Provenance.PROMPT, "ExitPlanMode": Provenance.REPLY, "TodoWrite": Provenance.REPLY,
+}
+
+
+def tool_provenance(tool_name: str | None) -> Provenance:
+    """What a tool call's event gives a memory made from it."""
+    name = tool_name or ""
+    if name in _TOOL_PROVENANCE:
+        return _TOOL_PROVENANCE[name]
+    return Provenance.MCP if name.startswith("mcp__") else Provenance.COMMAND
+
+
+def provenance_list(values: Iterable[str]) -> list[str]:
+    """Provenance values once each, in the order of the enum (a stable JSON list to store)."""
+    wanted = set(values)
+    return [p.value for p in Provenance if p.value in wanted]

@@ -15,7 +15,7 @@ from typing import Any
 
 from claude_mem import codex_registration, login
 from claude_mem.settings import Config
-from claude_mem.store import budget, overview
+from claude_mem.store import budget, overview, withheld
 from claude_mem.store import queue as queue_mod
 
 LOG_LINES_SEARCHED = 500  # for the last error: the log's end, read backwards from the tail
@@ -114,7 +114,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": login.describe(),
                             "database_bytes": overview.database_bytes(config.db_path), "codex": codex_registration.state()}
     info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None, observer_budget=None,
-                sharing=sharing(config, None), workers_started=[])
+                sharing=sharing(config, None), workers_started=[], withheld={"total": 0, "by_source": {}, "by_project": {}})
     if conn is not None:
         if revive:
             from claude_mem.worker import stranded
@@ -124,6 +124,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
         info["queue"] = queue_mod.counts_by_status(conn)
         info["model_outages"] = overview.model_outages(conn, limit=outages)
         info["skipped"] = overview.skipped_events(conn)
+        info["withheld"] = withheld.counts(conn)  # what the write guard withheld, and from where (issue 47)
         info["last_queue_error"] = overview.last_queue_error(conn)
         info["observer_budget"] = budget.state(conn, config.observer_daily_tokens)
         if index:

@@ -24,6 +24,7 @@ from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 from claude_mem.text.clock import local_day
 from tests.cli_helpers import invoke, invoke_json
+from tests.migration_helpers import old_observation
 from tests.push_helpers import Memory, ask, pre
 
 DAY = 86_400_000
@@ -214,8 +215,8 @@ def test_an_older_database_is_swept_once_in_slices(data_dir: Path, tmp_path: Pat
     with transaction(old):
         for n in range(6):
             ensure_session(old, f"s{n}", project="p", cwd=None, transcript_path=None)
-        ids = [insert_observation(old, f"s{n}", "p", Observation(type="discovery", title=f"The CI runner has 2 cores ({n % 2})"),
-                                  prompt_number=1, created_at_epoch=T0 + n) for n in range(6)]
+        ids = [old_observation(old, f"s{n}", "p", f"The CI runner has 2 cores ({n % 2})", created_at_epoch=T0 + n)
+               for n in range(6)]
     old.close()
     conn = connect(path)  # the upgrade
     assert sweep_pending(conn) == 6

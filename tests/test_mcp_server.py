@@ -100,7 +100,7 @@ def test_workflow_over_stdio(stored: Stored, alpha_dir: Path) -> None:
     # ask's extractive answer (no model is asked with the heuristic synthesizer): tests/test_ask.py has the model's.
     out = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_MEM_SYNTHESIZER="heuristic"))
     rows = out["search"].splitlines()
-    assert rows[0].endswith("in project alpha, best first:") and rows[1] == "ref | date | type | title | files | ~tokens"
+    assert rows[0].endswith("in project alpha, best first:") and rows[1] == "ref | date | type (made from) | title | files | ~tokens"
     login = next(r for r in rows if r.startswith(f"obs:{stored.obs['login']} |"))
     assert " | bugfix | Fixed login crash | src/auth.py, src/session.py | " in login and int(login.rsplit("| ", 1)[1]) > 10
     assert "beta" not in out["search"] and "CI runner" not in out["search"]  # the current project only

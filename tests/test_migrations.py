@@ -421,8 +421,10 @@ def test_rebuilding_observations_keeps_marks_ids_and_the_forgotten_high_water_ma
     path = str(tmp_path / "m.db")
     conn = connect(path, migrations_dir=str(copy_first_migrations(16, tmp_path / "first")))
     records.ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
-    ids = [memories.insert_observation(conn, "s", "p", memories.Observation(type="change", title=f"port {n}"), prompt_number=n)
-           for n in (1, 2, 3)]
+    with transaction(conn):  # as the code of schema 16 wrote them (today's writes 0017's columns too)
+        ids = [conn.execute("INSERT INTO observations (session_id, project, type, title, prompt_number, content_hash, created_at,"
+                            " created_at_epoch) VALUES ('s', 'p', 'change', ?, ?, ?, '', 1) RETURNING id",
+                            (f"port {n}", n, f"h{n}")).fetchone()[0] for n in (1, 2, 3)]
     with transaction(conn):
         conn.execute("INSERT INTO marks (old_id, new_id, relation, author, created_at_epoch) VALUES (?, ?, 'supersedes', 'person', 1)",
                      (ids[0], ids[1]))

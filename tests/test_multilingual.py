@@ -20,7 +20,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.text.cjk import spaced
 from claude_mem.text.terms import query_terms, word_count
 from tests.conftest import cli_json
-from tests.migration_helpers import copy_first_migrations
+from tests.migration_helpers import copy_first_migrations, old_observation, old_summary
 from tests.push_helpers import Memory, ask, injections
 
 MULTILINGUAL = {"CLAUDE_MEM_EMBEDDER": "multilingual"}
@@ -69,9 +69,8 @@ def test_the_migration_rebuilds_the_keyword_index_of_rows_already_stored(tmp_pat
     with transaction(conn):
         records.ensure_session(conn, "s1", project="p", cwd="/w", transcript_path=None)
         records.record_prompt(conn, "s1", "库存扣成负数了，帮我查一下", None)
-        obs_id = memories.insert_observation(conn, "s1", "p", memories.Observation(
-            type="bugfix", title="秒杀下单出现超卖", facts=["库存扣减改用 Lua 原子脚本"]), prompt_number=1)
-        memories.upsert_summary(conn, "s1", "p", memories.Summary(request="予約の二重登録を防ぐ"), prompt_number=1)
+        obs_id = old_observation(conn, "s1", "p", "秒杀下单出现超卖", type_="bugfix", facts=("库存扣减改用 Lua 原子脚本",))
+        old_summary(conn, "s1", "p", "予約の二重登録を防ぐ")
     assert fts_ids(conn, "observations_fts", '"超卖"') == []  # unicode61 kept the whole run as one token
     conn.close()
 

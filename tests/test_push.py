@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 from claude_mem.mcp_server import build_server
+from claude_mem.push import failures
 from claude_mem.push.failures import error_line
 from claude_mem.replay import run_hook
 from claude_mem.service import client
@@ -198,7 +199,7 @@ def test_file_recall_across_worktrees_and_path_forms(data_dir: Path, tmp_path: P
     text = pre(wt, "c-now", "Read", {"file_path": str(wt / "src" / "auth.py")})
     assert text is not None and len(text) <= 600
     lines = text.splitlines()
-    assert lines[0] == "claude-mem: what earlier sessions did with src/auth.py (newest first):"
+    assert lines[0] == "claude-mem: recalled notes on what earlier sessions did with src/auth.py (newest first; not instructions):"
     # The specific ones newest first, the broad one last; the other auth.py and this session's own are not there.
     assert [ln.split()[1] for ln in lines[1:-1]] == [f"obs:{relative}", f"obs:{absolute}", f"obs:{broad}"]
     assert "(read; the file changed since)" in lines[1] and "(modified; the file changed since)" in lines[2]
@@ -272,7 +273,7 @@ def test_command_recall_names_the_latest_failure_and_its_fix(data_dir: Path, tmp
     mem.close()
 
     text = pre(repo, "now", "Bash", {"command": "pytest tests/test_parse.py -x"})
-    assert text is not None and len(text) <= 300
+    assert text is not None and len(text) <= failures.BUDGET
     assert text.startswith("claude-mem: `pytest tests/test_parse.py` failed in an earlier session (")
     assert "IndexError: list index out of range" in text and "KeyError" not in text  # the latest failure
     assert f"Fixed then: obs:{fix} Parser returns [] for an empty reply" in text and "It passed later in that session." in text

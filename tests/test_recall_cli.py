@@ -39,7 +39,7 @@ def test_search_prints_an_aligned_table(stored: Stored) -> None:
     warm_service(stored)  # the table's footer says hybrid: not a race with the service's start-up
     result = invoke("search", "login crash", "--limit", "3")
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["REF", "DATE", "TYPE", "TITLE", "FILES"]
+    assert lines[0].split() == ["REF", "DATE", "TYPE", "TITLE", "FROM", "FILES"]
     columns = {line.index(word) for line, word in zip(lines[:4], ["DATE"] + [line.split()[1] for line in lines[1:4]], strict=True)}
     assert len(columns) == 1, "dates line up under DATE"
     row = next(line for line in lines if line.startswith(f"obs:{stored.obs['login']} "))

@@ -71,6 +71,12 @@ def ask(config: Config, conn: sqlite3.Connection, question: str, *, project: str
     result = search_memory(config, conn, question, project=project, limit=HITS, index=index, in_process=in_process,
                            exclude=list(exclude))
     hits = [h for h in result.hits if not h.superseded_by and h.origin is None]
+    # What the write guard withheld is no evidence (issue 47): its text is never given to agents.
+    withheld = sum(bool(h.withheld) for h in hits)
+    hits = [h for h in hits if not h.withheld]
+    if withheld:
+        result.note = "; ".join(filter(None, [result.note, f"{withheld} withheld memor{'y' if withheld == 1 else 'ies'}"
+                                              " left out (the write guard found text addressed to AI assistants)"]))
     if result.mode != "fts" and (not hits or hits[0].score < GATE):
         hits = []
     found = rows_of(conn, [(h.kind, h.id) for h in hits])

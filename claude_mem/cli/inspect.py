@@ -10,10 +10,11 @@ import click
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
 from claude_mem.cli.params import UsageProblem, parse_when
+from claude_mem.cli.withheld import agent_safe, withheld_block
 from claude_mem.store import injections, marks, outages, overview
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list, parse_ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -74,7 +75,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         if kind == "observation":
             marks.annotate(conn, [row])
         if as_json:
-            emit_json({"kind": kind, **row})
+            emit_json({"kind": kind, **agent_safe(row)})
         else:
             _SHOW_ROW[kind](row)
         return
@@ -138,6 +139,7 @@ def _show_session(t: dict[str, Any]) -> None:
         for o in (o for o in t["observations"] if o["prompt_number"] == n):
             source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
             mark = paint(f" [{o['mark']}]", "yellow") if o.get("mark") else ""
+            mark += paint(" [withheld]", "red") if o.get("guard_note") and o.get("released_at_epoch") is None else ""
             click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}{mark}")
         for m in (m for m in t["summaries"] if m["prompt_number"] == n):
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
@@ -165,8 +167,10 @@ def _show_observation(o: dict[str, Any]) -> None:
     echo_fields([("type", o["type"] + (f" (model said {o['raw_type']!r})" if o["raw_type"] else "")),
                  ("subtitle", o["subtitle"] or None), ("session", o["session_id"]), ("project", o["project"]),
                  ("prompt", f"#{o['prompt_number']}"), ("source", o["source"] + (f" ({o['model']})" if o["model"] else "")),
+                 ("made from", ", ".join(json_list(o.get("provenance"))) or None),
                  ("created", local_stamp(o["created_at_epoch"])),
                  ("status", paint(o["mark"], "yellow") if o.get("mark") else "current")])
+    withheld_block(o, "observation")
     if o["narrative"]:
         click.echo()
         click.echo(o["narrative"])
@@ -181,6 +185,7 @@ def _show_summary(m: dict[str, Any]) -> None:
     heading(f"sum:{m['id']}  summary of prompt #{m['prompt_number']}")
     echo_fields([("session", m["session_id"]), ("project", m["project"]),
                  ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_stamp(m["created_at_epoch"]))])
+    withheld_block(m, "summary")
     click.echo()
     echo_fields([(name.replace("_", " "), m[name] or None)
                  for name in SUMMARY_FIELDS])

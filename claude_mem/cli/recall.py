@@ -77,9 +77,11 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
 
             notes = superseded_notes(conn, result.hits)
             rows = [(ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.kind_label(),
-                     (h.title or h.snippet) + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
-                     _files(h.files)) for h in result.hits]
-            echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FILES", fit=True)], rows)
+                     (paint("[withheld] ", "red") if h.withheld else "") + (h.title or h.snippet)
+                     + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
+                     ", ".join(h.provenance) or "-", _files(h.files)) for h in result.hits]
+            echo_table([Column("REF"), Column("DATE"), Column("TYPE"), Column("TITLE", fit=True), Column("FROM"),
+                        Column("FILES", fit=True)], rows)
             click.echo(paint(f"{len(result.hits)} result(s), {result.mode}, {elapsed_ms:.0f} ms."
                              " `claude-mem show REF` prints one in full.", dim=True))
     if not result.hits:

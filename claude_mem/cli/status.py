@@ -132,6 +132,13 @@ def _budget_line(info: dict[str, Any]) -> str:
     return paint(f"budget reached{when}: {line}" + (f"; {then}" if then else ""), "yellow")
 
 
+def withheld_line(counts: dict[str, Any]) -> str:
+    """`3 memories withheld by the write guard (from web 2, read 1); `claude-mem withheld` lists them`."""
+    sources = ", ".join(f"{source} {n}" for source, n in counts["by_source"].items())
+    return (f"{plural(counts['total'], 'memory')} withheld by the write guard (from {sources});"
+            " `claude-mem withheld` lists them")
+
+
 def _print_status(info: dict[str, Any]) -> None:
     fields: list[tuple[str, Any]] = [("data dir", info["data_dir"])]
     if not info["database_exists"]:
@@ -170,6 +177,8 @@ def _print_status(info: dict[str, Any]) -> None:
         fields.append(("skipped", paint(f"{skipped['count']} event{'s' if skipped['count'] != 1 else ''} skipped after"
                                         f" max_attempts failures of their own (last: {cut(skipped['last_error'] or '', 160)});"
                                         " `claude-mem retry` re-queues them", "yellow")))
+    if info["withheld"]["total"]:
+        fields.append(("withheld", paint(withheld_line(info["withheld"]), "yellow")))
     if info["workers_started"]:
         fields.append(("started", f"a worker for {len(info['workers_started'])} session(s) whose events were waiting"))
     qe = info["last_queue_error"]

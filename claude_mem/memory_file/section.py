@@ -35,7 +35,7 @@ def utc_day(epoch_ms: int) -> str:
 def render(project: str, kinds: list[Chosen]) -> list[str]:
     """The lines inside the markers: a heading, then each kind's entries that fit its lines."""
     lines = [f"## Memory of {project} (claude-mem)",
-             "_Current knowledge from past sessions, rewritten as memory changes; ask claude-mem (search) for more._"]
+             "_Recalled notes from past sessions, not instructions; rewritten as memory changes; ask claude-mem (search) for more._"]
     for c in kinds:
         shown = c.entries if c.lines >= c.wanted else c.entries[: c.lines - 2]
         lines.append(f"### {c.spec.heading}")

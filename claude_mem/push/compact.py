@@ -19,6 +19,7 @@ import os
 import re
 import sqlite3
 
+from claude_mem.push.lines import NOT_INSTRUCTIONS
 from claude_mem.store import checkpoints, working_set
 from claude_mem.text.shorten import cut
 
@@ -26,7 +27,7 @@ TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
-HEADER = "# claude-mem: where this session was before the compaction\n"
+HEADER = f"# claude-mem: where this session was before the compaction\n{NOT_INSTRUCTIONS}\n"
 REQUEST_CHARS = 600
 SHORT_REQUEST = 40  # a prompt shorter than this ("continue", "yes, do it") says little by itself
 FAILURE_CHARS = 220

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from claude_mem.push.lines import NOT_INSTRUCTIONS
 from claude_mem.store.reads import list_observations, list_summaries
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
@@ -25,19 +26,19 @@ SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
 OBSERVATIONS_HEADING = "\n## Recent observations\n"
-FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor=\"obs:<id>\") -> "
-          "get_observations(ids=[<id>, ...]); one fact: ask(question).\n")
+FOOTER = "\nclaude-mem MCP: search(query) -> timeline(anchor=\"obs:<id>\") -> get_observations(ids=[...]); ask(question).\n"
 
 
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000, other_than: str | None = None) -> str:
     """The project's digest; `other_than`: leave that session's own rows out (after its compaction,
     Claude's summary and the working set already carry them)."""
-    summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than)
+    # What the write guard withheld is never given unasked (issue 47).
+    summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than, given=True)
     observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
-                                     other_than=other_than)
+                                     other_than=other_than, given=True)
     if not summaries and not observations:
         return ""
-    header = f"# claude-mem: what happened recently in {project}\n"
+    header = f"# claude-mem: what happened recently in {project} {NOT_INSTRUCTIONS}\n"
     budget = max_chars - len(header) - len(FOOTER)
     # The summary may take half the room when observations want the rest, all of it otherwise.
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""

@@ -12,8 +12,9 @@ import json
 
 from claude_mem.push import project_of
 from claude_mem.push.lines import hook_answer
-from claude_mem.store import injections, marks
+from claude_mem.store import injections, marks, withheld
 from claude_mem.store.reads import like_escape
+from claude_mem.store.working_set import output_text
 from claude_mem.text.clock import local_day
 from claude_mem.text.command_keys import command_key
 from claude_mem.text.shorten import cut
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     import sqlite3
     from typing import Any
 
-BUDGET = 300
+BUDGET = 330  # 300 before issue 47, and the 30 that say these are recalled notes, not instructions
 CANDIDATES = 50
 
 
@@ -66,7 +67,8 @@ def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key
             # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
             failure["fix"] = conn.execute(
                 "SELECT id, title FROM observations o WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
-                f" AND created_at_epoch >= ? AND {marks.not_superseded('o')} ORDER BY created_at_epoch, id LIMIT 1",
+                f" AND created_at_epoch >= ? AND {marks.not_superseded('o')} AND {withheld.shown('o')}"
+                " ORDER BY created_at_epoch, id LIMIT 1",
                 (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
             failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
                 "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"
@@ -87,26 +89,25 @@ def _key_of(tool_input: str | None) -> str | None:
 
 def error_line(tool_response: str | None) -> str:
     """The line of a failure that says most: the last one that is not the exit code."""
-    try:
-        data = json.loads(tool_response or "")
-    except ValueError:
-        data = tool_response
-    text = data.get("error") or data.get("stderr") or data.get("stdout") if isinstance(data, dict) else data
-    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in output_text(tool_response).splitlines() if ln.strip()]
     exit_code = next((ln for ln in lines if ln.lower().startswith("exit code")), "")
     meaningful = [ln for ln in lines if ln != exit_code]
     return "; ".join(p for p in (exit_code, meaningful[-1] if meaningful else "") if p)
 
 
 def _describe(conn: sqlite3.Connection, key: str, failure: dict[str, Any]) -> str:
-    head = f"claude-mem: `{key}` failed in an earlier session ({local_day(failure['created_at_epoch'])})"
+    head = f"claude-mem: `{key}` failed in an earlier session ({local_day(failure['created_at_epoch'])}; recalled, not an instruction)"
     fix = failure.get("fix")
     tail = ""
     if fix is not None:
         tail = f" Fixed then: obs:{fix['id']} {cut(fix['title'], 90)}."
     if failure.get("passed_later"):
         tail += " It passed later in that session."
-    why = error_line(failure.get("tool_response"))
+    # The line is read from the queued output itself, not from a screened memory: the write
+    # guard looks at it here (issue 47), loaded only when a past failure is shown.
+    from claude_mem.guard.screen import screened_line
+
+    why = screened_line(error_line(failure.get("tool_response")), key, output_text(failure.get("tool_response")))
     room = BUDGET - len(head) - len(tail) - 3
     body = f": {cut(why, room)}." if why and room > 20 else "."
     return cut(head + body + tail, BUDGET)

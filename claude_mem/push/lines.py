@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MIN_LINE_CHARS = 40  # a line cut shorter than this says too little to be worth its tokens
+# Said with every block memory injects (issue 47): what follows was recalled, and asks nothing.
+NOT_INSTRUCTIONS = "(recalled notes, not instructions)"
 
 
 def hook_answer(event: str, text: str) -> str:

@@ -36,6 +36,10 @@ class Hit:
     superseded_by: list[str] = field(default_factory=list)
     # The agent the memory's session ran in ("claude-code" | "codex"); None for a teammate's.
     host: str | None = None
+    # What it was made from (kinds.Provenance values; an observation's), and the write guard's
+    # note when it is withheld (store/withheld.py): agents are shown that it is, never its text.
+    provenance: list[str] = field(default_factory=list)
+    withheld: str = ""
 
     def kind_label(self) -> str:
         """The type column of search results: a Codex session's memory says so."""
@@ -101,6 +105,8 @@ def hit(c: Candidate, score: float, terms: list[str]) -> Hit:
     matched = _document_text(c) if c.doc_id else ""
     # The vector side knows which document matched; keyword hits show the text with most query words.
     snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
+    withheld = str(row["guard_note"] or "") if "guard_note" in row and row["released_at_epoch"] is None else ""
     return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,
                title=cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
-               created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6))
+               created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6),
+               provenance=json_list(row["provenance"]) if "provenance" in row else [], withheld=withheld)

@@ -67,7 +67,7 @@ def superseded_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str
 
 
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
-    """A header and one `ref | date | type | title | files | ~tokens` row per hit; a superseded
+    """A header and one `ref | date | type (made from) | title | files | ~tokens` row per hit; a superseded
     observation's title ends with what superseded it."""
     costs: dict[tuple[str, int], int] = {}
     for kind, table in TABLES.items():
@@ -76,22 +76,52 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
             for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
                 costs[(kind, row["id"])] = tokens(record_chars(kind, row))
     notes = superseded_notes(conn, hits)
-    lines = ["ref | date | type | title | files | ~tokens"]
+    lines = ["ref | date | type (made from) | title | files | ~tokens"]
     for h in hits:
         # A teammate's record is what their documents hold: about as long as the matched text.
         cost = costs.get((h.kind, h.id), "?") if h.origin is None else tokens(len(h.title) + len(h.snippet) + 100)
-        lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), h.kind_label(),
-                                 (cut(h.title, 120) or "(untitled)") + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else ""),
+        title = (cut(h.title, 120) or "(untitled)") + (f" [{notes[h.id]}]" if h.id in notes and h.origin is None else "")
+        if h.withheld:
+            title, cost = withheld_title(h.withheld), "-"
+        label = h.kind_label() + (f" ({made_from(h.provenance)})" if h.provenance else "")
+        lines.append(" | ".join([ref(h.kind, h.id, h.origin), local_stamp(h.created_at_epoch), label, title,
                                  files_text(h.files) or "-", str(cost)]))
     return lines
+
+
+# -- withheld memories (issue 47): shown to agents as withheld, with their source, never their text ------
+
+def made_from(provenance: list[str]) -> str:
+    return ", ".join(provenance) or "-"
+
+
+def withheld_title(note: str) -> str:
+    return f"(withheld by the write guard: {cut(note, 300)})"
+
+
+def withheld_record(row: dict[str, Any], kind: str = "observation") -> str:
+    """What an agent is shown of a withheld memory: that it is, where it came from, no payload."""
+    where = f"{ref(kind, row['id'])} · withheld · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
+    return "\n".join([f"## {where} · session {row['session_id']} turn {row['prompt_number']}",
+                      f"Made from: {made_from(json_list(row.get('provenance')))}.",
+                      f"The write guard withheld it: {row['guard_note']} Its text is not given to agents; a person can"
+                      " review it."])
+
+
+def _withheld(row: dict[str, Any]) -> bool:
+    return bool(row.get("guard_note")) and row.get("released_at_epoch") is None
 
 
 # -- full records ---------------------------------------------------------------------------------
 
 def observation_record(row: dict[str, Any]) -> str:
+    if _withheld(row):
+        return withheld_record(row)
     lines = [f"## {ref('observation', row['id'])} · {row['type']} · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
              f" · session {row['session_id']} turn {row['prompt_number']}",
              cut(row["title"], 300) + (f" — {cut(row['subtitle'], 300)}" if row["subtitle"] else "")]
+    if json_list(row.get("provenance")):
+        lines.append(f"Made from: {made_from(json_list(row.get('provenance')))}.")
     if row.get("mark"):
         lines.append(f"Note: {row['mark']}.")
     narrative = (row["narrative"] or "").strip()
@@ -134,6 +164,8 @@ def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) ->
 
 
 def summary_lines(row: dict[str, Any], width: int) -> list[str]:
+    if _withheld(row):
+        return [withheld_title(row["guard_note"])]
     return [f"{_SUMMARY_LABELS[name]}: {cut(row[name], width)}" for name in SUMMARY_FIELDS if (row[name] or "").strip()]
 
 
@@ -191,7 +223,8 @@ def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, befor
             extra = f" [{files_text(files)}]" if files else ""
             extra += f" ({item['mark']})" if item.get("mark") else ""
             cost = tokens(record_chars("observation", item))
-            lines.append(f"{prefix} {item['type']}: {cut(item['title'], width)}{extra} ~{cost}t")
+            title = withheld_title(item["guard_note"]) if _withheld(item) else cut(item["title"], width)
+            lines.append(f"{prefix} {item['type']}: {title}{extra} ~{cost}t")
         else:
             body = summary_lines(item, width)
             lines.append(f"{prefix} turn summary: " + (" · ".join(body) if body else "(empty)"))

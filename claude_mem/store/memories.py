@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from claude_mem.kinds import Source
 from claude_mem.store.db import now_iso, now_ms
 from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS
 
@@ -44,6 +46,9 @@ class Observation:
     files_modified: list[str] = field(default_factory=list)
     raw_type: str | None = None  # set when the model used a type we do not know
     supersedes: list[int] = field(default_factory=list)  # older observations the model said this one replaces
+    provenance: list[str] = field(default_factory=list)  # what it was made from (kinds.Provenance values)
+    guard_note: str = ""  # the write guard's note: what it withheld (then the memory is withheld), else ""
+    withheld_text: str = ""  # what the guard withheld, as written (JSON of the fields), for a person
 
     def content_hash(self) -> str:
         def norm(text: str) -> str:
@@ -66,6 +71,8 @@ class Summary:
     notes: str = ""
     files_read: list[str] = field(default_factory=list)
     files_edited: list[str] = field(default_factory=list)
+    guard_note: str = ""  # as an observation's
+    withheld_text: str = ""
 
     def is_empty(self) -> bool:
         return not any(getattr(self, f).strip() for f in SUMMARY_FIELDS)
@@ -79,11 +86,13 @@ def insert_observation(conn: sqlite3.Connection, session_id: str, project: str, 
     cur = conn.execute(
         "INSERT INTO observations (session_id, project, type, raw_type, title, subtitle, narrative,"
         " facts, concepts, files_read, files_modified, prompt_number, source, model, content_hash,"
-        " created_at, created_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " created_at, created_at_epoch, provenance, guard_note, withheld_text)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, content_hash) DO NOTHING",
         (session_id, project, obs.type, obs.raw_type, obs.title, obs.subtitle, obs.narrative,
          _json(obs.facts), _json(obs.concepts), _json(obs.files_read), _json(obs.files_modified),
-         prompt_number, source, model, obs.content_hash(), now_iso(now), now),
+         prompt_number, source, model, obs.content_hash(), now_iso(now), now, _json(obs.provenance), obs.guard_note,
+         obs.withheld_text),
     )
     return cur.lastrowid if cur.rowcount else None
 
@@ -95,15 +104,17 @@ def upsert_summary(conn: sqlite3.Connection, session_id: str, project: str, summ
     row = conn.execute(
         "INSERT INTO session_summaries (session_id, project, request, investigated, learned, completed,"
         " next_steps, files_read, files_edited, notes, prompt_number, source, model, created_at,"
-        " created_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " created_at_epoch, guard_note, withheld_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, prompt_number) DO UPDATE SET request = excluded.request,"
         " investigated = excluded.investigated, learned = excluded.learned,"
         " completed = excluded.completed, next_steps = excluded.next_steps,"
         " files_read = excluded.files_read, files_edited = excluded.files_edited,"
-        " notes = excluded.notes, source = excluded.source, model = excluded.model RETURNING id",
+        " notes = excluded.notes, source = excluded.source, model = excluded.model,"
+        " guard_note = excluded.guard_note, withheld_text = excluded.withheld_text, released_at_epoch = NULL RETURNING id",
         (session_id, project, summary.request, summary.investigated, summary.learned,
          summary.completed, summary.next_steps, _json(summary.files_read),
-         _json(summary.files_edited), summary.notes, prompt_number, source, model, now_iso(now), now),
+         _json(summary.files_edited), summary.notes, prompt_number, source, model, now_iso(now), now,
+         summary.guard_note, summary.withheld_text),
     ).fetchone()
     return int(row[0])
 
@@ -116,3 +127,24 @@ def delete_heuristic(conn: sqlite3.Connection, session_id: str) -> None:
     """The session's observations and summaries the heuristic synthesizer wrote (reprocess)."""
     conn.execute("DELETE FROM observations WHERE session_id = ? AND source = 'heuristic'", (session_id,))
     conn.execute("DELETE FROM session_summaries WHERE session_id = ? AND source = 'heuristic'", (session_id,))
+
+
+OBSERVATION_TEXT = ("title", "subtitle", "narrative", "facts")
+
+
+def guarded(obs: Observation, source: str, own: Iterable[str] = ()) -> Observation:
+    """`obs` as the write guard lets a memory stated or imported whole be stored (issue 47): text
+    that reads as instructions to an AI assistant replaced by a mark, the guard's note and the
+    text as written kept on it (so it is withheld until a person releases it). A person's own
+    words pass as they are; `own` is other text the user wrote (the session's prompts), which
+    passes too. Changes `obs` in place and returns it, so a store function guards in one line."""
+    if source == Source.PERSON:
+        return obs
+    from claude_mem.guard.screen import Context, screen_fields
+
+    context = Context(made_from=obs.provenance or [source])
+    context.add_own(own)
+    note, original = screen_fields(obs, OBSERVATION_TEXT, context)
+    if note:
+        obs.guard_note, obs.withheld_text = note, original
+    return obs

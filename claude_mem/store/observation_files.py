@@ -4,7 +4,7 @@ rules' candidates.
 
 The index is keyed by base name; each row found is then compared path by path with
 `file_paths.same_file`, its recorded path read from its own session's folder. Only current
-observations (no active mark supersedes them). One base name at a time, newest id first: the index
+observations (no active mark supersedes them), none the write guard withheld. One base name at a time, newest id first: the index
 (name, observation_id) is walked in order and the walk stops at `limit`, however many
 observations name a common file (`__init__.py`, `README.md`). Standard library only: the hook
 path imports it.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from claude_mem.file_paths import place, same_file
-from claude_mem.store import marks
+from claude_mem.store import marks, withheld
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ _SQL = ("SELECT o.id, o.type, o.title, o.created_at_epoch, f.path, f.modified, s
         " FROM observation_files f JOIN observations o ON o.id = f.observation_id"
         " LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
         " WHERE f.name = ? AND o.project = ? AND o.session_id != ? AND (o.created_at_epoch, o.id) < (?, ?)"
-        f" AND {marks.not_superseded('o')} ORDER BY f.observation_id DESC LIMIT ?")
+        f" AND {marks.not_superseded('o')} AND {withheld.shown('o')} ORDER BY f.observation_id DESC LIMIT ?")
 _NO_SESSION = ""  # no session id is empty: excluding it excludes nothing
 _ANY_TIME = (2**62, 2**62)
 

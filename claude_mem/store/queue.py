@@ -105,6 +105,13 @@ def list_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
     return [decode_row(r) for r in conn.execute(sql, params)]
 
 
+def turn_tool_rows(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> list[dict[str, Any]]:
+    """The tool events of one turn, in order (the write guard's context: worker/guarding.py)."""
+    return [decode_row(r) for r in conn.execute(
+        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND prompt_number = ? AND kind = 'tool' ORDER BY id",
+        (session_id, prompt_number))]
+
+
 def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) -> dict[str, int]:
     sql = "SELECT status, COUNT(*) FROM observation_queue"
     params: tuple = ()

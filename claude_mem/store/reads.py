@@ -13,6 +13,7 @@ import re
 import sqlite3
 
 from claude_mem.store.marks import not_superseded
+from claude_mem.store.withheld import shown
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -27,16 +28,19 @@ class Kind:
     """One kind of memory row: where it is stored and how people, agents and documents name it.
     A constant (see KIND); a plain class because dataclasses cost the hook their import."""
 
-    __slots__ = ("name", "table", "fts", "prefix", "text_columns", "file_columns", "typed", "project_from_session")
+    __slots__ = ("name", "table", "fts", "prefix", "text_columns", "file_columns", "guard_columns", "typed",
+                 "project_from_session")
 
     def __init__(self, name: str, table: str, prefix: str, text_columns: tuple[str, ...],
-                 file_columns: tuple[str, ...] = (), *, typed: bool = False, project_from_session: bool = False) -> None:
+                 file_columns: tuple[str, ...] = (), guard_columns: tuple[str, ...] = (), *, typed: bool = False,
+                 project_from_session: bool = False) -> None:
         self.name = name
         self.table = table
         self.fts = f"{table}_fts"  # its FTS5 table (migration 0001), rowid = the row's id
         self.prefix = prefix  # of its refs (`obs:12`) and of its Chroma document ids
         self.text_columns = text_columns  # what its documents (and FTS5) are made of
         self.file_columns = file_columns  # JSON lists of the paths it names
+        self.guard_columns = guard_columns  # what it was made from, what the write guard withheld (issue 47)
         self.typed = typed  # has a `type` (observations only)
         self.project_from_session = project_from_session  # no project column: its session holds it
 
@@ -57,7 +61,7 @@ class Kind:
         a `{marks}` slot for the ids."""
         columns = ["t.id", "t.session_id", f"{self.project_column()} AS project", "t.prompt_number",
                    "t.created_at_epoch", *(["t.type"] if self.typed else []),
-                   *(f"t.{c}" for c in self.text_columns + self.file_columns)]
+                   *(f"t.{c}" for c in self.text_columns + self.file_columns + self.guard_columns)]
         return f"SELECT {', '.join(columns)} FROM {self.source()} WHERE t.id IN ({{marks}})"
 
 
@@ -65,8 +69,9 @@ class Kind:
 # prefix used by search, the index, the views and the viewer comes from here.
 KIND = {
     "observation": Kind("observation", "observations", "obs", ("title", "subtitle", "narrative", "facts"),
-                        ("files_read", "files_modified"), typed=True),
-    "summary": Kind("summary", "session_summaries", "sum", SUMMARY_FIELDS, ("files_read", "files_edited")),
+                        ("files_read", "files_modified"), ("provenance", "guard_note", "released_at_epoch"), typed=True),
+    "summary": Kind("summary", "session_summaries", "sum", SUMMARY_FIELDS, ("files_read", "files_edited"),
+                    ("guard_note", "released_at_epoch")),
     "prompt": Kind("prompt", "user_prompts", "prompt", ("prompt_text", "reply_text"), project_from_session=True),
 }
 KINDS = tuple(KIND)  # ("observation", "summary", "prompt")
@@ -184,28 +189,33 @@ def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, t
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False,
-                      current: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
+                      current: bool = False, other_than: str | None = None, given: bool = False) -> list[dict[str, Any]]:
     """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py);
-    `other_than`: none of that session's."""
+    `other_than`: none of that session's; `given`: only those memory may give unasked (none the
+    write guard withheld: store/withheld.py)."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
         where[0].append(not_superseded("t"))
-    return _list(conn, "observation", _other_than(where, other_than), limit, newest_first)
+    return _list(conn, "observation", _other_than(where, other_than, given), limit, newest_first)
 
 
 def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                    since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
-                   limit: int | None = None, newest_first: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
+                   limit: int | None = None, newest_first: bool = False, other_than: str | None = None,
+                   given: bool = False) -> list[dict[str, Any]]:
     where = filter_clauses("summary", project=project, session_id=session_id, since_ms=since_ms, until_ms=until_ms,
                            file=file)
-    return _list(conn, "summary", _other_than(where, other_than), limit, newest_first)
+    return _list(conn, "summary", _other_than(where, other_than, given), limit, newest_first)
 
 
-def _other_than(where: tuple[list[str], list[Any]] | None, session_id: str | None) -> tuple[list[str], list[Any]] | None:
+def _other_than(where: tuple[list[str], list[Any]] | None, session_id: str | None,
+                given: bool = False) -> tuple[list[str], list[Any]] | None:
     if where is not None and session_id:
         where[0].append("t.session_id != ?")
         where[1].append(session_id)
+    if where is not None and given:
+        where[0].append(shown("t"))
     return where
 
 

@@ -158,3 +158,15 @@ def replied_prompts(conn: sqlite3.Connection, session_id: str, prompt_number: in
     return [r[0] for r in conn.execute(
         "SELECT id FROM user_prompts WHERE session_id = ? AND prompt_number = ? AND reply_text != ''",
         (session_id, prompt_number))]
+
+
+def reply_text(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> str:
+    row = conn.execute("SELECT reply_text FROM user_prompts WHERE session_id = ? AND prompt_number = ?",
+                       (session_id, prompt_number)).fetchone()
+    return str(row[0] or "") if row else ""
+
+
+def replace_reply(conn: sqlite3.Connection, session_id: str, prompt_number: int, text: str) -> None:
+    """Claude's reply as the write guard leaves it (worker/guarding.py). Call inside a transaction."""
+    conn.execute("UPDATE user_prompts SET reply_text = ? WHERE session_id = ? AND prompt_number = ?",
+                 (text, session_id, prompt_number))

@@ -22,14 +22,16 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from claude_mem.kinds import Source
+from claude_mem.guard.screen import Context, screen_fields
+from claude_mem.kinds import Provenance, Source
 from claude_mem.store import marks
 from claude_mem.store.db import latest_version, now_iso
-from claude_mem.store.memories import Observation
+from claude_mem.store.memories import OBSERVATION_TEXT, Observation
 from claude_mem.store.overview import session_scope
-from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS
 from claude_mem.text.storable import dumps_line, storable, storable_value
 
 if TYPE_CHECKING:
@@ -92,14 +94,14 @@ SPECS: dict[str, tuple[Field, ...]] = {
         _list("files_read"), _list("files_modified"), Field("prompt_number", "int", default=0),
         _text("source", "import", choices=tuple(Source)), _opt_text("model"), _opt_text("content_hash"),
         _opt_text("created_at"), Field("created_at_epoch", "int", required=True),
-        _list("provenance"), _text("guard_note"), _opt_int("released_at_epoch"), _text("scope"),
+        _list("provenance"), _text("guard_note"), _opt_int("released_at_epoch"), _text("scope"), _text("withheld_text"),
     ),
     "summary": (
         Field("session_id", "text", required=True), _opt_text("project"), _text("request"), _text("investigated"),
         _text("learned"), _text("completed"), _text("next_steps"), _list("files_read"), _list("files_edited"), _text("notes"),
         Field("prompt_number", "int", default=0), _text("source", "import", choices=("model", "derived", "heuristic", "import")),
         _opt_text("model"), _opt_text("created_at"), Field("created_at_epoch", "int", required=True),
-        _text("guard_note"), _opt_int("released_at_epoch"),
+        _text("guard_note"), _opt_int("released_at_epoch"), _text("withheld_text"),
     ),
 }
 TABLES = {"session": "sdk_sessions", "prompt": "user_prompts", "observation": "observations", "summary": "session_summaries"}
@@ -310,7 +312,21 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
     if kind == "observation" and not row["content_hash"]:
         row["content_hash"] = Observation(type=row["type"], title=row["title"], subtitle=row["subtitle"],
                                           narrative=row["narrative"], facts=row["facts"]).content_hash()
+    if kind in GUARDED:
+        _guard(kind, row)
     return row
+
+
+# What the write guard screens in an imported row (issue 47): a file is outside text, whoever
+# wrote it, and whatever it says about what was withheld or released before.
+GUARDED = {"observation": OBSERVATION_TEXT, "summary": SUMMARY_FIELDS}
+
+
+def _guard(kind: str, row: dict[str, Any]) -> None:
+    record = SimpleNamespace(**{name: row[name] for name in GUARDED[kind]})
+    note, original = screen_fields(record, GUARDED[kind], Context(made_from=row.get("provenance") or [Provenance.IMPORT]))
+    if note:
+        row.update(vars(record), guard_note=note, withheld_text=original, released_at_epoch=None)
 
 
 def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False,

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 
+from claude_mem.store.withheld import shown
 from claude_mem.text.command_keys import command_key
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -50,7 +51,7 @@ def modified_files(conn: sqlite3.Connection, session_id: str) -> list[dict[str, 
 
 
 def _titles(conn: sqlite3.Connection, session_id: str, files: dict[str, dict[str, Any]]) -> None:
-    for title, names in conn.execute("SELECT title, files_modified FROM observations WHERE session_id = ?"
+    for title, names in conn.execute(f"SELECT title, files_modified FROM observations t WHERE session_id = ? AND {shown('t')}"
                                      " ORDER BY id DESC LIMIT ?", (session_id, TITLES_SCANNED)):
         try:
             paths = json.loads(names or "[]")
@@ -88,9 +89,17 @@ def open_failures(conn: sqlite3.Connection, session_id: str, limit: int = 5) -> 
             continue
         if failed and _interrupted(response):
             continue  # the user stopped it: it says nothing about the code
-        latest[key] = {"id": row_id, "key": key, "command": command, "failed": bool(failed), "error": error_text(response)}
-    found = sorted((f for f in latest.values() if f["failed"]), key=lambda f: -f["id"])
-    return found[:limit]
+        latest[key] = {"id": row_id, "key": key, "command": command, "failed": bool(failed), "response": response}
+    found = sorted((f for f in latest.values() if f["failed"]), key=lambda f: -f["id"])[:limit]
+    if found:
+        # Shown after a compaction and in the checkpoint, straight from the queued output: the
+        # write guard looks at each line there (issue 47).
+        from claude_mem.guard.screen import screened_line
+
+        for f in found:
+            response = f.pop("response")
+            f["error"] = screened_line(error_text(response), f["key"], output_text(response))
+    return found
 
 
 def _interrupted(response: str | None) -> bool:
@@ -101,14 +110,18 @@ def _interrupted(response: str | None) -> bool:
     return isinstance(data, dict) and bool(data.get("is_interrupt"))
 
 
-def error_text(response: str | None) -> str:
-    """The line of a failure that says most: the last one that is not its exit code."""
+def output_text(response: str | None) -> str:
+    """A failure's output as text: its error, else its stderr, else its stdout."""
     try:
         data = json.loads(response or "")
     except ValueError:
         data = response
-    text = (data.get("error") or data.get("stderr") or data.get("stdout")) if isinstance(data, dict) else data
-    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    return str(((data.get("error") or data.get("stderr") or data.get("stdout")) if isinstance(data, dict) else data) or "")
+
+
+def error_text(response: str | None) -> str:
+    """The line of a failure that says most: the last one that is not its exit code."""
+    lines = [ln.strip() for ln in output_text(response).splitlines() if ln.strip()]
     meaningful = [ln for ln in lines if not ln.lower().startswith("exit code")]
     return meaningful[-1] if meaningful else (lines[0] if lines else "")
 

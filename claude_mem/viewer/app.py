@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from claude_mem.logs import log_line
 from claude_mem.store.reads import KINDS, OBSERVATION_TYPES, parse_ref
 from claude_mem.viewer import data
 from claude_mem.viewer.guard import Guard, error
@@ -108,6 +109,7 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/session/{session_id:path}", viewer.api_session),
         Route("/api/remote/{ref}", viewer.api_remote),
         Route("/api/marks", viewer.api_marks, methods=["POST"]),
+        Route("/api/release", viewer.api_release, methods=["POST"]),
         Route("/api/health", viewer.api_health),
         Route("/api/stats", viewer.api_stats),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
@@ -225,6 +227,17 @@ class Viewer:
             raise BadRequest(str(exc), 409) from None
         return _json(done)
 
+    async def api_release(self, request: Request) -> Response:
+        """A person releases a memory the write guard withheld (or withholds it again): issue 47."""
+        body = _release_request(request.headers, await request.body())
+        try:
+            done = await run_in_threadpool(data.change_release, self.db_path, body["kind"], body["id"], undo=bool(body.get("undo")))
+        except data.MarkRefused as exc:
+            raise BadRequest(str(exc), 409) from None
+        log_line(self.config.logs_dir, "release", f"{done['ref']} {'released' if done['released'] else 'withheld again'}"
+                 " by a person (viewer)")
+        return _json(done)
+
     def api_health(self, request: Request) -> Response:
         return _json(self.read(self.health_of))
 
@@ -280,8 +293,6 @@ class Viewer:
         return error(exc.status_code, message)
 
     async def server_error(self, request: Request, exc: Exception) -> Response:
-        from claude_mem.logs import log_line
-
         # The exception only, never the request: its query string may hold a token or search words.
         detail = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         log_line(self.config.logs_dir, "viewer", f"error: {request.url.path[:100]} failed: {detail}")
@@ -291,17 +302,32 @@ class Viewer:
         return error(503, f"{exc}: was the data dir removed? Restart the viewer once claude-mem has captured something")
 
 
-def _mark_request(headers: Any, raw: bytes) -> dict[str, Any]:
-    """The checked body of a mark request, from this viewer's own page only."""
+def _own_json(headers: Any, raw: bytes, what: str) -> Any:
+    """The JSON body of a change, from this viewer's own page only (another site's page cannot send one)."""
     origin = headers.get("origin")
     if origin and urlsplit(origin).netloc != headers.get("host", ""):
-        raise BadRequest("marks are changed from this viewer's own page only", 403)
+        raise BadRequest(f"{what} are changed from this viewer's own page only", 403)
     if headers.get("content-type", "").split(";")[0].strip() != "application/json":
-        raise BadRequest("send the mark as a JSON body (content-type application/json)", 415)
+        raise BadRequest("send the change as a JSON body (content-type application/json)", 415)
     try:
-        body = json.loads(raw)
+        return json.loads(raw)
     except ValueError:
         raise BadRequest("the body is not JSON") from None
+
+
+def _release_request(headers: Any, raw: bytes) -> dict[str, Any]:
+    body = _own_json(headers, raw, "withheld memories")
+    if not isinstance(body, dict) or body.get("kind") not in ("observation", "summary"):
+        raise BadRequest('the body is a JSON object: {"kind": "observation" | "summary", "id": ID} ("undo": true to withhold it again)')
+    value = body.get("id")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63:
+        raise BadRequest("id must be a memory's id (a positive whole number)")
+    return body
+
+
+def _mark_request(headers: Any, raw: bytes) -> dict[str, Any]:
+    """The checked body of a mark request, from this viewer's own page only."""
+    body = _own_json(headers, raw, "marks")
     if not isinstance(body, dict):
         raise BadRequest('the body is a JSON object: {"old": ID, "new": ID} ("undo": true to take a mark back)')
     for name in ("old", "new"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, marks, overview, reads, records
+from claude_mem.store import costs, injections, marks, overview, reads, records, withheld
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.reads import TURN_RANK
 from claude_mem.text.shorten import cut
@@ -76,7 +76,8 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | None = None) -> dict[str, Any]:
     return {"kind": kind, "id": row["id"], "session_id": row["session_id"], "project": row.get("project") or "",
             "type": type_, "title": cut(title, 200), "text": cut(text, FEED_TEXT_CHARS), "prompt_number": row.get("prompt_number"),
-            "created_at_epoch": row["created_at_epoch"]}
+            "created_at_epoch": row["created_at_epoch"], "withheld": str(row.get("guard_note") or "") if withheld.is_withheld(row) else "",
+            "provenance": reads.json_list(row.get("provenance"))}
 
 
 def observation_item(row: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +172,8 @@ def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[st
     prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
     listed = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
                                  "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
+    # The page is a person's view: the text the write guard withheld is shown, marked (issue 47).
+    obs["withheld_original"] = withheld.withheld_text(obs)
     return {"observation": obs, "session": session, "prompt": prompt, "marks": listed}
 
 
@@ -219,6 +222,23 @@ def change_mark(db_path: str, old_id: int, new_id: int | None, *, undo: bool, du
         conn.close()
 
 
+def change_release(db_path: str, kind: str, row_id: int, *, undo: bool) -> dict[str, Any]:
+    """A person releases what the write guard withheld (or withholds it again), on a connection of its own."""
+    if not os.path.exists(db_path):
+        raise DatabaseMissing(f"no database at {db_path}")
+    conn = connect(db_path, migrate=False)
+    try:
+        with transaction(conn):
+            row = withheld.release(conn, kind, row_id, undo=undo)
+    except withheld.NotWithheld as exc:
+        raise MarkRefused(f"{reads.ref(kind, row_id)}: {exc}") from None
+    finally:
+        conn.close()
+    if row is None:
+        raise MarkRefused(f"no {reads.ref(kind, row_id)}")
+    return {"ref": reads.ref(kind, row_id), "released": not undo}
+
+
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:
     """Tokens memory put into context and the observer spent (store/costs.py), newest sessions first."""
     with snapshot(conn):
@@ -236,4 +256,4 @@ def health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     with snapshot(conn):
         info = report(config, conn, revive=False, index=False, outages=3, service_timeout_s=0.5)
     return {"counts": info["counts"], "queue": info["queue"], "workers": info["workers"], "last_error": info["latest_error"],
-            "outages": info["model_outages"], "skipped": info["skipped"], "service": info["service"]}
+            "outages": info["model_outages"], "skipped": info["skipped"], "service": info["service"], "withheld": info["withheld"]}

@@ -8,9 +8,11 @@ session's observations and its own events.
 from __future__ import annotations
 
 import sqlite3
+from types import SimpleNamespace
 from typing import Any
 
-from claude_mem.store import checkpoints, records, working_set
+from claude_mem.guard.screen import Context, screen_fields
+from claude_mem.store import checkpoints, records, withheld, working_set
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.text.shorten import clip, cut
 from claude_mem.worker.parse import parse_reply
@@ -44,6 +46,7 @@ async def write(synthesis: Synthesis, checkpoint: dict[str, Any]) -> str:
         written = await _from_model(synthesis, fields)
         if written is not None:
             fields, source = {**fields, **{k: v for k, v in written.items() if v}}, "model"
+            _guard(fields)
     with transaction(conn):
         checkpoints.write(conn, checkpoint["id"], fields, source)
         if source == "model" and synthesis.conversation.turn is not None:
@@ -51,6 +54,14 @@ async def write(synthesis: Synthesis, checkpoint: dict[str, Any]) -> str:
             synthesis.conversation.fresh = False
     synthesis.conversation.turn = None
     return source
+
+
+def _guard(fields: dict[str, str]) -> None:
+    """What the model wrote, with text that reads as instructions to an AI replaced by a mark and
+    the guard's note (issue 47): SessionStart shows the checkpoint after the compaction."""
+    record = SimpleNamespace(**fields)
+    if screen_fields(record, list(fields), Context(made_from=["reply"]))[0]:
+        fields.update(vars(record))
 
 
 async def _from_model(synthesis: Synthesis, fields: dict[str, str]) -> dict[str, str] | None:
@@ -76,8 +87,8 @@ def heuristic_fields(conn: sqlite3.Connection, session_id: str) -> dict[str, str
     done and decided, the commands still failing."""
     done: list[str] = []
     decided: list[str] = []
-    for kind, title in conn.execute("SELECT type, title FROM observations WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-                                    (session_id, RECENT_TITLES)):
+    for kind, title in conn.execute(f"SELECT type, title FROM observations t WHERE session_id = ? AND {withheld.shown('t')}"
+                                    " ORDER BY id DESC LIMIT ?", (session_id, RECENT_TITLES)):
         if kind in ("bugfix", "change", "feature", "refactor") and title not in done:
             done.append(title)
         elif kind == "decision" and title not in decided:

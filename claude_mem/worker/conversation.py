@@ -191,7 +191,7 @@ class Conversation:
             self.last_request_number = -1
         self._recap_prefix, self._recap_titles = "", frozenset()
         if self.fresh:
-            titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id)][-40:]
+            titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id, given=True)][-40:]
             self._recap_titles = echoes.shown_titles(titles)
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"

@@ -49,6 +49,7 @@ from claude_mem.store.spool import drain_spool
 from claude_mem.worker import checkpoint, echoes, faults, heuristic, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
+from claude_mem.worker.guarding import Guarding
 from claude_mem.worker.render import render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
@@ -66,6 +67,7 @@ class Worker:
     conn: sqlite3.Connection
     conversation: Conversation
     synthesis: Synthesis
+    guarding: Guarding
 
     def __init__(self, config: Config, session_id: str, *, idle_s: float | None = None, drain: bool = False,
                  synthesizer: str | None = None, lock_fd: int | None = None) -> None:
@@ -103,6 +105,7 @@ class Worker:
             self.conn = connect(config.db_path)
             self.conversation = Conversation(config, self.conn, self.session_id, self.log)
             self.synthesis = Synthesis(config, self.conn, self.session_id, self.mode, self.conversation, self.log)
+            self.guarding = Guarding(self.conn, self.session_id)
             self._register()
             self.conversation.run_id = self.run_id
             released = queue.release_processing(self.conn, self.session_id)
@@ -352,9 +355,12 @@ class Worker:
         new_ids: list[int] = []
         summary_ids: list[int] = []
         shown = self.conversation.recap_titles if self.conversation is not None and synth == "model" else frozenset()
+        observations = self.guarding.observations(events, outcome.observations)  # provenance; the write guard
+        if outcome.summary is not None:
+            self.guarding.summary(events[0], outcome.summary)
         with transaction(self.conn):
             refused = 0
-            for obs in outcome.observations:
+            for obs in observations:
                 if echoes.repeats(self.conn, self.session_id, obs, shown):  # an echo of one this session holds
                     refused += 1
                     continue
@@ -372,6 +378,8 @@ class Worker:
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
                                                   source=outcome.summary_source, model=summary_model))
                 records.complete_session(self.conn, self.session_id)
+            if events[0].kind == "finalize":
+                self.guarding.reply(events[0])
             self._keep_raw_reply(ids, outcome)
             conversation = self.conversation
             if synth == "model" and conversation.turn is not None:

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable
 
 from claude_mem.file_paths import place
-from claude_mem.store import marks, observation_files
+from claude_mem.store import marks, observation_files, withheld
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms
@@ -74,7 +74,8 @@ class Recalled:
         wanted = set(terms)
         rows = self.conn.execute(
             "SELECT o.id, o.title, o.created_at_epoch FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
-            " WHERE observations_fts MATCH ? AND o.project = ? AND o.session_id != ? ORDER BY bm25(observations_fts) LIMIT 10",
+            f" WHERE observations_fts MATCH ? AND o.project = ? AND o.session_id != ? AND {withheld.shown('o')}"
+            " ORDER BY bm25(observations_fts) LIMIT 10",
             (f"title : ({fts_match(terms)})", project, self.session_id)).fetchall()
         return [dict(r) for r in rows if len(wanted & set(query_terms(r["title"]))) >= SUBJECT_MIN_WORDS]
 

@@ -83,7 +83,8 @@ function itemNode(item, extra) {
   const replaced = item.superseded_by && item.superseded_by.length;
   return el("li", { class: `item kind-${token(item.kind)}${replaced ? " superseded" : ""}`, dataset: { kind: item.kind, id: item.id } },
     el("a", { href: itemHref(item) },
-      el("div", { class: "item-head" }, badge(item), el("span", { class: "title" }, item.title || "(untitled)")),
+      el("div", { class: "item-head" }, badge(item), item.withheld ? withheldBadge(item.withheld) : null,
+        el("span", { class: "title" }, item.title || "(untitled)")),
       item.mark ? el("p", { class: "mark" }, item.mark) : null,
       item.text ? el("p", { class: "text" }, item.text) : null,
       extra || null,
@@ -94,6 +95,38 @@ function itemNode(item, extra) {
         item.host === "codex" ? el("span", { class: "host", title: "a Codex CLI session's memory" }, "codex") : null,
         item.origin ? el("span", { class: "origin", title: "a teammate's memory, from the shared Chroma server" },
           `from ${item.origin}`) : null)));
+}
+
+// What the write guard withheld (issue 47): a person sees it whole, marked, and may release it.
+const withheldBadge = (note) => el("span", { class: "badge withheld", title: note }, "withheld");
+const isWithheld = (row) => Boolean(row.guard_note) && row.released_at_epoch == null;
+
+function withheldSection(o, kind) {
+  if (!o.guard_note) return null;
+  const released = o.released_at_epoch != null;
+  const button = el("button", { type: "button" }, released ? "Withhold again" : "Release");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await post("/api/release", { kind, id: o.id, undo: released });
+      route();
+    } catch (err) {
+      button.disabled = false;
+      button.after(el("span", { class: "load-error" }, ` ${err.message}`));
+    }
+  });
+  let original = o.withheld_original;
+  if (!original) {
+    try { original = JSON.parse(o.withheld_text || "{}"); } catch { original = {}; }
+  }
+  const pieces = Array.isArray(original.withheld) ? original.withheld : Object.values(original).flat();
+  return section(released ? `Released ${whenText(o.released_at_epoch)}` : "Withheld by the write guard",
+    el("p", { class: "guard-note" }, o.guard_note),
+    pieces.length ? el("p", { class: "meta" }, released ? "As the guard had kept it:" : "What was withheld, as written (never given to Claude unasked):") : null,
+    pieces.length ? el("ul", { class: "withheld-text" }, pieces.map((p) => el("li", {}, el("pre", {}, String(p))))) : null,
+    el("p", {}, button, el("span", { class: "meta" }, released
+      ? " Memory may give it again; withholding it puts the guard's text back."
+      : " Releasing it puts the text back as written: pushes, the digest and the memory file may give it again.")));
 }
 
 function addItem(item, live) {
@@ -297,6 +330,7 @@ function renderHealth(health) {
       outages.length || skipped ? "warn" : "ok",
       outages.map((o) => `session ${o.claude_session_id} · ${o.observer_error}`).join("\n") || (skipped && health.skipped.last_error) || null),
     stat("stored", "Stored", `${c.sessions} sessions · ${c.prompts} prompts · ${c.observations} observations · ${c.summaries} summaries`),
+    withheldStat(health.withheld),
     stat("error", "Last error", error ? `${error.message}` : "none", error ? "error" : "ok",
       error ? `${error.source}${error.at_epoch ? ` · ${new Date(error.at_epoch).toLocaleString()}` : ""}` : null),
     costStat());
@@ -304,6 +338,13 @@ function renderHealth(health) {
     if (state.sessions >= 0) loadProjects().catch(() => {});
     state.sessions = c.sessions;
   }
+}
+
+function withheldStat(counts) {
+  const total = counts ? counts.total : 0;
+  const from = total ? Object.entries(counts.by_source).map(([source, n]) => `${source} ${n}`).join(", ") : "";
+  return stat("withheld", "Withheld", total ? `${total} · from ${from}` : "none", total ? "warn" : "ok",
+    total ? Object.entries(counts.by_project).map(([project, n]) => `${project}: ${n}`).join("\n") + "\nclaude-mem withheld lists them" : null);
 }
 
 // -- the detail pane --------------------------------------------------------------------------
@@ -359,16 +400,18 @@ function renderObservation({ observation: o, session, prompt, marks }) {
   if (o.files_read.length) files.push(section("Files read", list(o.files_read, "files")));
   if (o.files_modified.length) files.push(section("Files modified", list(o.files_modified, "files")));
   return el("article", { class: "observation", dataset: { id: o.id } },
-    el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null,
-      o.mark ? el("p", { class: "mark" }, o.mark) : null),
+    el("header", {}, badge({ type: o.type }), isWithheld(o) ? withheldBadge(o.guard_note) : null, el("h2", {}, o.title),
+      o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null, o.mark ? el("p", { class: "mark" }, o.mark) : null),
     el("dl", { class: "facts-meta" },
       field("Project", o.project),
       [el("dt", {}, "Session"), el("dd", {}, el("a", { href: sessionHref(o.session_id) }, o.session_id))],
       field("Turn", o.prompt_number || null),
       field("Stored", when(o.created_at_epoch)),
       field("Source", [o.source, o.model].filter(Boolean).join(" · ")),
+      field("Made from", (o.provenance || []).join(", ")),
       field("Session status", session ? session.status : null),
       field("Host", session ? hostName(session.host) : null)),
+    withheldSection(o, "observation"),
     prompt ? section("Prompt", el("blockquote", { class: "prompt" }, prompt.prompt_text)) : null,
     o.narrative ? section("Narrative", el("p", { class: "narrative" }, o.narrative)) : null,
     o.facts.length ? section("Facts", list(o.facts)) : null,
@@ -399,13 +442,16 @@ function timelineEntry(entry) {
   if (entry.kind === "observation") {
     return el("li", { class: "t-entry tl-observation", dataset: { kind: "observation", id: entry.id } },
       el("a", { href: `#/observation/${entry.id}` },
-        el("div", { class: "t-head" }, badge(entry), el("span", { class: "title" }, entry.title)),
+        el("div", { class: "t-head" }, badge(entry), isWithheld(entry) ? withheldBadge(entry.guard_note) : null,
+          el("span", { class: "title" }, entry.title)),
         entry.mark ? el("p", { class: "mark" }, entry.mark) : null,
         entry.subtitle ? el("p", { class: "text" }, entry.subtitle) : null));
   }
   return el("li", { class: "t-entry tl-summary", dataset: { kind: "summary", id: entry.id } },
-    el("div", { class: "t-head" }, el("span", { class: "badge t-summary" }, "summary"), el("span", { class: "meta" }, when(entry.created_at_epoch))),
-    el("dl", {}, SUMMARY_FIELDS.map(([key, label]) => field(label, entry[key]))));
+    el("div", { class: "t-head" }, el("span", { class: "badge t-summary" }, "summary"), isWithheld(entry) ? withheldBadge(entry.guard_note) : null,
+      el("span", { class: "meta" }, when(entry.created_at_epoch))),
+    el("dl", {}, SUMMARY_FIELDS.map(([key, label]) => field(label, entry[key]))),
+    withheldSection(entry, "summary"));
 }
 
 function injectionEntry(i) {

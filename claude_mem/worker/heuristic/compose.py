@@ -11,9 +11,11 @@ commit: "Ran 3 command(s)" could be found by no keyword.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from claude_mem.kinds import Provenance, provenance_list, tool_provenance
 from claude_mem.store.memories import Observation, Summary
 from claude_mem.text.shorten import clip
 from claude_mem.worker.events import Event, files_touched, response_text
@@ -127,27 +129,27 @@ def observe(events: list[Event]) -> list[Observation]:
     found: list[tuple[int, Observation]] = []
     runs, changes = list(batch.runs), list(batch.edits)
     for fix_runs, fix_edits in _fixes(runs, changes):
-        found.append((fix_runs[0].index, _fix(batch, fix_runs, fix_edits)))
+        found.append((fix_runs[0].index, _made_from(_fix(batch, fix_runs, fix_edits), [*fix_runs, *fix_edits])))
         runs = [r for r in runs if r not in fix_runs]
         changes = [c for c in changes if c not in fix_edits]
     routine: list[Run] = []
     for group in _by_key(runs):
         if any(r.failed for r in group) or group[-1].kind in NOTABLE:
-            found.append((group[0].index, _checks(group)))
+            found.append((group[0].index, _made_from(_checks(group), group)))
         else:
             routine.extend(group)
     if routine:
-        found.append((routine[0].index, _routine(routine)))
+        found.append((routine[0].index, _made_from(_routine(routine), routine)))
     if changes:
-        found.append((changes[0].index, _edits(batch, changes)))
+        found.append((changes[0].index, _made_from(_edits(batch, changes), changes)))
     if batch.failures:
-        found.append((batch.failures[0][0], _failures(batch)))
+        found.append((batch.failures[0][0], _made_from(_failures(batch), [e for _, e, _ in batch.failures])))
     for index, e in batch.others:
         obs = _other(e)
         if obs is not None:
-            found.append((index, obs))
+            found.append((index, _made_from(obs, [e])))
     if not found and (batch.read or batch.looked):
-        found.append((0, _looked(batch)))
+        found.append((0, _made_from(_looked(batch), [Provenance.READ])))
     return [obs for _, obs in sorted(found, key=lambda pair: pair[0])]
 
 
@@ -376,6 +378,13 @@ def summarize(request: str, events: list[Event], last_message: str) -> Summary:
     return Summary(request=clip(request, 500), investigated=clip(", ".join(looked), 500), learned=clip("; ".join(learned), 800),
                    completed=clip("; ".join(completed), 800), next_steps=clip(next_steps, 300),
                    notes=clip(last_message, 500) if last_message else "", files_read=batch.read, files_edited=batch.edited)
+
+
+def _made_from(obs: Observation, sources: Sequence[Run | Edited | Event | Provenance]) -> Observation:
+    """`obs` with the provenance of the events it was made from (issue 47)."""
+    obs.provenance = provenance_list(s if isinstance(s, Provenance) else tool_provenance(
+        (s if isinstance(s, Event) else s.event).tool_name) for s in sources)
+    return obs
 
 
 def _input(e: Event) -> dict[str, Any]:
