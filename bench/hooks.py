@@ -10,7 +10,7 @@ started when none runs) with the service up and with none running (each run's se
 stopped before the next), against the same floor in the same run. Then a burst: many hook
 processes at once into one database.
 
-    python bench/hooks.py [--runs N] [--json] [--no-push] [--burst-procs 16] [--burst-events 50]
+    python bench/hooks.py [--runs N] [--json] [--no-push] [--burst-procs 16] [--burst-events 50] [--against DIR]
 
 Payloads are real PostToolUse events rebuilt from ../shared/data/transcripts (or the test
 fixture when that folder is absent), cycled, each with a fresh tool_use_id so every run inserts.
@@ -85,7 +85,8 @@ def check(proc: subprocess.CompletedProcess[bytes], what: str) -> None:
         raise SystemExit(f"{what} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()}")
 
 
-def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: dict[str, str]) -> dict[str, Any]:
+def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: dict[str, str],
+                  against: str | None = None) -> dict[str, Any]:
     floor_py = work / "floor.py"
     floor_py.write_text(FLOOR_SCRIPT)
     floor_db = work / "floor.db"
@@ -107,6 +108,12 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
         "precompact (console script)": [script, "summary"] if script else None,
         "python -c pass": [sys.executable, "-c", "pass"],
     }
+    # Another checkout's `save` (--against, e.g. main before a change), in the same rounds: its own
+    # data dir (its schema may be older) and its code first on the path.
+    envs = {}
+    if against:
+        kinds["save (python -m, against)"] = [sys.executable, "-m", "claude_mem", "save"]
+        envs["save (python -m, against)"] = {**env, "PYTHONPATH": against, "CLAUDE_MEM_DATA_DIR": str(work / "against-data")}
     argvs = {k: v for k, v in kinds.items() if v is not None}
     samples: dict[str, list[float]] = {k: [] for k in argvs}
     sizes: list[int] = []
@@ -125,12 +132,12 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
     # Warm-up (not counted): creates and migrates the database, fills the OS file cache.
     for name, argv in argvs.items():
         for i in range(3):
-            check(timed(argv, body(-1 - i, name), env)[1], name)
+            check(timed(argv, body(-1 - i, name), envs.get(name, env))[1], name)
     names = list(argvs)
     for i in range(runs):
         sizes.append(len(body(i, "")))
         for name in names[i % len(names):] + names[: i % len(names)]:  # rotate who goes first
-            seconds, proc = timed(argvs[name], body(i, name), env)
+            seconds, proc = timed(argvs[name], body(i, name), envs.get(name, env))
             check(proc, name)
             samples[name].append(seconds)
     stats = {name: percentiles(s) for name, s in samples.items()}
@@ -138,9 +145,11 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
     conn = sqlite3.connect(Path(env["CLAUDE_MEM_DATA_DIR"]) / "claude-mem.db")
     stored = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE session_id = 'bench-latency'").fetchone()[0]
     conn.close()
-    saves = sum(1 for name in argvs if name.startswith("save"))
+    saves = sum(1 for name in argvs if name.startswith("save") and name not in envs)
     if stored != saves * (runs + 3):
         raise SystemExit(f"expected {saves * (runs + 3)} queued events from the timed saves, found {stored}")
+    if against:
+        ratios["python -m / against"] = stats["save (python -m)"]["p50"] / stats["save (python -m, against)"]["p50"]
     if "save (plugin launcher)" in stats:
         ratios["plugin launcher / console script"] = stats["save (plugin launcher)"]["p50"] / stats["save (console script)"]["p50"]
     return {"runs": runs, "console_script": script, "payload_bytes": percentiles(sizes), "stats": stats, "ratios": ratios}
@@ -328,6 +337,9 @@ def report(latency: dict[str, Any], push: dict[str, Any] | None, burst: dict[str
         print(f"{name:27} {ms(s['p50'])} {ms(s['p95'])} {ms(s['p99'])} {ms(s['min'])}")
     for name, ratio in latency["ratios"].items():
         launcher = name == "plugin launcher / console script"
+        if name == "python -m / against":
+            print(f"ratio p50(save (python -m)) / p50(save (python -m, against)) = {ratio:.3f}  (this checkout against the other)")
+            continue
         target = LAUNCHER_TARGET if launcher else PRECOMPACT_TARGET if name.startswith("precompact") else TARGET_RATIO
         what = "p50(save (plugin launcher)) / p50(save (console script))" if launcher else f"p50({name}) / p50(floor)"
         print(f"ratio {what} = {ratio:.2f}  ({'ok' if ratio <= target else f'ABOVE target {target}'})")
@@ -360,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-burst", action="store_true")
     parser.add_argument("--no-push", action="store_true", help="skip the pre and new (prompt recall) timings")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--against", metavar="DIR", help="also time `save` from another checkout (e.g. main before a change)"
+                        " in the same rounds, with a data dir of its own")
     parser.add_argument("--bytecode-as-is", action="store_true",
                         help="keep this environment's bytecode settings (default: a fresh private pycache)")
     args = parser.parse_args(argv)
@@ -377,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             # a private pycache makes every kind start from cached bytecode, as installed.
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        latency = bench_latency(args.runs, payloads, work, env)
+        latency = bench_latency(args.runs, payloads, work, env, args.against)
         latency["bytecode"] = "as is" if args.bytecode_as_is else "private pycache"
         push = None if args.no_push else bench_push(args.runs, payloads, work, env)
         burst = None if args.no_burst else bench_burst(args.burst_procs, args.burst_events, payloads, work, env)

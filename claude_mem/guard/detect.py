@@ -110,9 +110,10 @@ def judge(text: str, *, mild: bool = False) -> Finding | None:
     return None if how is None else Finding(how, s.dangers[0] if s.dangers else "", _where(text, how), 0, len(text))
 
 
-def scan(text: str, *, mild: bool = False) -> list[Finding]:
+def scan(text: str, *, mild: bool = False, sentences: bool = False) -> list[Finding]:
     """Every unit of `text` that reads as instructions to an AI, in order, none inside another.
-    `mild`: the text comes from where instructions to agents belong (CLAUDE.md, AGENTS.md)."""
+    `mild`: the text comes from where instructions to agents belong (CLAUDE.md, AGENTS.md);
+    `sentences`: every line judged sentence by sentence (what a memory says: keep what it can)."""
     if not text or not GATE.search(fold(text)):
         return []
     found: list[Finding] = []
@@ -122,13 +123,14 @@ def scan(text: str, *, mild: bool = False) -> list[Finding]:
         if unit is not None:
             found.append(Finding(unit.how, unit.asks, _where(match.group(), unit.how, block=True), match.start(), match.end()))
         rest[match.start():match.end()] = [c if c == "\n" else " " for c in match.group()]
-    found += _lines(text, "".join(rest), mild)
+    found += _lines(text, "".join(rest), mild, sentences)
     found.sort(key=lambda f: f.start)
     return found
 
 
-def pieces(text: str) -> list[list[tuple[int, int]]]:
-    """(start, end) of each non-blank line (a long one cut into sentences), grouped by paragraph."""
+def pieces(text: str, sentences: bool = False) -> list[list[tuple[int, int]]]:
+    """(start, end) of each non-blank line (a long one, or each with `sentences`, cut into
+    sentences), grouped by paragraph."""
     paragraphs: list[list[tuple[int, int]]] = [[]]
     at = 0
     for line in text.split("\n"):
@@ -136,23 +138,25 @@ def pieces(text: str) -> list[list[tuple[int, int]]]:
         if not line.strip():
             if paragraphs[-1]:
                 paragraphs.append([])
-        elif len(line) <= LONG_LINE:
+        elif len(line) <= LONG_LINE and not sentences:
             paragraphs[-1].append((at, end))
         else:
             start = at
             for cut in _SENTENCE.finditer(line):
-                paragraphs[-1].append((start, at + cut.start()))
+                if line[start - at:cut.start()].strip():
+                    paragraphs[-1].append((start, at + cut.start()))
                 start = at + cut.end()
-            paragraphs[-1].append((start, end))
+            if line[start - at:].strip():
+                paragraphs[-1].append((start, end))
         at = end + 1
     return [p for p in paragraphs if p]
 
 
-def _lines(original: str, blanked: str, mild: bool) -> list[Finding]:
+def _lines(original: str, blanked: str, mild: bool, sentences: bool) -> list[Finding]:
     """The lines (and runs of up to WINDOW neighbouring lines) that read as instructions. Only
     lines holding one of the gate's words, and the runs around them, are judged."""
     found: list[Finding] = []
-    for paragraph in pieces(blanked):
+    for paragraph in pieces(blanked, sentences):
         folded = [fold(blanked[a:b]) for a, b in paragraph]
         gated = [i for i, f in enumerate(folded) if GATE.search(f)]
         if not gated:

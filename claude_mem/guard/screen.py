@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 # Where instructions to agents belong: a project's own rules for them (judged mildly, see detect.py).
 AGENT_FILES = ("claude.md", "claude.local.md", "agents.md", "gemini.md", ".cursorrules", ".windsurfrules",
                "copilot-instructions.md")
-PROMPT_FILES = (".prompt", ".j2", ".jinja", ".jinja2", ".tmpl", ".mustache", ".hbs")
+PROMPT_FILES = (".prompt", ".j2", ".jinja", ".jinja2", ".mustache", ".hbs")
 OWN_TEXT_CHARS = 4000  # a longer own text is matched as a quote only: its words alone would cover anything
+OWN_LINE_CHARS = 20  # an own line this long, quoted, makes most of a unit own text
 LABEL_CHARS = 60
 MARK = "[withheld]"
 _PLACES = {  # where a source's text was, by its provenance (kinds.Provenance)
@@ -138,12 +139,13 @@ def analyse(source: Source) -> Analysis:
         unit = fold(text[f.start:f.end])
         planted.insert(0, Planted(note_for(f, place), _artifacts(unit), words(unit), frozenset(dangers(unit))))
         honest[f.start:f.end] = [" "]
-    return Analysis(tuple(planted), squash(fold("".join(honest))))
+    return Analysis(tuple(planted), "\n".join(filter(None, (squash(line) for line in fold("".join(honest)).splitlines()))))
 
 
 def _artifacts(folded: str) -> frozenset[str]:
     """What an instruction asks to use: its URLs, paths, commands, flags and dangerous phrases."""
     found = {m.group().strip("`.,;:!?)'\"") for pattern in _ARTIFACTS for m in pattern.finditer(folded)}
+    found.update(a.split("://", 1)[1] for a in list(found) if "://" in a)  # a URL retold without its scheme
     for _, pattern in DANGERS:
         found.update(m.group().strip() for m in pattern.finditer(folded))
     return frozenset(a for a in found if len(a) >= 6)
@@ -155,6 +157,7 @@ class Context:
     def __init__(self, made_from: Sequence[str] = ()) -> None:
         self.made_from = made_from  # its provenance, for the note on text found in what the observer wrote
         self.own: list[tuple[str, frozenset[str]]] = []
+        self.own_lines: list[str] = []
         self.planted: list[Planted] = []
         self.honest: list[str] = []
 
@@ -163,6 +166,7 @@ class Context:
             if text and text.strip():
                 folded = fold(text)
                 self.own.append((squash(folded), words(folded) if len(text) <= OWN_TEXT_CHARS else frozenset()))
+                self.own_lines.extend(q for line in folded.splitlines() if len(q := squash(line)) >= OWN_LINE_CHARS)
 
     def add(self, analysis: Analysis) -> None:
         self.planted.extend(analysis.planted)
@@ -178,12 +182,18 @@ class Context:
                 return True
             if len(held) >= 3 and len(held & text_words) >= 0.8 * len(held):
                 return True
-        return False
+        # A line the session wrote, quoted with a few words around it ("Added to CLAUDE.md: <the rule>").
+        return any(line in quote and len(line) >= 0.6 * len(quote) for line in self.own_lines)
 
     def quoted_honest(self, unit: str) -> bool:
-        """Outside text quoted as it stood, where the scan with its context found nothing."""
+        """Outside text quoted as it stood, where the scan with its context found nothing (alone,
+        or a line of it with a few words around it)."""
         quote = squash(fold(unit))
-        return len(quote) >= 12 and any(quote in text for text in self.honest)
+        if len(quote) < 12:
+            return False
+        return any(quote in text.replace("\n", " ") for text in self.honest) or any(
+            line in quote and len(line) >= 0.6 * len(quote) for text in self.honest for line in text.split("\n")
+            if len(line) >= OWN_LINE_CHARS)
 
     def retells(self, unit: str) -> Planted | None:
         """The planted instruction whose URL, path, command, kind of danger or words `unit` carries."""
@@ -233,7 +243,7 @@ class Cut:
 def cut(text: str, ctx: Context) -> Cut:
     """What of `text` the guard withholds, under `ctx`."""
     spans: list[tuple[int, int, str]] = []
-    for f in scan(text):
+    for f in scan(text, sentences=True):
         unit = text[f.start:f.end]
         if ctx.is_own(unit):
             continue
@@ -242,7 +252,7 @@ def cut(text: str, ctx: Context) -> Cut:
             continue
         spans.append((f.start, f.end, planted.note if planted else ctx.origin_note(f)))
     if ctx.planted:
-        for a, b in (span for paragraph in pieces(text) for span in paragraph):
+        for a, b in (span for paragraph in pieces(text, sentences=True) for span in paragraph):
             if any(a < e and s < b for s, e, _ in spans):
                 continue
             planted = ctx.retells(text[a:b])

@@ -23,6 +23,11 @@ A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
   {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
+  {"copy": true}                        a model that was fooled: copies what it is shown into its answer: one
+                                        <observation> per rendered event whose narrative and facts are the event's
+                                        lines as they came (tool output included), a <summary> whose fields repeat
+                                        the request and Claude's final message, and for an `ask` the records it was
+                                        given, word for word
   {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
                                         (the worker's nudge is answered for the events of the message before);
                                         with "tag_project": true each title ends with " @<project>", the
@@ -205,6 +210,28 @@ def per_event_reply(text: str, tag: str = "") -> str:
     return "\n".join(blocks) or "<nothing/>"
 
 
+def copy_reply(text: str) -> str:
+    """What a model that repeats its input writes (see the docstring's "copy")."""
+    if text.startswith("Question:"):  # ask: the records, as given
+        return "\n".join(line for line in text.splitlines()[2:] if line.strip())
+    if "<summary>" in text:
+        fields = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in text.splitlines() if ":" in line}
+        request = fields.get("User's request") or fields.get("User's current request") or ""
+        last = fields.get("Claude's final message", "")
+        return (f"<summary><request>{escape(request)}</request><investigated>{escape(last)}</investigated>"
+                f"<learned>{escape(last)}</learned><completed>{escape(last)}</completed><next_steps></next_steps>"
+                f"<notes>{escape(last)}</notes></summary>")
+    blocks, lines = [], text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("[") and len(line) > 11 and line[9] == "]"]
+    for n, i in enumerate(starts):
+        detail = [line.strip().removeprefix("=> ").strip() for line in lines[i + 1:starts[n + 1] if n + 1 < len(starts) else None]]
+        detail = [line for line in detail if line]
+        facts = "".join(f"<fact>{escape(line)}</fact>" for line in detail[:12])
+        blocks.append(f"<observation><type>discovery</type><title>{escape(lines[i][11:].strip()[:150])}</title>"
+                      f"<facts>{facts}</facts><narrative>{escape(chr(10).join(detail))}</narrative></observation>")
+    return "\n".join(blocks) or "<nothing/>"
+
+
 def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
     global LAST_EVENTS
     started = time.time()
@@ -234,6 +261,8 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
             reply = reply.replace(key, str(value))
     elif "reply" in step:
         reply = str(step["reply"])
+    elif step.get("copy"):
+        reply = copy_reply(LAST_EVENTS if nudged else text)
     elif step.get("per_event"):
         reply = per_event_reply(LAST_EVENTS if nudged else text, f" @{PROJECT}" if step.get("tag_project") else "")
     else:  # echo, the default
