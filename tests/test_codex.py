@@ -72,8 +72,8 @@ def test_install_then_uninstall_leaves_the_files_byte_for_byte() -> None:
     installed = json.loads(hooks.read_text())
     assert installed["hooks"]["Stop"][0] == USER_HOOKS["hooks"]["Stop"][0]  # the user's hook first, untouched
     ours = codex_registration.our_hooks(installed, str(hooks))
-    assert sorted(cmd.split()[1] for _, _, cmd in ours) == ["context", "new", "pre", "save", "summary", "summary"]
-    assert ("/opt/cm/bin/claude-mem summary --host codex" in {cmd for _, _, cmd in ours}
+    assert sorted(cmd.split()[2] for _, _, cmd in ours) == ["context", "new", "pre", "save", "summary", "summary"]
+    assert ("/opt/cm/bin/claude-mem hook summary --host codex" in {cmd for _, _, cmd in ours}
             and f"{hooks}:stop:1:0" in {key for key, _, _ in ours})  # after the user's Stop group
     text = config.read_text()
     lines = text.splitlines()
