@@ -232,7 +232,7 @@ def installed_beside_plugin(project: str | None = None) -> list[str]:
     user = target_paths(None)[0]
     paths = [user, target_paths(project)[0]] if project else [user]
     return [f"claude-mem's hooks are also in {path} (`claude-mem install`), so every hook runs twice:"
-            f" `claude-mem uninstall{'' if path == user else f' --project {project}'}` removes them, the plugin does the same"
+            f" `claude-mem uninstall{'' if path == user else f' --project-dir {project}'}` removes them, the plugin does the same"
             for path, settings in _readable_settings(paths)
             if any(hook_subcommand(command) for _, command in _hook_commands(settings))]
 

@@ -160,7 +160,7 @@ def test_cli_install_codex(data_dir: Path) -> None:
                                                                                                             "config.toml"]
     config = codex_files()[1].read_text()
     assert f'env = {{CLAUDE_MEM_DATA_DIR = "{data_dir}"}}' in config  # Codex gives MCP servers a minimal environment
-    bad = subprocess.run([sys.executable, "-m", "claude_mem", "install", "--codex", "--project", str(data_dir.parent)],
+    bad = subprocess.run([sys.executable, "-m", "claude_mem", "install", "--codex", "--project-dir", str(data_dir.parent)],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "--codex" in bad.stderr
 

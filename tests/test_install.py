@@ -294,18 +294,18 @@ def test_dry_run_shows_changes_and_writes_nothing(claude_home):
 def test_project_scope_writes_the_project_files_only(claude_home, tmp_path):
     project = tmp_path / "my project"
     project.mkdir()
-    code, out, err = run("install", "--project", str(project))
+    code, out, err = run("install", "--project-dir", str(project))
     assert code == 0, err
     settings = load(project / ".claude" / "settings.json")
     assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
     assert load(project / ".mcp.json") == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
     assert not claude_home["settings"].exists() and not claude_home["mcp"].exists()
 
-    code, _, _ = run("uninstall", "--project", str(project))
+    code, _, _ = run("uninstall", "--project", str(project))  # as older versions spelt --project-dir
     assert code == 0
     assert load(project / ".claude" / "settings.json") == {} and load(project / ".mcp.json") == {}
 
-    code, _, err = run("install", "--project", str(tmp_path / "missing"))
+    code, _, err = run("install", "--project-dir", str(tmp_path / "missing"))
     assert code == 2 and "does not exist" in err
 
 
