@@ -1,4 +1,4 @@
-"""The Codex CLI as a second host (issue 36), without the codex binary: the trust hashes against
+"""The Codex CLI as a second host, without the codex binary: the trust hashes against
 values the real Codex 0.171 reported, `install --codex` / `uninstall --codex` on real files,
 Codex payloads through the real hook processes, and what `status` and `doctor` say. The real
 binary runs in tests/test_e2e_codex.py."""

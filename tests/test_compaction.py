@@ -1,4 +1,4 @@
-"""Memory through a compaction (issue 34): PreCompact only asks for a checkpoint, the worker
+"""Memory through a compaction: PreCompact only asks for a checkpoint, the worker
 writes it once the events before it are taken, and SessionStart(compact) gives the session's own
 working set before the project's digest, within `compact_context_chars`."""
 
@@ -231,7 +231,7 @@ def test_replay_sends_precompact_before_each_compacted_start() -> None:
 def test_the_dev_transcript_bar(tmp_path: Path) -> None:
     """The issue's bar on the dev transcript: everything before its compaction replayed, PreCompact,
     the worker, SessionStart(compact): >= 80% of the files it modified named, >= half of the last
-    prompt's distinctive words, <= 2,500 characters in all (the digest too: issue 50), with and
+    prompt's distinctive words, <= 2,500 characters in all (the digest too), with and
     without Claude Code's summary."""
     if not DEV_TRANSCRIPT.exists():
         pytest.skip("the shared transcripts are not beside this checkout")

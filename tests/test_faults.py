@@ -1,4 +1,4 @@
-"""A transient fault never costs an event (issue 11), through the real Claude Code CLI bundled in
+"""A transient fault never costs an event, through the real Claude Code CLI bundled in
 claude-agent-sdk against the fake Anthropic Messages API (tests/fakes/messages_api.py); nothing of
 ours is mocked. Delays are shortened through settings (first backoff 0.2 s, cap 1 s).
 

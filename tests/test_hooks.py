@@ -132,7 +132,7 @@ def test_a_session_through_the_four_hooks(data_dir: Path, project: Path) -> None
     assert prompts(data_dir) == [(1, "fix the parser"), (2, "now the docs")]
     with contextlib.closing(db(data_dir)) as conn:
         session = dict(conn.execute("SELECT * FROM sdk_sessions").fetchone())
-        # Claude's final reply is kept with the prompt it answers (issue 14).
+        # Claude's final reply is kept with the prompt it answers.
         assert [r[0] for r in conn.execute("SELECT reply_text FROM user_prompts ORDER BY prompt_number")] == [
             "Done: tests pass.", "Done: tests pass."]
     assert session["claude_session_id"] == SESSION

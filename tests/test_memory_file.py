@@ -1,4 +1,4 @@
-"""The memory file (issue 38): a line-budgeted section between markers in CLAUDE.md or AGENTS.md,
+"""The memory file: a line-budgeted section between markers in CLAUDE.md or AGENTS.md,
 on a real SQLite store: what goes in (kinds, fading, knowledge updates, the budget), the bytes
 outside the markers kept, no churn, the root only, the command, and the SessionEnd hook path."""
 

@@ -1,4 +1,4 @@
-"""Long work shows its progress (issue 30): on a terminal the long commands draw a bar (what, how
+"""Long work shows its progress: on a terminal the long commands draw a bar (what, how
 far, the rate, the time left); piped, `--json`, NO_COLOR or TERM=dumb they print their one final
 line as before; Ctrl-C leaves the store and the index consistent, says how to go on, and a rerun
 goes on. Real processes: the CLI under a pseudo-terminal (the pty module), the memory service and

@@ -1,4 +1,4 @@
-"""Pushes (issue 13) through the real hook processes on a real database: the prompt's memories
+"""Pushes through the real hook processes on a real database: the prompt's memories
 (from keywords, and through a running memory service), a file's history across worktrees and
 path forms, a command's earlier failure, each once per session, recorded, and what `stats`
 makes of it."""

@@ -494,7 +494,7 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
         assert [h.id for h in result.hits] == [obs["id"]]
         index = Index(settings.load())
         assert index.drift(conn)["in_sync"]
-        # Each prompt was indexed again with Claude's reply once its turn was over (issue 14).
+        # Each prompt was indexed again with Claude's reply once its turn was over.
         prompt_docs = {doc_id: text for row in conn.execute("SELECT * FROM user_prompts")
                        for doc_id, text, part in document_texts("prompt", row)}
         assert sum(text.startswith(("Fixed add()", "Added a docstring")) for text in prompt_docs.values()) == 2
