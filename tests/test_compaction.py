@@ -257,7 +257,7 @@ def test_a_short_last_prompt_brings_the_one_that_said_more(data_dir: Path, proje
 def test_precompact_does_not_wait_for_a_busy_worker(data_dir: Path, project: Path, tmp_path: Path) -> None:
     """The worker is in the middle of a slow model turn: the hook answers at once (the request
     stays pending while the turn goes on), and the worker writes the checkpoint after it."""
-    from tests.hardening.support import wait_until
+    from tests.waiting import wait_until
 
     a_session(project)
     env = model_env(tmp_path, [{"per_event": True, "sleep": 5}], {"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="0")

@@ -27,7 +27,7 @@ from claude_mem.service import client as service_client
 from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 QUIET = {"continue": True, "suppressOutput": True}
 SESSION = "5f2b6c1e-hooks-test"

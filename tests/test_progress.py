@@ -26,7 +26,7 @@ from claude_mem.service import client
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 STORE_ROWS = 2000  # "a few thousand observations": one document each, seconds to embed
 WORDS = ["parser", "cache", "index", "token", "login", "export", "import", "retry", "queue", "worker", "service", "digest",

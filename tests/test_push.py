@@ -22,9 +22,9 @@ from claude_mem.service.control import stop_service
 from claude_mem.text.command_keys import command_key
 from tests.conftest import cli_json
 from tests.git_layout import git_checkout, git_worktree
-from tests.hardening.support import wait_until
 from tests.push_helpers import KEYWORDS_ONLY, Memory, ask, hook, injections, payload, pre
 from tests.stores import config_for
+from tests.waiting import wait_until
 
 # --- the prompt ---------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests import stores
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 
 def _lag(data_dir: Path) -> int | None:

@@ -30,7 +30,8 @@ from claude_mem.store.db import connect
 # The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost
 # seconds of CPU that the workers under test wait for; tests/test_cli_capture.py runs it as a subprocess.
 from tests.cli_helpers import invoke_json
-from tests.hardening.support import kill_mid_work, our_processes, wait_until
+from tests.hardening.support import kill_mid_work, our_processes
+from tests.waiting import wait_until
 from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
 
