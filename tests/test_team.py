@@ -1,4 +1,4 @@
-"""A team sharing one Chroma server (issue 16): two data folders, as on two laptops, recording
+"""A team sharing one Chroma server: two data folders, as on two laptops, recording
 the same repository into one real `chroma run` on 127.0.0.1. Nothing of one is overwritten or
 deleted by the other, each finds the other's memories, and the embedded index of one machine
 moves to installation ids without embedding anything again."""

@@ -17,7 +17,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
-from claude_mem.cli.params import UsageProblem
+from claude_mem.cli.params import UsageProblem, json_option
 from claude_mem.logs import log_line
 from claude_mem.store import withheld
 from claude_mem.store.db import transaction
@@ -66,7 +66,7 @@ def agent_safe(row: dict[str, Any]) -> dict[str, Any]:
 @cli.command("withheld", short_help="What the write guard withheld, and from where.")
 @click.option("--project", help="Only this project.")
 @click.option("--released", is_flag=True, help="Also the memories a person released.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 @pass_app
 def withheld_list(app: AppContext, project: str | None, released: bool, as_json: bool) -> None:
     """List the memories the write guard withheld (text from a file, a page or a command's output
