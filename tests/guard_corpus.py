@@ -1,5 +1,5 @@
 """A small corpus for the write guard's unit tests (tests/test_guard.py): instructions planted for
-an AI in the shapes issue 47 names, and honest text that looks like them. The benchmark's larger,
+an AI in every shape the guard must know, and honest text that looks like them. The benchmark's larger,
 generated corpus is bench/injection_corpus.py; these are written by hand, one per shape.
 
 Each item: (provenance, label, text).

@@ -1,4 +1,4 @@
-"""The write guard's detector and screening (claude_mem/guard/, issue 47), on its own: planted
+"""The write guard's detector and screening (claude_mem/guard/), on its own: planted
 instructions found in every shape and disguise, honest look-alikes left alone, the neutral note,
 and what a memory keeps of a batch that held an instruction."""
 

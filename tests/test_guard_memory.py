@@ -1,4 +1,4 @@
-"""The write guard where memory is written and where it is given (issue 47): a real worker records
+"""The write guard where memory is written and where it is given: a real worker records
 provenance and splits what it withholds; the digest, the pushes, the memory file, the MCP tools and
 `ask` leave withheld memories out (the tools say they are withheld, from where, no payload); a
 person sees them whole in `show` and the viewer, lists them, releases them; import screens its

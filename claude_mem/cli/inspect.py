@@ -249,7 +249,8 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
                [(o["id"], local_stamp(o["created_at_epoch"]), o["type"], o["source"], o["project"],
-                 o["title"] + (f" [{o['mark']}]" if o["mark"] else "")) for o in rows],
+                 o["title"] + (f" [{o['mark']}]" if o["mark"] else "")
+                 + (" [withheld]" if o["guard_note"] and o["released_at_epoch"] is None else "")) for o in rows],
                empty=_no_match("observations", session_id, project, since, until, file, type_))
 
 
