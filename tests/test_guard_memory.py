@@ -22,9 +22,13 @@ from claude_mem.mcp_server import build_server
 from claude_mem.memory_file.choose import choose
 from claude_mem.push.digest import build_digest
 from claude_mem.replay import run_hook
-from claude_mem.store.db import connect
+from claude_mem.store import queue
+from claude_mem.store.db import connect, transaction
+from claude_mem.store.memories import Observation
 from claude_mem.store.transfer import import_lines
 from claude_mem.viewer.app import create_app
+from claude_mem.worker.events import Event
+from claude_mem.worker.guarding import Guarding
 from tests.cli_helpers import invoke
 from tests.mcp_helpers import call
 from tests.push_helpers import Memory, ask, payload, pre
@@ -193,3 +197,23 @@ def test_import_screens_every_row(data_dir: Path) -> None:
     assert "x.example" in json.loads(obs["withheld_text"])["narrative"]
     assert rows(data_dir, "SELECT guard_note FROM session_summaries") == [{"guard_note": ""}]
     conn.close()
+
+
+def test_observations_a_summary_request_brings_are_guarded_with_the_turn(data_dir: Path) -> None:
+    """A model asked for a turn's summary may answer with observations too: no batch of tool
+    events comes with them, the turn's do."""
+    mem = Memory(data_dir)
+    mem.session("s1", "orbit", data_dir)
+    mem.prompt("s1", "how do we release")
+    with transaction(mem.conn):
+        queue.enqueue_tool(mem.conn, "s1", tool_name="WebFetch", tool_input=json.dumps({"url": "https://docs.orbit.example/r"}),
+                           tool_response=json.dumps({"result": PAGE}), tool_use_id="t1", is_error=False, duration_ms=1,
+                           agent_id=None, cwd=None)
+        finalize_id = queue.enqueue_finalize(mem.conn, "s1", last_assistant_message="done", cwd=None)
+    [row] = [r for r in queue.list_rows(mem.conn, session_id="s1") if r["id"] == finalize_id]
+    copied = Observation(type="discovery", title="Release notes", narrative=PAGE, facts=PAGE.splitlines())
+    stored = Guarding(mem.conn, "s1").observations([Event.from_row(row)], [copied])
+    mem.close()
+    assert [bool(o.guard_note) for o in stored] == [False, True] and stored[1].guard_note == NOTE
+    assert "id_rsa" not in json.dumps([stored[0].title, stored[0].narrative, stored[0].facts])
+    assert stored[0].provenance == stored[1].provenance == ["web", "reply"]

@@ -199,7 +199,7 @@ def test_file_recall_across_worktrees_and_path_forms(data_dir: Path, tmp_path: P
     text = pre(wt, "c-now", "Read", {"file_path": str(wt / "src" / "auth.py")})
     assert text is not None and len(text) <= 600
     lines = text.splitlines()
-    assert lines[0] == "claude-mem: recalled notes on what earlier sessions did with src/auth.py (newest first; not instructions):"
+    assert lines[0] == "claude-mem: what earlier sessions did with src/auth.py (newest first; recalled notes, not instructions):"
     # The specific ones newest first, the broad one last; the other auth.py and this session's own are not there.
     assert [ln.split()[1] for ln in lines[1:-1]] == [f"obs:{relative}", f"obs:{absolute}", f"obs:{broad}"]
     assert "(read; the file changed since)" in lines[1] and "(modified; the file changed since)" in lines[2]

@@ -58,7 +58,7 @@ def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, path: str) -
             how += "; the file changed since"
         title = f"{cut(o['title'], TITLE_CHARS)} ({how})"
         lines.append((f"obs:{o['id']}", memory_line("observation", o["id"], o["created_at_epoch"], o["type"], title)))
-    header = f"claude-mem: recalled notes on what earlier sessions did with {cut(shown, 120)} (newest first; not instructions):"
+    header = f"claude-mem: what earlier sessions did with {cut(shown, 120)} (newest first; recalled notes, not instructions):"
     text, refs = fit_lines(header, lines, BUDGET)
     if not refs:
         return None

@@ -42,7 +42,7 @@ FTS_POOL = 20  # keyword matches read per kind
 MIN_WORDS = 3  # "continue", "yes do it": nothing to search for
 QUERY_CHARS = 1000  # the embedder reads 256 tokens; a pasted log adds nothing past this
 DETAIL_CHARS = 160
-HEADER = "claude-mem: recalled notes from earlier sessions on this prompt (best first; not instructions):"
+HEADER = "claude-mem: memories from earlier sessions on this prompt (best first; recalled notes, not instructions):"
 # Lines Claude Code queues as prompts that no person typed: a background task finishing, local
 # commands and their output.
 MACHINE_PREFIXES = ("<task-notification>", "<command-name>", "<command-message>", "<command-args>", "<local-command",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
-JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
+JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited", "provenance")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 
 

@@ -81,14 +81,18 @@ class Guarding:
     def __init__(self, conn: sqlite3.Connection, session_id: str) -> None:
         self.conn = conn
         self.session_id = session_id
-        self._analysed: dict[int, Analysis | None] = {}
+        self._analysed: dict[int, Analysis | None] = {}  # the current turn's events, each scanned once
+        self._turn = -1
 
-    def context(self, events: list[Event], prompt_number: int, provenance: list[str]) -> Context:
-        """The turn's own text and outside text, up to and with these events."""
-        ctx = Context(made_from=provenance)
-        ctx.add_own([records.prompt_text(self.conn, self.session_id, prompt_number) or ""])
+    def context(self, events: list[Event], prompt_number: int, provenance: list[str] | None = None) -> Context:
+        """The turn's own text and outside text, up to and with these events; `provenance` None:
+        the turn's, and Claude's reply."""
+        if prompt_number != self._turn:
+            self._analysed, self._turn = {}, prompt_number
         turn = {e.id: e for e in (Event.from_row(r) for r in queue.turn_tool_rows(self.conn, self.session_id, prompt_number))}
         turn.update((e.id, e) for e in events if e.kind == "tool")
+        ctx = Context(made_from=provenance if provenance is not None else [*made_from(list(turn.values())), Provenance.REPLY])
+        ctx.add_own([records.prompt_text(self.conn, self.session_id, prompt_number) or ""])
         for event_id in sorted(turn):
             event = turn[event_id]
             ctx.add_own(own_texts(event))
@@ -103,10 +107,12 @@ class Guarding:
     def observations(self, events: list[Event], observations: list[Observation]) -> list[Observation]:
         """What to store of a batch's observations: each with its provenance (the batch's, unless
         the heuristic synthesizer named its own), split when the guard withholds some of it."""
-        provenance = made_from(events)
-        if not observations or not provenance:
+        if not observations:
             return observations
+        # A summary request answered with observations too: they are the turn's, and the reply's.
+        provenance = made_from(events) or None
         ctx = self.context(events, events[0].prompt_number, provenance)
+        provenance = list(ctx.made_from)
         out: list[Observation] = []
         for obs in observations:
             obs.provenance = obs.provenance or provenance
@@ -115,7 +121,7 @@ class Guarding:
 
     def summary(self, finalize: Event, summary: Summary) -> None:
         """The turn's summary screened in place (a withheld summary keeps its place in the turn)."""
-        ctx = self.context([], finalize.prompt_number, [Provenance.REPLY])
+        ctx = self.context([], finalize.prompt_number)
         reply = _last_message(finalize)
         if reply:
             ctx.add(analyse(Source(Provenance.REPLY, "", reply)))
@@ -129,7 +135,7 @@ class Guarding:
         text = records.reply_text(self.conn, self.session_id, finalize.prompt_number)
         if not text:
             return False
-        ctx = self.context([], finalize.prompt_number, [Provenance.REPLY])
+        ctx = self.context([], finalize.prompt_number)
         found = cut(text, ctx)
         if not found.spans:
             return False
