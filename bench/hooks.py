@@ -227,6 +227,8 @@ def push_memory(payloads: list[dict[str, Any]], data_dir: Path, project_dir: Pat
                     files_read=[item["file_path"]] if item["_tool"] == "Read" else [],
                     files_modified=[] if item["_tool"] == "Read" else [item["file_path"]]), prompt_number=i + 1)
             prompts.append(f"What do we know about {title.lower()}?")
+        # As the earlier session's worker left them: done, and its write guard found nothing in the outputs.
+        conn.execute("UPDATE observation_queue SET status = 'done', guard_note = '' WHERE session_id = 'earlier'")
     conn.close()
     return pre, prompts
 

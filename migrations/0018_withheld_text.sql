@@ -13,3 +13,10 @@
 ALTER TABLE observations ADD COLUMN withheld_text TEXT NOT NULL DEFAULT '';
 ALTER TABLE session_summaries ADD COLUMN withheld_text TEXT NOT NULL DEFAULT '';
 CREATE INDEX session_summaries_withheld ON session_summaries (project) WHERE guard_note != '' AND released_at_epoch IS NULL;
+
+-- What the worker's guard found in each tool event's output: NULL while no worker has looked, ''
+-- when it found nothing, else its notes. The command-failure push and the working set shown after
+-- a compaction read a past failure's line straight from the queue: they show it as it is when the
+-- worker found nothing there, and screen it themselves only otherwise (the guard runs in the
+-- worker; a hook loads it only for such a row).
+ALTER TABLE observation_queue ADD COLUMN guard_note TEXT;

@@ -74,6 +74,10 @@ def test_the_worker_records_provenance_and_withholds_what_a_page_planted(data_di
     assert "id_rsa" in withheld["withheld_text"] and "id_rsa" not in withheld["title"] + withheld["facts"]
     assert any("make release" in r["facts"] for r in clean) and all("id_rsa" not in json.dumps(r) for r in clean)
     assert {p for r in clean for p in json.loads(r["provenance"])} <= {"web", "read"}
+    # What the guard found in each output is kept on its queue row, for the pushes that read one.
+    notes = {r["tool_name"]: r["guard_note"] for r in rows(data_dir, "SELECT tool_name, guard_note FROM observation_queue"
+                                                                       " WHERE kind = 'tool'")}
+    assert notes == {"WebFetch": NOTE, "Read": ""}
     # Claude's reply repeated the instruction: its stored copy is screened too, and the summary made of it.
     [prompt] = rows(data_dir, "SELECT reply_text FROM user_prompts WHERE session_id = 's1'")
     assert "id_rsa" not in prompt["reply_text"] and "make release" in prompt["reply_text"]
@@ -217,3 +221,20 @@ def test_observations_a_summary_request_brings_are_guarded_with_the_turn(data_di
     assert [bool(o.guard_note) for o in stored] == [False, True] and stored[1].guard_note == NOTE
     assert "id_rsa" not in json.dumps([stored[0].title, stored[0].narrative, stored[0].facts])
     assert stored[0].provenance == stored[1].provenance == ["web", "reply"]
+
+
+def test_the_command_push_screens_a_line_only_where_the_worker_found_something_or_has_not_looked(
+        data_dir: Path, memory: dict[str, Any]) -> None:
+    root = memory["root"]
+    conn = sqlite3.connect(data_dir / "claude-mem.db")
+    with conn:  # the worker looked and found nothing: the line is shown as it is, the guard not loaded
+        conn.execute("UPDATE observation_queue SET status = 'done', guard_note = '' WHERE tool_name = 'Bash'")
+    conn.close()
+    trusted = pre(root, "s-trust", "Bash", {"command": "make deploy"})
+    assert trusted is not None and "core.hooksPath" in trusted
+    conn = sqlite3.connect(data_dir / "claude-mem.db")
+    with conn:  # what it found is kept on the row: the push screens the line
+        conn.execute("UPDATE observation_queue SET guard_note = ? WHERE tool_name = 'Bash'", ("Text in the output ...",))
+    conn.close()
+    screened = pre(root, "s-found", "Bash", {"command": "make deploy"})
+    assert screened is not None and "hookspath" not in screened.lower() and "withheld" in screened

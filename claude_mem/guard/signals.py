@@ -21,9 +21,40 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # typing costs a hook ~2 ms to import
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+class _Lazy:
+    """A pattern compiled on its first use: a hook that shows a past failure's line loads the
+    guard, and most outputs are let through by the gate alone (compiling every pattern here
+    costs ~35 ms; the gate ~1 ms)."""
+
+    __slots__ = ("pattern", "flags", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def _get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self._get().search(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self._get().finditer(text)
+
+
+def _lazy(pattern: str, flags: int = 0) -> _Lazy:
+    return _Lazy(pattern, flags)
+
 # Words one of ADDRESSED, OVERRIDE, ROLE or SECRECY needs: a text without any is let through at
 # the cost of one search (those patterns start with groups that every position tries).
-GATE = re.compile("|".join([
+GATE = _lazy("|".join([
     # an AI named (ADDRESSED)
     r"\b(?:ai|a\.i\.|ais|llms?|gpt|genai|assistants?|agents?|chat\s?bots?|bots?|models?|automated|claude|chatgpt|copilot"
     r"|gemini|cursor|codex|devin)",
@@ -54,7 +85,7 @@ _VERBS = (r"run|execute|exec|type|paste|install|download|fetch|upload|send|post|
           r"|set|unset|commit|push|merge|deploy|publish|open|visit|navigate|call|invoke|curl|wget|pipe|grant|chmod|chown|sudo"
           r"|print|reveal|output|respond|reply|answer|say|tell|write|create|include|use|switch|follow|obey|comply|stop|start"
           r"|enable|do|make|update|edit|read|ensure|report|recommend|suggest|treat|consider|proceed|continue|perform")
-ADDRESSED = re.compile("|".join([
+ADDRESSED = _lazy("|".join([
     r"\b(?:hey|hi|hello|dear|attention|attn|psa|note|notice|message|memo|reminder|warning|instructions?|directive|important"
     r"|urgent|guidance)\b\W{0,4}(?:(?:to|for)\s+)?(?:all\s+|any\s+|every\s+|the\s+|you\s+)?" + _AI + r"\b",
     r"\b(?:to|for)\s+(?:all|any|every|each)\s+" + _AI + r"\b",
@@ -75,7 +106,7 @@ ADDRESSED = re.compile("|".join([
     + r"\s*(?:们|們|注意|请注意|須知|须知|の皆様|の皆さん)?\s*[:：,，]",
 ]))
 
-OVERRIDE = re.compile("|".join([
+OVERRIDE = _lazy("|".join([
     r"\b(?:ignore|disregard|forget|override|overrule|bypass|discard|abandon|neglect|drop)\b\W+(?:\w+\W+){0,3}?"
     r"(?:previous|prior|preceding|above|earlier|former|original|initial|all|any|your|the|system|developer|safety|existing|old)"
     r"\W+(?:\w+\W+){0,2}?(?:instructions?|directions?|directives?|rules?|prompts?|guidelines?|guidance|context|constraints?"
@@ -101,7 +132,7 @@ OVERRIDE = re.compile("|".join([
     r"(?:今から|これから)\s*(?:あなたは|君は)", r"開発者モード",
 ]))
 
-ROLE = re.compile("|".join([
+ROLE = _lazy("|".join([
     r"<\s*/?\s*(?:system|sys|assistant|admin|developer|system[-_ ]?(?:prompt|message|reminder|instructions?|override)"
     r"|important[-_ ]?instructions?|instructions?)\s*/?\s*>",
     r"<\|\s*(?:im_start|im_end|system|assistant|endoftext|begin_of_text|start_header_id|end_header_id|eot_id)\s*\|>",
@@ -114,9 +145,9 @@ ROLE = re.compile("|".join([
     r"(?:系统|系統)\s*(?:消息|訊息|提示|指令|通知)\s*[:：\]】]", r"システム\s*(?:メッセージ|プロンプト|指示|通知)\s*[:：\]】]",
     r"[\[【]\s*(?:system|系统|系統|システム)\s*[\]】]",
 ]))
-ROLE_IN_DATA = re.compile(r"[\"']?role[\"']?\s*[:=]\s*[\"'](?:system|developer|assistant)[\"']")
+ROLE_IN_DATA = _lazy(r"[\"']?role[\"']?\s*[:=]\s*[\"'](?:system|developer|assistant)[\"']")
 
-SECRECY = re.compile("|".join([
+SECRECY = _lazy("|".join([
     r"\b(?:do\s+not|don'?t|never|without)\s+(?:\w+\s+){0,2}?(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|alert(?:ing)?"
     r"|mention(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|report(?:ing)?|show(?:ing)?|ask(?:ing)?|warn(?:ing)?|let(?:ting)?)"
     r"\s+(?:\w+\s+){0,3}?(?:the\s+)?(?:user|human|developer|operator|owner|anyone)\b",
@@ -129,7 +160,7 @@ SECRECY = re.compile("|".join([
     r"(?:こっそり|密かに|内緒で|黙って)",
 ]))
 
-ASKS = re.compile("|".join([
+ASKS = _lazy("|".join([
     r"\b(?:you|u)\s+(?:must|should|shall|need\s+to|have\s+to|are\s+(?:required|expected|instructed|told|asked|supposed|to)"
     r"|will\s+now|may\s+now|can\s+now|'ll|are\s+going\s+to)\b",
     r"\b(?:please|kindly|immediately|make\s+sure|be\s+sure|remember\s+to|go\s+ahead\s+and|proceed\s+to|it\s+is\s+(?:mandatory"
@@ -145,18 +176,18 @@ ASKS = re.compile("|".join([
 ]))
 
 # What is asked, when doing it would harm the user: (description, pattern), first match named.
-DANGERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("to run a script downloaded from the web", re.compile(
+DANGERS: tuple[tuple[str, _Lazy], ...] = (
+    ("to run a script downloaded from the web", _lazy(
         r"\b(?:curl|wget|iwr|invoke-webrequest|irm|fetch)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:sh|bash|zsh|dash|ksh|python[0-9.]*"
         r"|perl|ruby|node|iex|invoke-expression)\b|\b(?:bash|sh|zsh)\s+(?:-c\s+)?[\"']?(?:<\()?\$\(\s*(?:curl|wget)"
         r"|\bpipe\b.{0,60}\b(?:into|to|through)\s+(?:sh|bash|zsh|a\s+shell)\b|(?:执行|運行|运行|実行|執行).{0,30}(?:curl|wget)")),
-    ("for a destructive command", re.compile(
+    ("for a destructive command", _lazy(
         r"\brm\s+(?:-[a-z]+\s+)*-[a-z]*(?:rf|fr|r)[a-z]*\s+(?:-[a-z-]+\s+)*[\"']?(?:~|/(?=[\s\"'*]|$)|\$home|\$\{home\}|/home\b|/users\b"
         r"|\*|\.(?=[\s\"']|$)|--no-preserve-root)|\bshutil\.rmtree\s*\(\s*(?:os\.path\.expanduser|path\.home|[\"'](?:~|/)[\"'/])"
         r"|\bmkfs\b|\bdd\s+if=.{0,60}of=/dev/|\bformat\s+c:|\bdel\s+/[sfq]\b|\bdrop\s+(?:database|schema)\b"
         r"|:\(\)\s*\{\s*:\|:&\s*\};:|\bgit\s+push\s+(?:-f|--force)\b.{0,40}\b(?:main|master)\b"
         r"|(?:删除|刪除|削除|清空)\s*(?:所有|全部|すべて|全て|整个|整個)?\s*(?:主目录|主目錄|ホーム|家目录|文件|ファイル|数据|數據|データ)")),
-    ("to upload a private key or other secrets", re.compile(
+    ("to upload a private key or other secrets", _lazy(
         r"(?:id_rsa|id_ed25519|id_ecdsa|id_dsa|\.ssh\b|\.aws/credentials|\.netrc|\.npmrc|\.pypirc|\.git-credentials|\.env\b"
         r"|private[\s_-]?keys?|api[\s_-]?keys?|access[\s_-]?tokens?|secret[\s_-]?keys?|credentials|passwords?|keychain|ssh[\s-]keys?"
         r"|密钥|私钥|密碼|密码|凭据|憑據|秘密鍵|秘密鍵|パスワード|認証情報)[^\n]{0,120}(?:\b(?:upload|send|post|email|e-mail|mail|forward"
@@ -165,7 +196,7 @@ DANGERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:-d\b|--data|-f\b|--form|-t\b|--upload-file)|\bscp\b|上传|上傳|发送|發送|アップロード|送信)[^\n]{0,120}(?:id_rsa|id_ed25519"
         r"|id_ecdsa|\.ssh/|\.aws/credentials|\.netrc|\.git-credentials|private[\s_-]?keys?|api[\s_-]?keys?|access[\s_-]?tokens?"
         r"|secret[\s_-]?keys?|credentials|passwords?|ssh[\s-]keys?|密钥|私钥|密码|凭据|秘密鍵|パスワード|認証情報)")),
-    ("to turn off safety checks", re.compile(
+    ("to turn off safety checks", _lazy(
         r"\b(?:disable|turn\s+off|skip|bypass|remove|delete|uninstall|deactivate|circumvent|switch\s+off|get\s+rid\s+of)\b"
         r"(?:\s+\w+){0,5}?\s+(?:git\s+)?(?:hooks?|pre-commit|husky|linters?|linting|tests?|ci|checks?|safeguards?|safety|security"
         r"|sandbox|permissions?|verification|signing|2fa|mfa|firewall|antivirus|guardrails?|code\s+review|reviews?)\b"
@@ -173,21 +204,21 @@ DANGERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|(?:禁用|关闭|關閉|跳过|跳過|绕过|繞過|移除|删除|刪除|無効|オフ|スキップ|削除|外し)\s*\S{0,6}\s*(?:git\s*)?(?:钩子|鉤子|hooks?|フック"
         r"|测试|測試|テスト|检查|檢查|チェック|安全|セキュリティ)|(?:git\s*)?(?:钩子|鉤子|hooks?|フック|测试|測試|テスト|检查|檢查|チェック)"
         r"\s*\S{0,4}\s*(?:禁用|关闭|關閉|跳过|跳過|無効|オフ|スキップ|削除|外し)")),
-    ("to add code that runs commands", re.compile(
+    ("to add code that runs commands", _lazy(
         r"\b(?:add|insert|append|inject|include|put|place|paste|write)\b[^\n]{0,80}(?:os\.system|subprocess\.|\beval\s*\(|\bexec\s*\("
         r"|__import__|child_process|runtime\.getruntime)|(?:添加|加入|插入|追加|加上)[^\n]{0,40}(?:os\.system|subprocess|eval|exec)")),
-    ("to open a remote shell", re.compile(
+    ("to open a remote shell", _lazy(
         r"/dev/tcp/|\bnc\s+(?:-\w+\s+)*-[a-z]*e\b|\bncat\b.{0,40}-e\b|\bbase64\s+(?:-d|--decode)\b.{0,40}\|\s*(?:sh|bash)\b"
         r"|reverse\s+shell")),
-    ("to change shell start-up files or SSH access", re.compile(
+    ("to change shell start-up files or SSH access", _lazy(
         r"\b(?:add|append|write|echo|insert|put)\b[^\n]{0,80}(?:authorized_keys|\.bashrc|\.zshrc|\.bash_profile|\.profile|crontab"
         r"|/etc/sudoers)")),
 )
 # A danger said not to be done ("never skip tests", "do not run rm -rf") asks for nothing.
-NEGATED = re.compile(r"(?:\b(?:never|not|don'?t|doesn'?t|no|avoid|without|mustn'?t|shouldn'?t|cannot|can'?t|refuse[sd]?\s+to"
+NEGATED = _lazy(r"(?:\b(?:never|not|don'?t|doesn'?t|no|avoid|without|mustn'?t|shouldn'?t|cannot|can'?t|refuse[sd]?\s+to"
                      r"|stop)\W+(?:\w+\W+){0,2}$|(?:不要|别|別|禁止|切勿|不得|不可|不能|绝不|絶対に)\s*\S{0,2}$)")
 
-MENTION = re.compile("|".join([
+MENTION = _lazy("|".join([
     r"injection|jailbreak",
     r"\b(?:adversarial|red[\s-]team"
     r"|attack(?:s|er|ers)?|malicious|classifier|detect(?:s|ed|ion|or)?|filter(?:s|ed|ing)?|sanitiz\w*|blocklist|denylist"
@@ -195,7 +226,7 @@ MENTION = re.compile("|".join([
     r"|payloads?|heuristics?|benchmark|dataset|corpus)\b",
     r"(?:提示词?注入|注入攻击|注入攻擊|越狱|越獄|例如|比如|示例|攻击|攻撃|プロンプトインジェクション|インジェクション|攻撃|例えば|検出|检测)",
 ]))
-CODE = re.compile("|".join([  # (multi-line: a unit's neighbourhood is searched)
+CODE = _lazy("|".join([  # (multi-line: a unit's neighbourhood is searched)
     r"\b(?:system_?prompt|prompt_?template|messages\s*=\s*\[|chat\.completions|messages\.create|\.invoke\(|prompttemplate"
     r"|chatprompttemplate|systemmessage|humanmessage|aimessage|few[_\s-]?shot)\b",
     r"^\s*(?:[A-Za-z_][\w.]*\s*=\s*(?:f|r|rf|fr)?[\"']{1,3}|[\"']{3}|[\"']content[\"']\s*:|(?:const|let|var)\s+\w+\s*=\s*[`\"'])",

@@ -55,7 +55,7 @@ def _like(key: str) -> str:
 def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key: str) -> dict[str, Any] | None:
     pattern = _like(key)
     rows = conn.execute(
-        "SELECT q.id, q.session_id, q.tool_input, q.tool_response, q.created_at_epoch, q.prompt_number"
+        "SELECT q.id, q.session_id, q.tool_input, q.tool_response, q.created_at_epoch, q.prompt_number, q.guard_note"
         " FROM observation_queue q INDEXED BY observation_queue_failures"
         " JOIN sdk_sessions s ON s.claude_session_id = q.session_id"
         " WHERE q.tool_name = 'Bash' AND q.is_error = 1 AND s.project = ? AND q.session_id != ?"
@@ -103,11 +103,14 @@ def _describe(conn: sqlite3.Connection, key: str, failure: dict[str, Any]) -> st
         tail = f" Fixed then: obs:{fix['id']} {cut(fix['title'], 90)}."
     if failure.get("passed_later"):
         tail += " It passed later in that session."
-    # The line is read from the queued output itself, not from a screened memory: the write
-    # guard looks at it here (issue 47), loaded only when a past failure is shown.
-    from claude_mem.guard.screen import screened_line
+    why = error_line(failure.get("tool_response"))
+    if failure.get("guard_note") != "":
+        # The line is read from the queued output itself, not from a stored memory: when the
+        # worker's guard found text addressed to an AI there, or no worker has looked yet, the
+        # guard screens the line here (issue 47; loaded only then).
+        from claude_mem.guard.screen import screened_line
 
-    why = screened_line(error_line(failure.get("tool_response")), key, output_text(failure.get("tool_response")))
+        why = screened_line(why, key, output_text(failure.get("tool_response")))
     room = BUDGET - len(head) - len(tail) - 3
     body = f": {cut(why, room)}." if why and room > 20 else "."
     return cut(head + body + tail, BUDGET)

@@ -105,6 +105,12 @@ def list_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
     return [decode_row(r) for r in conn.execute(sql, params)]
 
 
+def set_guard_notes(conn: sqlite3.Connection, notes: dict[int, str]) -> None:
+    """What the write guard found in each event's output ('' for nothing), by queue row id
+    (migration 0018). Call inside a transaction."""
+    conn.executemany("UPDATE observation_queue SET guard_note = ? WHERE id = ?", [(note, row_id) for row_id, note in notes.items()])
+
+
 def turn_tool_rows(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> list[dict[str, Any]]:
     """The tool events of one turn, in order (the write guard's context: worker/guarding.py)."""
     return [decode_row(r) for r in conn.execute(

@@ -80,25 +80,27 @@ def open_failures(conn: sqlite3.Connection, session_id: str, limit: int = 5) -> 
     """Shell commands whose last run in the session failed (one per command key, newest first):
     the command, its error line. A later run of the same key that passed fixed it."""
     latest: dict[str, dict[str, Any]] = {}
-    for row_id, command, failed, response in conn.execute(
+    for row_id, command, failed, response, note in conn.execute(
             "SELECT id, CASE WHEN json_valid(tool_input) THEN json_extract(tool_input, '$.command') END, is_error,"
-            " CASE WHEN is_error THEN tool_response END FROM observation_queue"
+            " CASE WHEN is_error THEN tool_response END, guard_note FROM observation_queue"
             " WHERE session_id = ? AND kind = 'tool' AND tool_name = 'Bash' ORDER BY id", (session_id,)):
         key = command_key(command) if isinstance(command, str) else None
         if key is None:
             continue
         if failed and _interrupted(response):
             continue  # the user stopped it: it says nothing about the code
-        latest[key] = {"id": row_id, "key": key, "command": command, "failed": bool(failed), "response": response}
+        latest[key] = {"id": row_id, "key": key, "command": command, "failed": bool(failed), "response": response, "note": note}
     found = sorted((f for f in latest.values() if f["failed"]), key=lambda f: -f["id"])[:limit]
-    if found:
-        # Shown after a compaction and in the checkpoint, straight from the queued output: the
-        # write guard looks at each line there (issue 47).
-        from claude_mem.guard.screen import screened_line
+    for f in found:
+        response, note = f.pop("response"), f.pop("note")
+        f["error"] = error_text(response)
+        if note != "":
+            # Shown after a compaction and in the checkpoint, straight from the queued output:
+            # screened here when the worker's guard found text addressed to an AI in it, or has not
+            # looked yet (issue 47; the guard is loaded only then).
+            from claude_mem.guard.screen import screened_line
 
-        for f in found:
-            response = f.pop("response")
-            f["error"] = screened_line(error_text(response), f["key"], output_text(response))
+            f["error"] = screened_line(f["error"], f["key"], output_text(response))
     return found
 
 

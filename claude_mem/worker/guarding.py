@@ -96,13 +96,32 @@ class Guarding:
         for event_id in sorted(turn):
             event = turn[event_id]
             ctx.add_own(own_texts(event))
-            if event_id not in self._analysed:
-                source = source_of(event)
-                self._analysed[event_id] = analyse(source) if source is not None else None
-            analysis = self._analysed[event_id]
+            analysis = self._analysis(event)
             if analysis is not None:
                 ctx.add(analysis)
         return ctx
+
+    def _analysis(self, event: Event) -> Analysis | None:
+        """The event's outside text scanned (once), None for the session's own edits."""
+        if event.id not in self._analysed:
+            source = source_of(event)
+            self._analysed[event.id] = analyse(source) if source is not None else None
+        return self._analysed[event.id]
+
+    def settle(self, events: list[Event]) -> None:
+        """What the guard found in each of the batch's events, kept on its queue row (the pushes
+        that read a past failure's output trust a row it found nothing in), and Claude's reply to
+        a finished turn screened where it is stored. Call inside the store's transaction."""
+        if events and events[0].prompt_number != self._turn:
+            self._analysed, self._turn = {}, events[0].prompt_number
+        notes = {}
+        for event in events:
+            if event.kind == "tool":
+                analysis = self._analysis(event)
+                notes[event.id] = " ".join(p.note for p in analysis.planted) if analysis is not None else ""
+        queue.set_guard_notes(self.conn, notes)
+        if events and events[0].kind == "finalize":
+            self.reply(events[0])
 
     def observations(self, events: list[Event], observations: list[Observation]) -> list[Observation]:
         """What to store of a batch's observations: each with its provenance (the batch's, unless

@@ -378,8 +378,7 @@ class Worker:
                 summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
                                                   source=outcome.summary_source, model=summary_model))
                 records.complete_session(self.conn, self.session_id)
-            if events[0].kind == "finalize":
-                self.guarding.reply(events[0])
+            self.guarding.settle(events)  # what the guard found in each event's output; Claude's reply screened
             self._keep_raw_reply(ids, outcome)
             conversation = self.conversation
             if synth == "model" and conversation.turn is not None:
