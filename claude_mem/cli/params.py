@@ -25,6 +25,17 @@ class UsageProblem(click.ClickException):
     exit_code = 2
 
 
+class OneLineErrors(click.Command):
+    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
+
+
 def parse_when(value: str | None, name: str, *, until: bool = False) -> int | None:
     """A date, a date and time (local unless it says otherwise) or an age like 30d, as epoch ms.
     With `until`, a bare day (2026-11-22, today, yesterday) means the end of that day, so

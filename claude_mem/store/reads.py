@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 
+from claude_mem.kinds import Source
 from claude_mem.store.marks import not_superseded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
+STATED_SOURCES = tuple(source.value for source in Source if source.stated)  # a person's or the agent's word
 JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 
@@ -184,13 +186,16 @@ def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, t
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False,
-                      current: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
+                      current: bool = False, other_than: str | None = None, stated: bool | None = None) -> list[dict[str, Any]]:
     """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py);
-    `other_than`: none of that session's."""
+    `other_than`: none of that session's; `stated`: only those a person or the agent stated (True),
+    or none of them (False)."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
         where[0].append(not_superseded("t"))
+    if stated is not None and where is not None:
+        where[0].append(f"t.source {'' if stated else 'NOT '}IN ({', '.join(repr(s) for s in STATED_SOURCES)})")
     return _list(conn, "observation", _other_than(where, other_than), limit, newest_first)
 
 
