@@ -34,6 +34,9 @@ from claude_mem.text.shorten import cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
+# Rows whose documents are stale (an edit, migration 0018; a forget that could not reach the index):
+# through the partial index, which the planner would not pick by itself over the primary key.
+STALE_ROWS = "SELECT row_id FROM index_state INDEXED BY index_state_stale WHERE kind = ? AND collection_id = ''"
 
 
 
@@ -258,8 +261,7 @@ class Indexer:
             # Rows marked stale (an edit rewrote them, migration 0018; forget could not reach the
             # index): their documents are made again, or dropped if the row is gone, though no
             # notice named them.
-            wanted[kind].update(r[0] for r in conn.execute(
-                "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ''", (kind,)))
+            wanted[kind].update(r[0] for r in conn.execute(STALE_ROWS, (kind,)))
             top = self._max_id(conn, kind)
             above = self.high.get(kind, top)
             if top > above:

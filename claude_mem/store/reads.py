@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
 STATED_SOURCES = tuple(source.value for source in Source if source.stated)  # a person's or the agent's word
-JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
+JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited", "provenance")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 
 
