@@ -304,3 +304,31 @@ def test_an_edit_leaves_the_rows_vectors_and_index_state_stale_for_the_service()
         assert [r[0] for r in conn.execute(STALE_ROWS, ("observation",))] == [row_id]  # what the service's next pass takes
     finally:
         conn.close()
+
+
+def test_an_imported_stated_memory_passes_the_same_checks(tmp_path: Path) -> None:
+    """An export may come from elsewhere, or be written by hand: its stated memories are checked as
+    `remember` checks them (redacted; an empty one refuses the file, naming its line); the
+    observer's rows are imported as they are."""
+    key = "sk-ant-api03-" + "K" * 40
+    header = {"kind": "header", "format": "claude-mem", "version": 1}
+    session = {"kind": "session", "claude_session_id": "stated:elsewhere", "project": "elsewhere", "started_at_epoch": 1,
+               "host": "stated"}
+
+    def stated(text: str, source: str = "person") -> dict[str, Any]:
+        return {"kind": "observation", "session_id": "stated:elsewhere", "type": "discovery", "title": text[:40],
+                "narrative": text, "source": source, "created_at_epoch": 2}
+
+    path = tmp_path / "handmade.jsonl"
+    path.write_text("\n".join(json.dumps(o) for o in (header, session, stated(f"Deploy key {key} <private>pw</private> rotates"),
+                                                      stated(f"model row keeps {key}", source="model"))) + "\n")
+    invoke("import", str(path))
+    conn = db()
+    try:
+        rows = dict(conn.execute("SELECT source, narrative FROM observations").fetchall())
+    finally:
+        conn.close()
+    assert rows["person"] == "Deploy key [REDACTED]  rotates" and key in rows["model"]
+
+    path.write_text("\n".join(json.dumps(o) for o in (header, session, stated("<private>nothing else</private>"))) + "\n")
+    assert "line 3: the text is empty once its <private> spans are removed" in invoke("import", str(path), code=1).output

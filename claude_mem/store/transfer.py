@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -32,7 +32,7 @@ from claude_mem.store import marks, revisions
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
-from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.store.reads import OBSERVATION_TYPES, STATED_SOURCES
 from claude_mem.store.records import STATED_HOST
 from claude_mem.text.storable import dumps_line, storable, storable_value
 
@@ -251,9 +251,12 @@ def _check_header(obj: Any) -> None:
         raise ValueError(f"header: format version {version} is newer than this claude-mem reads ({VERSION}); upgrade claude-mem")
 
 
-def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None,
+                stated: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     """Every row of an export, validated, by kind (with its line number). Raises BadImportLine
-    for the first bad line. Rows must belong to a session in the file or in `known_sessions`."""
+    for the first bad line. Rows must belong to a session in the file or in `known_sessions`.
+    `stated` checks a memory a person or the agent stated (writes/checks.stated_row: what every
+    stated write passes), raising ValueError for one it refuses."""
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in COUNTED}
     header_seen = False
     number = 0
@@ -274,7 +277,10 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             kind = obj.get("kind")
             if kind not in COUNTED:
                 raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(COUNTED)}")
-            rows[kind].append((number, _checked(kind, obj)))
+            row = _checked(kind, obj)
+            if stated is not None and kind == "observation" and row["source"] in STATED_SOURCES:
+                row = stated(row)
+            rows[kind].append((number, row))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:
@@ -328,13 +334,14 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
 
 
 def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False,
-                 progress: Progress | None = None) -> ImportResult:
-    """Validate every line, then add the rows not already present, all in one transaction
-    (rolled back with `dry_run`, which still counts what would be added)."""
+                 progress: Progress | None = None, stated: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ImportResult:
+    """Validate every line (stated memories with `stated` too, see parse_lines), then add the rows
+    not already present, all in one transaction (rolled back with `dry_run`, which still counts what
+    would be added)."""
     # Reading and checking a large file takes seconds: done before taking the write lock, which
     # hooks wait on (then spool). A session removed meanwhile fails its rows' inserts below.
     known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
-    rows = parse_lines(lines, known)
+    rows = parse_lines(lines, known, stated)
     try:
         return import_rows(conn, rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:

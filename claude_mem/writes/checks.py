@@ -9,12 +9,15 @@ The write guard (issue 47: text addressed to an AI assistant is not kept as memo
 
 from __future__ import annotations
 
+from typing import Any
+
 from claude_mem.payload import redact
 from claude_mem.store.reads import parse_ref
 from claude_mem.text.shorten import clip
 from claude_mem.text.storable import storable
 
 TITLE_CHARS = 120  # a stated memory's title: the first line of its text, cut at a word
+NOTHING_STORED = "; nothing was stored"
 
 
 class Refused(ValueError):
@@ -32,13 +35,25 @@ def checked(text: object, limit: int, what: str = "text") -> str:
     if not isinstance(text, str):
         raise Refused(f"the {what} must be text")
     if len(text) > limit:
-        raise Refused(f"the {what} is {len(text):,} characters, over the limit of {limit:,} (setting remember_chars);"
-                      " nothing was stored")
+        raise Refused(f"the {what} is {len(text):,} characters, over the limit of {limit:,} (setting remember_chars)"
+                      + NOTHING_STORED)
     clean = storable(redact(text)).strip()
     if not clean:
         hidden = " once its <private> spans are removed" if text.strip() else ""
-        raise Refused(f"the {what} is empty{hidden}; nothing was stored")
+        raise Refused(f"the {what} is empty{hidden}{NOTHING_STORED}")
     return clean
+
+
+def stated_row(row: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A stated memory's row from an import, its title, text and facts checked as `remember` and
+    `edit` check them (an export may have been written elsewhere, or by hand)."""
+    try:
+        narrative = checked(row["narrative"], limit) if row.get("narrative", "").strip() else ""
+        title = checked(row["title"], limit, "title")
+        facts = [checked(fact, limit, "fact") for fact in row.get("facts") or [] if fact.strip()]
+    except Refused as exc:  # the import says what was not imported
+        raise Refused(str(exc).removesuffix(NOTHING_STORED)) from None
+    return {**row, "title": title, "narrative": narrative, "facts": facts}
 
 
 def headline(text: str) -> str:
