@@ -49,7 +49,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("settings", "logs"),
     # The ground: what every floor may need. Standard library only, save `processes.census`
     # (psutil): the hook path loads them.
-    ("hook_table", "hosts", "processes", "text", "jsonfile", "project", "file_paths", "payload", "identity", "resources", "kinds",
+    ("hook_table", "hosts", "processes", "text", "jsonfile", "project", "file_paths", "payload", "identity", "resources", "kinds", "login",
      "progress", "__init__"),
 )
 # The walls the floors alone would not keep (issue 25's "done when").
