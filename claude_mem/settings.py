@@ -258,6 +258,7 @@ class Config:
     push_prompt_chars: int
     push_files: bool
     push_commands: bool
+    remember_chars: int
     ask_chars: int
     push_timeout_ms: int
     chroma_url: str
