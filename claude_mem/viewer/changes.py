@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from claude_mem.kinds import Source
+from claude_mem.settings import Config
 from claude_mem.store import marks
 from claude_mem.store.db import connect, transaction
 from claude_mem.viewer.data import DatabaseMissing
@@ -82,7 +83,7 @@ class Changes:
     """The write routes' work, over the database of one configuration. `project`: where a memory
     goes when the page names none (the project of the folder the viewer was started in)."""
 
-    def __init__(self, config: Any, project: str) -> None:
+    def __init__(self, config: Config, project: str) -> None:
         self.config = config
         self.project = project
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem.kinds import Source
+from claude_mem.settings import Config
 from claude_mem.store import revisions
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import OBSERVATION_TYPES, json_list
@@ -42,7 +43,7 @@ def _write(conn: sqlite3.Connection, observation_id: int, version: dict[str, Any
                   json.dumps(version["facts"], ensure_ascii=False), observation_id))
 
 
-def edit(config: Any, conn: sqlite3.Connection, observation_id: int, *, title: str | None = None, text: str | None = None,
+def edit(config: Config, conn: sqlite3.Connection, observation_id: int, *, title: str | None = None, text: str | None = None,
          facts: list[str] | None = None, type_: str | None = None, author: Source = Source.PERSON) -> Edited:
     """Change what is given of an observation's title, text (its narrative), facts (all of them:
     blank ones dropped, so [""] clears them) and type. A title made from the text (a stated
@@ -75,7 +76,7 @@ def edit(config: Any, conn: sqlite3.Connection, observation_id: int, *, title: s
     return Edited(observation_id, changed)
 
 
-def undo(config: Any, conn: sqlite3.Connection, observation_id: int) -> Edited:
+def undo(config: Config, conn: sqlite3.Connection, observation_id: int) -> Edited:
     """Put back the version the latest edit replaced. Raises Missing (no such observation) or
     Refused (never edited, or every edit undone already)."""
     with transaction(conn):

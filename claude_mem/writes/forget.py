@@ -9,12 +9,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from claude_mem.settings import Config
 from claude_mem.store import forget as forget_mod
 from claude_mem.writes.checks import Missing
 from claude_mem.writes.index import follow
 
 
-def forget(config: Any, conn: sqlite3.Connection, observation_id: int) -> dict[str, Any]:
+def forget(config: Config, conn: sqlite3.Connection, observation_id: int) -> dict[str, Any]:
     """Remove the observation; what went (forget's counts) and whether the database was compacted."""
     try:
         planned = forget_mod.plan(conn, refs=[("observation", observation_id)])

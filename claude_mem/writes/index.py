@@ -11,12 +11,12 @@ start, and takes stale rows on its next pass once it runs (service/indexer.py).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from claude_mem.service.client import notify_index
+from claude_mem.settings import Config
 
 
-def follow(config: Any, observation_ids: Iterable[int]) -> None:
+def follow(config: Config, observation_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in observation_ids})
     if ids and config.semantic_index:
         notify_index(config, ids, [], [])

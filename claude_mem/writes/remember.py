@@ -16,6 +16,7 @@ from claude_mem.kinds import Provenance, Source
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded
 from claude_mem.marks.rules import Mark
+from claude_mem.settings import Config
 from claude_mem.store import marks
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, insert_observation
@@ -45,7 +46,7 @@ def _files(files: Any) -> list[str]:
     return [checked(f, FILE_CHARS, "file path") for f in kept]
 
 
-def remember(config: Any, conn: sqlite3.Connection, text: str, *, project: str, type_: str = DEFAULT_TYPE,
+def remember(config: Config, conn: sqlite3.Connection, text: str, *, project: str, type_: str = DEFAULT_TYPE,
              files: Any = (), supersedes: int | None = None, author: Source = Source.PERSON) -> Remembered:
     """Store `text` as a memory of `project` stated by `author` (a person or the agent). With
     `supersedes`, that observation is marked superseded by it (by the same author); otherwise the
