@@ -18,10 +18,12 @@ from click.testing import CliRunner
 
 from claude_mem import settings
 from claude_mem.cli.app import cli
+from claude_mem.kinds import Source
 from claude_mem.push.digest import build_digest
 from claude_mem.service.indexer import STALE_ROWS
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
+from claude_mem.store.reads import STATED_SOURCES
 from claude_mem.store.records import ensure_session
 from tests.cli_helpers import invoke, invoke_json, one_error_line
 
@@ -74,6 +76,10 @@ def count(table: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     finally:
         conn.close()
+
+
+def test_the_stated_sources_are_the_ones_kinds_calls_stated() -> None:
+    assert set(STATED_SOURCES) == {source.value for source in Source if source.stated}
 
 
 def test_remember_prints_a_ref_found_by_keywords_at_once_and_first_in_the_next_digest() -> None:

@@ -12,7 +12,6 @@ import json
 import re
 import sqlite3
 
-from claude_mem.kinds import Source
 from claude_mem.store.marks import not_superseded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -20,7 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
-STATED_SOURCES = tuple(source.value for source in Source if source.stated)  # a person's or the agent's word
+# The sources of a memory a person or the agent stated (kinds.Source.stated; tests/test_writes.py
+# holds the two equal): spelt out, as the hooks read through here and need no enum of their own.
+STATED_SOURCES = ("person", "agent")
 JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited", "provenance")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 
