@@ -360,7 +360,9 @@ def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(t
     """Issue 46: A's memory service writes what A remembers to the shared server, replaces it
     there when A edits it, and A's forget removes it: B's search never finds the old text again."""
     from claude_mem.service.control import stop_service
+    from claude_mem.viewer.changes import TOKEN_HEADER
     from tests.hardening.support import wait_until
+    from tests.viewer_helpers import page_token
 
     a, b = team
     a.index().index_missing(a.conn)
@@ -393,5 +395,15 @@ def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(t
         invoke("forget", ref, "--yes", env=a.env)
         assert on_server(row) == [] and f"observation:{row}" not in b_finds("when does the payment sandbox key rotate?")
         assert len(owned(server, a_id)) == 5
+
+        # The viewer's forget: the row goes at once, its document through A's memory service.
+        other = invoke_json("remember", "Refunds over 500 EUR need a second approver", "--project", PROJECT, env=a.env)["id"]
+        assert wait_until(lambda: on_server(other) != [], 120)
+        with TestClient(create_app(a.config, poll_s=0.02), base_url="http://127.0.0.1:37777") as viewer:
+            token = page_token(viewer)
+            forgot = viewer.post(f"/api/observation/{other}/forget", content="{}",
+                                 headers={"content-type": "application/json", TOKEN_HEADER: token})
+        assert forgot.status_code == 200, forgot.text
+        assert wait_until(lambda: on_server(other) == [], 120) and len(owned(server, a_id)) == 5
     finally:
         stop_service(a.config.data_dir)
