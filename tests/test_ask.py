@@ -1,4 +1,4 @@
-"""Asking memory a question (issue 37): `claude-mem ask`, the MCP tool `ask`, and their core.
+"""Asking memory a question: `claude-mem ask`, the MCP tool `ask`, and their core.
 
 Real SQLite stores (tests/stores.py), the keyword search (semantic index off: these tests are not
 about search by meaning), the real claude-agent-sdk driving the fake Claude CLI

@@ -1,4 +1,4 @@
-"""Memory through a compaction (issue 34): PreCompact only asks for a checkpoint, the worker
+"""Memory through a compaction: PreCompact only asks for a checkpoint, the worker
 writes it once the events before it are taken, and SessionStart(compact) gives the session's own
 working set before the project's digest, within `compact_context_chars`."""
 
@@ -231,7 +231,7 @@ def test_replay_sends_precompact_before_each_compacted_start() -> None:
 def test_the_dev_transcript_bar(tmp_path: Path) -> None:
     """The issue's bar on the dev transcript: everything before its compaction replayed, PreCompact,
     the worker, SessionStart(compact): >= 80% of the files it modified named, >= half of the last
-    prompt's distinctive words, <= 2,500 characters in all (the digest too: issue 50), with and
+    prompt's distinctive words, <= 2,500 characters in all (the digest too), with and
     without Claude Code's summary."""
     if not DEV_TRANSCRIPT.exists():
         pytest.skip("the shared transcripts are not beside this checkout")
@@ -257,7 +257,7 @@ def test_a_short_last_prompt_brings_the_one_that_said_more(data_dir: Path, proje
 def test_precompact_does_not_wait_for_a_busy_worker(data_dir: Path, project: Path, tmp_path: Path) -> None:
     """The worker is in the middle of a slow model turn: the hook answers at once (the request
     stays pending while the turn goes on), and the worker writes the checkpoint after it."""
-    from tests.hardening.support import wait_until
+    from tests.waiting import wait_until
 
     a_session(project)
     env = model_env(tmp_path, [{"per_event": True, "sleep": 5}], {"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="0")

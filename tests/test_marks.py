@@ -1,4 +1,4 @@
-"""Memory that knows what is no longer true (issue 26): the rules that mark observations without a
+"""Memory that knows what is no longer true: the rules that mark observations without a
 model, the link table, and every reader honouring the marks (pushes, digest, search, views, CLI)."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: St
 
     dark, login = f"obs:{stored.obs['dark']}", f"obs:{stored.obs['login']}"
     plain = run(scenario, stdio_server(stored.config.data_dir, alpha_dir))
-    # A prompt stands for its turn (issue 14): the turn's observation comes in its place.
+    # A prompt stands for its turn: the turn's observation comes in its place.
     assert dark in refs(plain["search"]) and live not in refs(plain["search"]) and "> " in plain["anchor"]
     inside = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-alpha"))
     assert live not in refs(inside["search"]) and dark in refs(inside["search"])  # found by its own words

@@ -13,7 +13,6 @@ import socket
 import sys
 import tempfile
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from claude_mem.processes.census import OBSERVER_ENV
 from claude_mem.worker.conversation import ObserverLike
 from claude_mem.worker.observer import Observer, Reply
 from tests.fakes.fake_claude import write_wrapper
+from tests.waiting import wait_until
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_claude.py"
 _SDK = importlib.util.find_spec("claude_agent_sdk")
@@ -383,7 +383,7 @@ def test_cli_killed_while_starting_is_killed_not_cannot_start(fake: FakeCLI, obs
     async def scenario() -> tuple[Reply, Observer]:
         observer = make(fake, observer_dir, env={**fake.env, "FAKE_CLAUDE_START_SLEEP": "30"})
         starting = asyncio.ensure_future(observer.start())
-        assert await asyncio.to_thread(lambda: wait_for(lambda: fake.entries("start"), 15)), "the CLI started"
+        assert await asyncio.to_thread(lambda: wait_until(lambda: fake.entries("start"), 15, step=0.05)), "the CLI started"
         for proc in marked(OBSERVER_ENV, observer.observer_id):
             proc.kill()  # the OOM killer, while the CLI loads
         await starting
@@ -414,15 +414,6 @@ def test_cli_that_cannot_run_or_exits_while_starting(case: str, tmp_path: Path, 
         assert reply.error == "start_failed" and "exited while starting" in reply.detail, reply.detail
     else:
         assert reply.error == "cannot_start" and "cannot start" in reply.detail, reply.detail
-
-
-def wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_hung_handshake_times_out(tmp_path: Path, observer_dir: str) -> None:

@@ -1,4 +1,4 @@
-"""A team sharing one Chroma server (issue 16): two data folders, as on two laptops, recording
+"""A team sharing one Chroma server: two data folders, as on two laptops, recording
 the same repository into one real `chroma run` on 127.0.0.1. Nothing of one is overwritten or
 deleted by the other, each finds the other's memories, and the embedded index of one machine
 moves to installation ids without embedding anything again."""
@@ -361,8 +361,8 @@ def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(t
     there when A edits it, and A's forget removes it: B's search never finds the old text again."""
     from claude_mem.service.control import stop_service
     from claude_mem.viewer.changes import TOKEN_HEADER
-    from tests.hardening.support import wait_until
     from tests.viewer_helpers import page_token
+    from tests.waiting import wait_until
 
     a, b = team
     a.index().index_missing(a.conn)

@@ -30,7 +30,8 @@ from claude_mem.store.db import connect
 # The CLI in this process: a `claude-mem` subprocess per look (hundreds while a test polls `status`) cost
 # seconds of CPU that the workers under test wait for; tests/test_cli_capture.py runs it as a subprocess.
 from tests.cli_helpers import invoke_json
-from tests.hardening.support import kill_mid_work, our_processes, wait_until
+from tests.hardening.support import kill_mid_work, our_processes
+from tests.waiting import wait_until
 from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
 
 
@@ -494,7 +495,7 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
         assert [h.id for h in result.hits] == [obs["id"]]
         index = Index(settings.load())
         assert index.drift(conn)["in_sync"]
-        # Each prompt was indexed again with Claude's reply once its turn was over (issue 14).
+        # Each prompt was indexed again with Claude's reply once its turn was over.
         prompt_docs = {doc_id: text for row in conn.execute("SELECT * FROM user_prompts")
                        for doc_id, text, part in document_texts("prompt", row)}
         assert sum(text.startswith(("Fixed add()", "Added a docstring")) for text in prompt_docs.values()) == 2

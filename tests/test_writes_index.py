@@ -23,9 +23,9 @@ from claude_mem.mcp_host import write_current_description
 from claude_mem.service.control import stop_service
 from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect
-from tests.hardening.support import wait_until
 from tests.mcp_helpers import call, stdio_server
 from tests.search_helpers import WARM_UP_S
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

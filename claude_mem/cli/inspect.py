@@ -9,15 +9,13 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
-from claude_mem.cli.params import UsageProblem, parse_when
+from claude_mem.cli.params import UsageProblem, json_option, parse_when
 from claude_mem.store import injections, marks, outages, overview, revisions
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
 def require_session(conn: Any, session_id: str | None) -> None:

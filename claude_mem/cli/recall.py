@@ -16,7 +16,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
-from claude_mem.cli.params import OneLineErrors, UsageProblem, open_index, parse_when
+from claude_mem.cli.params import OneLineErrors, UsageProblem, json_option, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
 from claude_mem.store.reads import OBSERVATION_TYPES, ref
 from claude_mem.text.clock import local_stamp
@@ -37,7 +37,7 @@ _FILES_SHOWN = 2
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True, help="Most results.")
 @click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
               help="hybrid: words and meaning; fts: words only; vector: meaning only.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 @pass_app
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
                    since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
@@ -79,7 +79,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
 @cli.command("ask", cls=OneLineErrors)
 @click.argument("question")
 @click.option("--project", help="Only this project's memory (default: every project).")
-@click.option("--json", "as_json", is_flag=True, help="Print {answer, refs, source, tokens} as JSON.")
+@json_option
 @pass_app
 def ask_command(app: AppContext, question: str, project: str | None, as_json: bool) -> None:
     """Answer a question from memory in a few sentences, with the refs it rests on: written by the
@@ -113,7 +113,7 @@ def _filtered(*values: str | None) -> bool:
 
 
 @cli.command("reindex", cls=OneLineErrors)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def reindex_command(app: AppContext, as_json: bool) -> None:
     """Rebuild the semantic index from the database (the source of truth).
