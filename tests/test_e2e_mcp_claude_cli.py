@@ -87,7 +87,7 @@ def test_the_plugin_folder_serves_the_same_tools(sandbox):  # noqa: F811
 
 
 def test_the_plugins_remember_command_has_claude_call_remember(sandbox):  # noqa: F811
-    """Issue 46: `/memory:remember TEXT` in a session with the plugin (Claude Code names a plugin's
+    """`/memory:remember TEXT` in a session with the plugin (Claude Code names a plugin's
     commands after the plugin): it expands the plugin's command (commands/remember.md) into the
     prompt, whose instructions name the tool; the model's call of `remember` stores the memory, as
     the agent's word, which the next search finds."""

@@ -357,7 +357,7 @@ def test_server_documents_from_before_installation_ids_are_replaced(team: tuple[
 @pytest.mark.slow
 def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(team: tuple[Laptop, Laptop],
                                                                                 server: ChromaServer) -> None:
-    """Issue 46: A's memory service writes what A remembers to the shared server, replaces it
+    """A's memory service writes what A remembers to the shared server, replaces it
     there when A edits it, and A's forget removes it: B's search never finds the old text again."""
     from claude_mem.service.control import stop_service
     from claude_mem.viewer.changes import TOKEN_HEADER

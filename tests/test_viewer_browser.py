@@ -229,7 +229,7 @@ def test_a_person_marks_an_observation_superseded_and_takes_it_back(page: Any, v
 
 def test_a_person_remembers_edits_and_forgets_from_the_page(browser: Any, store: tuple[sqlite3.Connection, dict[str, Any]],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 46: the remember box, an observation's edit (and its undo) and its forget, which asks first."""
+    """The remember box, an observation's edit (and its undo) and its forget, which asks first."""
     conn, _ = store
     monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
     proc, url = start_viewer()

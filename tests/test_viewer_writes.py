@@ -1,4 +1,4 @@
-"""What a person changes from the viewer (issue 46): remember, edit and its undo, forget, marks;
+"""What a person changes from the viewer: remember, edit and its undo, forget, marks;
 and that every write route refuses a request forged by another site, on loopback too: another
 Origin (403), no per-launch token or a wrong one (401), a form instead of JSON (415), each
 changing nothing. Starlette's TestClient on a real SQLite store (tests/test_viewer_browser.py has

@@ -1,4 +1,4 @@
-"""Telling, correcting and forgetting memory from the command line (issue 46): `remember`, `edit`,
+"""Telling, correcting and forgetting memory from the command line: `remember`, `edit`,
 `edit --undo`, `forget`, and what they do to search, the digest, `ask`, marks, export and import.
 On a fresh data folder, keywords only (tests/test_writes_index.py has search by meaning, through a
 real memory service); the core functions are claude_mem/writes/."""

@@ -1,4 +1,4 @@
-"""Telling, correcting and forgetting memory, searched by meaning (issue 46): the real
+"""Telling, correcting and forgetting memory, searched by meaning: the real
 `claude-mem` console script on a fresh data folder, a real memory service indexing with MiniLM
 into the embedded Chroma, and the agent's `remember` through `claude-mem mcp` and the official
 MCP client. (tests/test_writes.py has the keyword side and the bad input; tests/test_team.py a
