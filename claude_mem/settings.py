@@ -180,6 +180,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("push_prompt_chars", "int", 1200, "Most characters one prompt's recall injects.", minimum=200),
         Setting("push_files", "bool", True, "Before Claude reads or edits a file, push what earlier sessions did with it (PreToolUse)."),
         Setting("push_commands", "bool", True, "Before a shell command runs, push its latest failure in an earlier session (PreToolUse)."),
+        Setting("remember_chars", "int", 4000, "Most characters of a memory a person or the agent states (`remember`, `edit`, the"
+                " viewer, the MCP tool remember); longer text is refused.", minimum=100),
         Setting("ask_chars", "int", 800, "Most characters of an answer from `claude-mem ask` and the MCP tool ask.", minimum=200),
         Setting("push_timeout_ms", "int", 300, "How long the prompt hook waits for the memory service's search before it answers"
                 " from keywords alone.", minimum=0),
@@ -256,6 +258,7 @@ class Config:
     push_prompt_chars: int
     push_files: bool
     push_commands: bool
+    remember_chars: int
     ask_chars: int
     push_timeout_ms: int
     chroma_url: str

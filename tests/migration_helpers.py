@@ -21,7 +21,7 @@ def copy_first_migrations(k: int, directory: Path) -> Path:
 def old_observation(conn: sqlite3.Connection, session_id: str, project: str, title: str, *, type_: str = "discovery",
                     facts: tuple[str, ...] = (), prompt_number: int = 1, created_at_epoch: int = 1) -> int:
     """An observation as an older claude-mem wrote it: only the columns every schema has (today's
-    insert_observation writes those of 0017 and 0018 too). Call inside a transaction."""
+    insert_observation writes those of 0017 and 0019 too). Call inside a transaction."""
     return int(conn.execute(
         "INSERT INTO observations (session_id, project, type, title, facts, prompt_number, content_hash, created_at,"
         " created_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, '', ?) RETURNING id",

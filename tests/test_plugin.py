@@ -110,6 +110,7 @@ def test_claude_code_validates_the_marketplace_and_the_plugin(manifest: str, tmp
     provided = {(h["event"], h["command"].split()[-1]) for h in report["provides"]["hooks"]}
     assert provided == {(e, s) for e, s, _ in HOOK_REGISTRATIONS} | {("SessionStart", "plugin-check")}
     assert [s["name"] for s in report["provides"]["mcpServers"]] == ["claude-mem"]
+    assert report["provides"]["commands"] == ["memory:remember"]  # commands/remember.md: `/memory:remember TEXT`
 
 
 # --- before the environment exists ----------------------------------------------------------------

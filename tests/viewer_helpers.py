@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
@@ -100,6 +101,13 @@ def insert(conn: sqlite3.Connection, session_id: str, project: str, title: str, 
         new_id = insert_observation(conn, session_id, project, Observation(fields.pop("type", "feature"), title, **fields), prompt_number=1)
     assert new_id is not None
     return new_id
+
+
+def page_token(client: Any) -> str:
+    """The per-launch token the viewer wrote into its page, as the page's script reads it."""
+    found = re.search(r'<meta name="claude-mem-write-token" content="([^"]+)">', client.get("/").text)
+    assert found is not None and found[1] != "{{write-token}}"
+    return found[1]
 
 
 def start_viewer(*args: str) -> tuple[subprocess.Popen[str], str]:

@@ -9,6 +9,7 @@
   npm_import.py  `import` of the npm claude-mem's database
   marks.py     marks (apply, add, undo)         stats.py   stats
   withheld.py  withheld, release (what the write guard withheld)
+  writes.py    remember, edit
   memory_file.py  memory-file
   worker.py    worker, service, workers, retry, reprocess, doctor, demo
   logs.py      logs                             viewer.py  viewer
@@ -18,7 +19,21 @@ imported; they are registered here too (app.py), for `--help`.
 
 from __future__ import annotations
 
-from claude_mem.cli import inspect, install, logs, manage, marks, memory_file, recall, stats, status, viewer, withheld, worker  # noqa: F401  (each registers its commands)
+from claude_mem.cli import (  # noqa: F401  (each registers its commands)
+    inspect,
+    install,
+    logs,
+    manage,
+    marks,
+    memory_file,
+    recall,
+    stats,
+    status,
+    viewer,
+    withheld,
+    worker,
+    writes,
+)
 from claude_mem.cli.app import cli
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 from typing import Any
@@ -280,13 +281,15 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     from claude_mem.cli.marks import echo_marked, marks_counts
     from claude_mem.marks.apply import last_id, mark_added
     from claude_mem.store.transfer import BadImportLine, import_lines
+    from claude_mem.writes.checks import stated_row
 
     lines = _read_lines(file)
     conn = create_db(app)
     before = last_id(conn)
     with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
         try:
-            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"))
+            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"),
+                                  stated=functools.partial(stated_row, limit=app.config.remember_chars))
         except BadImportLine as exc:
             raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
         marks = mark_added(conn, before) if result.added["observation"] and not dry_run else []

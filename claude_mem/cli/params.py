@@ -25,6 +25,17 @@ class UsageProblem(click.ClickException):
     exit_code = 2
 
 
+class OneLineErrors(click.Command):
+    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
+
+
 # One spelling and one meaning per flag, whatever the command (a command's docstring says what its
 # JSON holds or what its preview lists).
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")

@@ -16,7 +16,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
-from claude_mem.cli.params import UsageProblem, json_option, open_index, parse_when
+from claude_mem.cli.params import OneLineErrors, UsageProblem, json_option, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
 from claude_mem.store.reads import OBSERVATION_TYPES, ref
 from claude_mem.text.clock import local_stamp
@@ -26,18 +26,7 @@ PROGRESS_POLL_S = 0.3  # how often a command asks the memory service how far its
 _FILES_SHOWN = 2
 
 
-class _OneLineErrors(click.Command):
-    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
-
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: object) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError as exc:
-            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
-
-
-@cli.command("search", cls=_OneLineErrors)
+@cli.command("search", cls=OneLineErrors)
 @click.argument("query")
 @click.option("--project", help="Only this project.")
 @click.option("--type", "type_", type=click.Choice(OBSERVATION_TYPES), help="Only observations of this type.")
@@ -89,7 +78,7 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
                                                                                            until, file) else ""))
 
 
-@cli.command("ask", cls=_OneLineErrors)
+@cli.command("ask", cls=OneLineErrors)
 @click.argument("question")
 @click.option("--project", help="Only this project's memory (default: every project).")
 @json_option
@@ -125,7 +114,7 @@ def _filtered(*values: str | None) -> bool:
     return any(v for v in values)
 
 
-@cli.command("reindex", cls=_OneLineErrors)
+@cli.command("reindex", cls=OneLineErrors)
 @json_option
 @pass_app
 def reindex_command(app: AppContext, as_json: bool) -> None:
@@ -207,7 +196,7 @@ def _rebuild_in_service(config: Any, bar: Bar) -> dict[str, Any]:
 @cli.command("mcp")
 def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
-    recent_sessions, ask). `claude-mem install` registers it."""
+    recent_sessions, ask, and remember, the one that writes). `claude-mem install` registers it."""
     # entry.py runs it before click is loaded; this is the same server, for `claude-mem mcp` reached here.
     from claude_mem.mcp_shim import serve
 

@@ -24,6 +24,7 @@ from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref, ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
+from claude_mem.writes.index import released_text
 
 AGENT_SHELLS = ("CLAUDECODE",)  # set in the shell an agent runs commands in
 
@@ -113,8 +114,5 @@ def release_command(app: AppContext, ref_text: str, undo: bool) -> None:
     if row is None:
         raise NotFound(f"no {ref(kind, row_id)}")
     log_line(app.config.logs_dir, "release", f"{ref(kind, row_id)} {'withheld again' if undo else 'released'} by a person")
-    if app.config.semantic_index:
-        from claude_mem.service import client
-
-        client.notify_index(app.config, [row_id] if kind == "observation" else [], [row_id] if kind == "summary" else [], [])
+    released_text(app.config, kind, row_id)
     click.echo(f"{ref(kind, row_id)} {'withheld again' if undo else 'released: memory may give it again'}")

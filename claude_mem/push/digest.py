@@ -1,10 +1,13 @@
-"""The SessionStart digest: the project's latest summary and recent observations, bounded.
+"""The SessionStart digest: what the user asked to remember, the project's latest summary and
+recent observations, bounded.
 
 Reads SQLite only (no index, no model, standard library only) so the `context` hook stays fast.
 The best-known system of this kind injects unbounded context that Claude Code silently truncates
 past 10 KB; this one never exceeds `max_chars`: the summary is shortened to leave room for
 observations, the oldest observations are dropped first, and the line saying how to fetch
-details always fits. An empty project gets nothing at all.
+details always fits. An empty project gets nothing at all. Memories a person or the agent stated
+(`remember`) come first, in their own words: the user chose to keep them; they may take half the
+room when there is more to say.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 RECENT_OBSERVATIONS = 50
+STATED_MEMORIES = 30
+STATED_CHARS = 300
 SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
 OBSERVATIONS_HEADING = "\n## Recent observations\n"
+STATED_HEADING = "\n## Remembered on request (newest first)\n"
 FOOTER = "\nclaude-mem MCP: search(query) -> timeline(anchor=\"obs:<id>\") -> get_observations(ids=[...]); ask(question).\n"
 
 
@@ -35,14 +41,18 @@ def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 800
     # What the write guard withheld is never given unasked (issue 47).
     summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than, given=True)
     observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
-                                     other_than=other_than, given=True)
-    if not summaries and not observations:
+                                     other_than=other_than, stated=False, given=True)
+    stated = list_observations(conn, project=project, limit=STATED_MEMORIES, newest_first=True, current=True, stated=True,
+                               given=True)
+    if not summaries and not observations and not stated:
         return ""
     header = f"# claude-mem: what happened recently in {project} {NOT_INSTRUCTIONS}\n"
     budget = max_chars - len(header) - len(FOOTER)
+    kept = _stated_block(stated, budget // 2 if summaries or observations else budget)
+    budget -= len(kept)
     # The summary may take half the room when observations want the rest, all of it otherwise.
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
-    text = header + summary + _observation_block(observations, budget - len(summary)) + FOOTER
+    text = header + kept + summary + _observation_block(observations, budget - len(summary)) + FOOTER
     return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
 
 
@@ -69,6 +79,18 @@ def _summary_block(s: dict[str, Any], room: int) -> str:
         else:
             fields.pop()
     return title if len(title) <= room else ""
+
+
+def _stated_block(stated: list[dict[str, Any]], room: int) -> str:
+    """The stated memories that fit, newest first, each in its own words (cut)."""
+    lines = [f"- obs:{o['id']} {local_day(o['created_at_epoch'])} [{o['type']}] {cut(o['narrative'] or o['title'], STATED_CHARS)}\n"
+             for o in stated]
+    block = STATED_HEADING
+    for line in lines:
+        if len(block) + len(line) > room:
+            break
+        block += line
+    return block if block != STATED_HEADING else ""
 
 
 def _observation_block(observations: list[dict[str, Any]], room: int) -> str:

@@ -1,5 +1,5 @@
-"""Marks (migrations 0010, 0015): "B supersedes A" and "B duplicates A", with who said so (the
-observer model, a rule, a person), why, and when.
+"""Marks (migrations 0010, 0015, 0017): "B supersedes A" and "B duplicates A", with who said so
+(the observer model, a rule, a person, the agent through the MCP tool `remember`), why, and when.
 
 The words, the same everywhere: a *mark* is one such row; the older observation of an active mark
 is *superseded* (a duplicate too: its newest copy stands for it), and one nothing supersedes is
@@ -21,7 +21,7 @@ from claude_mem.store.db import chunks
 from claude_mem.text.clock import local_day
 
 RELATIONS = ("supersedes", "duplicates")
-AUTHORS = ("model", "rule", "person")
+AUTHORS = ("model", "rule", "person", "agent")
 ACTIVE = "undone_at_epoch IS NULL"
 
 

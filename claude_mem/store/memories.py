@@ -80,19 +80,25 @@ class Summary:
 
 def insert_observation(conn: sqlite3.Connection, session_id: str, project: str, obs: Observation, *,
                        prompt_number: int, source: str = "model", model: str | None = None,
-                       created_at_epoch: int | None = None) -> int | None:
-    """Insert unless the session already holds the same content; returns the new id or None."""
+                       created_at_epoch: int | None = None, provenance: list[str] | None = None) -> int | None:
+    """Insert unless the session already holds the same content; returns the new id or None.
+    `provenance`: what it was made from (kinds.Provenance values); unknown when not given."""
     now = created_at_epoch if created_at_epoch is not None else now_ms()
+    # Named only when known (so a database migrated part of the way, as tests of older schemas
+    # build, still takes the worker's observations); the write guard's note and what it withheld too.
+    provenance = provenance or obs.provenance
+    named = {"provenance": _json(provenance)} if provenance else {}
+    if obs.guard_note:
+        named.update(guard_note=obs.guard_note, withheld_text=obs.withheld_text)
     cur = conn.execute(
         "INSERT INTO observations (session_id, project, type, raw_type, title, subtitle, narrative,"
         " facts, concepts, files_read, files_modified, prompt_number, source, model, content_hash,"
-        " created_at, created_at_epoch, provenance, guard_note, withheld_text)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        f" created_at, created_at_epoch{''.join(', ' + name for name in named)})"
+        f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(named)})"
         " ON CONFLICT (session_id, content_hash) DO NOTHING",
         (session_id, project, obs.type, obs.raw_type, obs.title, obs.subtitle, obs.narrative,
          _json(obs.facts), _json(obs.concepts), _json(obs.files_read), _json(obs.files_modified),
-         prompt_number, source, model, obs.content_hash(), now_iso(now), now, _json(obs.provenance), obs.guard_note,
-         obs.withheld_text),
+         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *named.values()),
     )
     return cur.lastrowid if cur.rowcount else None
 

@@ -107,7 +107,7 @@ def list_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
 
 def set_guard_notes(conn: sqlite3.Connection, notes: dict[int, str]) -> None:
     """What the write guard found in each event's output ('' for nothing), by queue row id
-    (migration 0018). Call inside a transaction."""
+    (migration 0019). Call inside a transaction."""
     conn.executemany("UPDATE observation_queue SET guard_note = ? WHERE id = ?", [(note, row_id) for row_id, note in notes.items()])
 
 

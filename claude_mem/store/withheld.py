@@ -4,8 +4,8 @@ unasked, counted where they came from, and released by a person.
 A memory is withheld when the guard left a note on it (`guard_note`, migration 0017) and no
 person has released it (`released_at_epoch` NULL). The pushes leave withheld rows out with one
 lookup of the partial indexes `observations_withheld` and `session_summaries_withheld` (0017,
-0018), or a clause on a row they read anyway. A release is recorded on the row (when), logged,
-and puts back the text the guard withheld (`withheld_text`, migration 0018); `undo` withholds it
+0019), or a clause on a row they read anyway. A release is recorded on the row (when), logged,
+and puts back the text the guard withheld (`withheld_text`, migration 0019); `undo` withholds it
 again with the guard's text.
 
 Standard library only: the hooks read through here.

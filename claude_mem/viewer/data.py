@@ -2,8 +2,8 @@
 
 Store functions are used wherever they exist; the few queries here are ones nothing else needs
 (rows after a cursor, the newest prompts across sessions, table counts, the last error). Every
-reading connection is opened with `query_only`, so SQLite itself refuses a write from it; the
-one thing the viewer writes, a person's mark or undo (`change_mark`), opens its own.
+reading connection is opened with `query_only`, so SQLite itself refuses a write from it; what a
+person changes (changes.py) opens its own.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, marks, overview, reads, records, withheld
-from claude_mem.store.db import connect, transaction
+from claude_mem.store import costs, injections, marks, overview, reads, records, revisions, withheld
+from claude_mem.store.db import connect
 from claude_mem.store.reads import TURN_RANK
 from claude_mem.text.shorten import cut
 
@@ -163,7 +163,7 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 # -- details ------------------------------------------------------------------------------------
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
-    """One observation with its session and the prompt that led to it."""
+    """One observation with its session, the prompt that led to it, its marks and its earlier versions."""
     rows = marks.annotate(conn, reads.get_observations(conn, [observation_id]))
     if not rows:
         return None
@@ -174,7 +174,8 @@ def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[st
                                  "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
     # The page is a person's view: the text the write guard withheld is shown, marked (issue 47).
     obs["withheld_original"] = withheld.withheld_text(obs)
-    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed}
+    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed,
+            "revisions": revisions.of(conn, observation_id)}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
@@ -189,54 +190,6 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
                                                         ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
     return {"session": found["session"], "entries": entries, "injections": given}
-
-
-class MarkRefused(ValueError):
-    """A mark or an undo that cannot be made (an unknown observation, nothing to undo)."""
-
-
-def change_mark(db_path: str, old_id: int, new_id: int | None, *, undo: bool, duplicate: bool = False,
-                reason: str = "") -> dict[str, Any]:
-    """A person's mark (`new_id` makes `old_id` no longer true) or undo, on a connection of its own."""
-    if not os.path.exists(db_path):
-        raise DatabaseMissing(f"no database at {db_path}")
-    conn = connect(db_path, migrate=False)
-    try:
-        wanted = [i for i in (old_id, new_id) if i is not None]
-        known = {r[0] for r in conn.execute(f"SELECT id FROM observations WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
-        missing = [i for i in wanted if i not in known]
-        if missing:
-            raise MarkRefused(f"no observation obs:{missing[0]}")
-        with transaction(conn):
-            if undo:
-                undone = marks.undo(conn, old_id, new_id)
-                if not undone:
-                    raise MarkRefused(f"obs:{old_id} has no mark to undo")
-                return {"old": old_id, "undone": undone}
-            if new_id is None or new_id == old_id:
-                raise MarkRefused("name the newer observation that supersedes this one (not itself)")
-            relation = "duplicates" if duplicate else "supersedes"
-            marks.add(conn, old_id, new_id, relation, "person", reason=reason)
-            return {"old": old_id, "new": new_id, "relation": relation}
-    finally:
-        conn.close()
-
-
-def change_release(db_path: str, kind: str, row_id: int, *, undo: bool) -> dict[str, Any]:
-    """A person releases what the write guard withheld (or withholds it again), on a connection of its own."""
-    if not os.path.exists(db_path):
-        raise DatabaseMissing(f"no database at {db_path}")
-    conn = connect(db_path, migrate=False)
-    try:
-        with transaction(conn):
-            row = withheld.release(conn, kind, row_id, undo=undo)
-    except withheld.NotWithheld as exc:
-        raise MarkRefused(f"{reads.ref(kind, row_id)}: {exc}") from None
-    finally:
-        conn.close()
-    if row is None:
-        raise MarkRefused(f"no {reads.ref(kind, row_id)}")
-    return {"ref": reads.ref(kind, row_id), "released": not undo}
 
 
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:
