@@ -57,7 +57,8 @@ def write_routes(ids: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             (f"/api/observation/{fix}/edit", {"title": "forged title", "text": "forged text"}),
             (f"/api/observation/{fix}/edit", {"undo": True}),
             (f"/api/observation/{fix}/forget", {}),
-            ("/api/marks", {"old": finding, "new": fix})]
+            ("/api/marks", {"old": finding, "new": fix}),
+            ("/api/release", {"kind": "observation", "id": fix})]
 
 
 def test_the_page_carries_a_token_of_its_launch(store: Any) -> None:
