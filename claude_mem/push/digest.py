@@ -5,6 +5,13 @@ The best-known system of this kind injects unbounded context that Claude Code si
 past 10 KB; this one never exceeds `max_chars`: the summary is shortened to leave room for
 observations, the oldest observations are dropped first, and the line saying how to fetch
 details always fits. An empty project gets nothing at all.
+
+The decisions, rules and conventions the team stated (issue 51) come first, newest first, each
+with the component it was stated for, in at most DECISIONS_SHARE of the room: what holds in the
+project, before what happened in it. Rival decisions are one line that says they conflict, or
+are left out; a decision is not listed again among the recent observations. Those lines are not
+recorded as given (`digest_refs` does not match them): the prompt push may bring back the one a
+prompt bears on, where it matters.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from claude_mem.push.decisions import pair_line
+from claude_mem.store import marks
 from claude_mem.store.reads import list_observations, list_summaries
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
@@ -21,6 +30,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 RECENT_OBSERVATIONS = 50
+DECISIONS = 30  # the newest current decisions read for the digest
+DECISIONS_SHARE = 0.35
+DECISIONS_HEADING = "\n## Decisions and rules stated in this project (newest first)\n"
 SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
@@ -32,13 +44,17 @@ FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
     summaries = list_summaries(conn, project=project, limit=1, newest_first=True)
     observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True)
+    decided = list_observations(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True, current=True)
     if not summaries and not observations:
         return ""
     header = f"# claude-mem: what happened recently in {project}\n"
     budget = max_chars - len(header) - len(FOOTER)
+    rules = _decision_block(conn, decided, int(budget * DECISIONS_SHARE)) if decided else ""
+    budget -= len(rules)
+    observations = [o for o in observations if o["type"] != "decision"]
     # The summary may take half the room when observations want the rest, all of it otherwise.
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
-    text = header + summary + _observation_block(observations, budget - len(summary)) + FOOTER
+    text = header + rules + summary + _observation_block(observations, budget - len(summary)) + FOOTER
     return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
 
 
@@ -48,6 +64,34 @@ _LISTED = re.compile(r"^- (obs:\d+) ", re.MULTILINE)
 def digest_refs(text: str) -> list[str]:
     """The observations a digest lists ("obs:12"), so later pushes leave them out."""
     return _LISTED.findall(text)
+
+
+def _decision_block(conn: sqlite3.Connection, decided: list[dict[str, Any]], room: int) -> str:
+    """The current decisions that fit, newest first: `- decision obs:12 (2026-03-01, for services/billing): <the rule>`;
+    rivals as one line (store/marks.py), or not at all when one of them is not among the current decisions read."""
+    by_id = {int(o["id"]): o for o in decided}
+    rivals = marks.conflicting(conn, list(by_id))
+    lines: list[str] = []
+    done: set[int] = set()
+    for o in decided:
+        if int(o["id"]) in done:
+            continue
+        others = rivals.get(int(o["id"]), [])
+        if others:
+            if not all(i in by_id for i in others):
+                continue  # a rival not read: neither is shown
+            group = [o, *(by_id[i] for i in others)]
+            done.update(int(g["id"]) for g in group)
+            lines.append(pair_line(group) + "\n")
+            continue
+        scope = f", for {o['scope']}" if o.get("scope") else ""
+        lines.append(f"- decision obs:{o['id']} ({local_day(o['created_at_epoch'])}{scope}): {cut(o['title'], TITLE_CHARS * 2)}\n")
+    block = DECISIONS_HEADING
+    for line in lines:
+        if len(block) + len(line) > room:
+            break
+        block += line
+    return block if block != DECISIONS_HEADING else ""
 
 
 def _summary_block(s: dict[str, Any], room: int) -> str:

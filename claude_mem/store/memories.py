@@ -44,6 +44,8 @@ class Observation:
     files_modified: list[str] = field(default_factory=list)
     raw_type: str | None = None  # set when the model used a type we do not know
     supersedes: list[int] = field(default_factory=list)  # older observations the model said this one replaces
+    scope: str = ""  # a decision's component, path or area ('' = the whole project; text/scope.py)
+    conflicts: list[int] = field(default_factory=list)  # older decisions the model said this one rivals, neither replacing the other
 
     def content_hash(self) -> str:
         def norm(text: str) -> str:
@@ -76,14 +78,17 @@ def insert_observation(conn: sqlite3.Connection, session_id: str, project: str, 
                        created_at_epoch: int | None = None) -> int | None:
     """Insert unless the session already holds the same content; returns the new id or None."""
     now = created_at_epoch if created_at_epoch is not None else now_ms()
+    # The column's default is the whole project: named only for a scope (so a database migrated
+    # only part of the way, as tests of older schemas build, takes other observations still).
+    scoped = [obs.scope] if obs.scope else []
     cur = conn.execute(
         "INSERT INTO observations (session_id, project, type, raw_type, title, subtitle, narrative,"
         " facts, concepts, files_read, files_modified, prompt_number, source, model, content_hash,"
-        " created_at, created_at_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (session_id, content_hash) DO NOTHING",
+        f" created_at, created_at_epoch{', scope' if scoped else ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+        f"{', ?' if scoped else ''}) ON CONFLICT (session_id, content_hash) DO NOTHING",
         (session_id, project, obs.type, obs.raw_type, obs.title, obs.subtitle, obs.narrative,
          _json(obs.facts), _json(obs.concepts), _json(obs.files_read), _json(obs.files_modified),
-         prompt_number, source, model, obs.content_hash(), now_iso(now), now),
+         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *scoped),
     )
     return cur.lastrowid if cur.rowcount else None
 
