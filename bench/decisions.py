@@ -193,7 +193,9 @@ def channels(memory: Memory, repo: str, prompt: str, name: str) -> dict[str, str
                               env=memory.env))
     project = project_for(cwd)
     found = cli(memory, "search", prompt, "--project", project, "--limit", "5", "--json") or {}
-    search = "\n".join(f"{h.get('title', '')} {h.get('snippet', '')} {h.get('mark') or ''}" for h in found.get("hits", []))
+    search = "\n".join(f"{h.get('title', '')} {h.get('snippet', '')}" + (f" [conflicts with {', '.join(h['conflicts_with'])}]"
+                                                                          if h.get("conflicts_with") else "")
+                       for h in found.get("hits", []))
     answered = cli(memory, "ask", prompt, "--project", project, "--json") or {}
     return {"digest": digest, "push": push, "search": search, "ask": str(answered.get("answer") or "")}
 

@@ -83,6 +83,35 @@ def test_a_scope_is_read_from_the_statement_and_matched_to_a_task() -> None:
     assert in_scope("", "anything") is True
 
 
+def test_the_models_decision_keeps_its_scope_and_its_conflicts() -> None:
+    from claude_mem.worker.parse import parse_reply
+
+    reply = ("<observation><type>decision</type><title>Amounts are integer cents</title><scope>./services/billing/</scope>"
+             "<conflicts>obs:12</conflicts></observation><observation><type>decision</type><title>Timestamps are UTC</title>"
+             "<scope>the whole project</scope></observation>")
+    first, second = parse_reply(reply).observations
+    assert (first.scope, first.conflicts, second.scope) == ("services/billing", [12], "")
+
+
+def test_titles_name_paths_from_the_projects_root_whatever_machine_recorded_them() -> None:
+    from claude_mem.worker.events import Event
+    from claude_mem.worker.heuristic import observe
+
+    def read(path: str, n: int) -> Event:
+        return Event(id=n, kind="tool", tool_name="Read", tool_input={"file_path": path}, tool_response={"type": "text"},
+                     is_error=False, prompt_number=1, created_at_epoch=1, cwd="/home/dev/ledger")
+
+    def run(command: str, n: int) -> Event:
+        return Event(id=n, kind="tool", tool_name="Bash", tool_input={"command": command},
+                     tool_response={"error": "Exit code 1\nboom"}, is_error=True, prompt_number=1, created_at_epoch=1,
+                     cwd="/home/dev/ledger")
+
+    windows = "C:\\Users\\dev\\AppData\\Local\\Temp\\tmp1a2b\\ledger\\services\\billing\\invoice.py"
+    said = " ".join(o.title + " " + " ".join(o.facts) for o in observe([
+        read("/home/dev/ledger/services/audit/writer.py", 1), run(f"python {windows} --check", 2)]))
+    assert "services/billing/invoice.py" in said and "C:\\" not in said and "/home/dev" not in said and "Temp" not in said
+
+
 # --- rival and replacing decisions: the marks ----------------------------------------------------
 
 def _decision(mem: Memory, session: str, text: str, at: int, project: str = "shop") -> int:
@@ -166,6 +195,9 @@ def test_the_push_shows_decisions_first_rivals_together_and_no_other_scope(shop:
     [pair] = [line for line in rivals.splitlines() if f"obs:{shop['keep']}" in line or f"obs:{shop['trim']}" in line]
     assert pair.startswith(f"- obs:{shop['keep']} + obs:{shop['trim']} decisions that conflict")
     assert "append-only" in pair and "backup to S3" in pair
+    # A rule for the component a prompt names comes, whatever else matched (here: nothing).
+    named = push(repo, "s4", "Before the release: anything to keep in mind for billing?")
+    assert named is not None and named.splitlines()[1].startswith(f"- obs:{shop['cents']} ")
     # A badge colour task in the mobile app: the dashboard's rule is not its rule.
     elsewhere = push(repo, "s3", "Make the overdue badge colour red in mobile/src/screens/Invoices.tsx, using the theme")
     assert elsewhere is None or f"obs:{shop['tokens']} " not in elsewhere

@@ -29,17 +29,30 @@ DECISION_CHARS = 300  # a decision's line: the rule whole, as stated
 CLAIM_CHARS = 240  # each side of a conflict
 
 
-def of_sessions(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str) -> list[dict[str, Any]]:
-    """The current decisions stated in the sessions the hits come from (not this one), as hits: a
-    decision that closed the investigation a prompt matches bears on it, though its own words
-    rarely match the prompt's (a rule, not the story of how it was found)."""
-    sessions = sorted({str(h.get("session_id")) for h in hits if h.get("session_id") and h.get("session_id") != session_id})
-    if not sessions:
-        return []
+def of_sessions(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, session_id: str,
+                sessions: int = 2) -> list[dict[str, Any]]:
+    """The decisions stated in the first `sessions` sessions the hits come from (not this one), as
+    hits, replaced ones too (the caller puts what replaced them in their place): a decision that
+    closed the investigation a prompt matches bears on it, though its own words rarely match the
+    prompt's (a rule, not the story of how it was found)."""
+    found = list(dict.fromkeys(str(h["session_id"]) for h in hits if h.get("session_id") and h.get("session_id") != session_id))
+    where = f"o.session_id IN ({','.join('?' * len(found[:sessions]))})"
+    return _decisions(conn, project, where, found[:sessions], current=False) if found else []
+
+
+def named(conn: sqlite3.Connection, project: str, prompt: str) -> list[dict[str, Any]]:
+    """The current decisions stated for a component, path or area the prompt names (text/scope.py):
+    a rule for the part of the project the task is in applies to it, whatever else matched."""
+    known = known_scopes(conn, project)
+    wanted = [s for s in known if in_scope(s, prompt, (), known) is True]
+    return _decisions(conn, project, f"o.scope IN ({','.join('?' * len(wanted))})", wanted) if wanted else []
+
+
+def _decisions(conn: sqlite3.Connection, project: str, where: str, params: list[str], *, current: bool = True) -> list[dict[str, Any]]:
+    now = f" AND {marks.not_superseded('o')}" if current else ""
     rows = conn.execute(
         "SELECT o.id, o.session_id, o.type, o.title, o.created_at_epoch FROM observations o WHERE o.type = 'decision'"
-        f" AND o.project = ? AND o.session_id IN ({','.join('?' * len(sessions))}) AND {marks.not_superseded('o')}"
-        " ORDER BY o.created_at_epoch DESC, o.id DESC", [project, *sessions]).fetchall()
+        f" AND o.project = ? AND {where}{now} ORDER BY o.created_at_epoch DESC, o.id DESC", [project, *params]).fetchall()
     return [{"kind": "observation", "id": r["id"], "session_id": r["session_id"], "type": "decision", "title": r["title"],
              "snippet": "", "created_at_epoch": r["created_at_epoch"], "score": None} for r in rows]
 

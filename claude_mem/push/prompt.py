@@ -13,10 +13,10 @@ alone, whose BM25 says nothing about relevance) were tuned with `bench/locomo.py
 docs/search-tuning.md, "Prompt recall", has what each choice measured.
 
 Stated decisions (issue 51, push/decisions.py) come first, whole, where they apply: those found,
-and those of the sessions of the best memories found (a decision closes the investigation a
-later task is near, in words of its own); below GATE, the decisions of the session of the best
-memory alone, when it reaches DECISION_GATE (bench/decisions.py measured the trade: 27 of 32
-tasks reached against 23 without it, 5 more of 80 off-topic prompts pushed).
+those of the two sessions the best memories found come from (a decision closes the investigation
+a later task is near, in words of its own), those stated for a component the prompt names; below
+GATE, the decisions of the session of the best memory alone, when it reaches DECISION_GATE
+(bench/decisions.py measured the trade: bench/README.md, issue 51).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 KINDS = ("observation", "summary")  # prompts are not pushed: the user wrote them, Claude answered them
 SEARCH_LIMIT = 16  # room for the current session's own memories, left out afterwards
 MAX_MEMORIES = 8
-DECISION_SESSIONS = 3  # the best hits whose sessions' decisions come with them (push/decisions.py)
 DECISION_GATE = 0.45  # below GATE, the best hit's session's decisions alone, when it reaches this
 GATE = 0.55  # the best memory's fused score must reach this for anything to be pushed
 FLOOR = 0.40  # and each memory shown this
@@ -87,12 +86,13 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
         elif ranked and float(ranked[0].get("score") or 0) >= DECISION_GATE:
             # Below the bar for notes, the decisions of the session the prompt is nearest to still speak:
             # they closed the investigation it is about, though their words rarely match a new task's.
-            hits = decisions.of_sessions(conn, ranked[:1], project, session_id)
+            hits = decisions.of_sessions(conn, ranked, project, session_id, sessions=1)
     # Keyword matches that clear their own bar come after: they alone answer while the service is
     # away, and they still speak when a memory too small for the fused score has few neighbours
     # (its cosines are taken around the candidates' own mean).
     hits = newest_in_place(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
-    hits += decisions.of_sessions(conn, hits[:DECISION_SESSIONS], project, session_id)
+    hits += newest_in_place(conn, decisions.of_sessions(conn, hits, project, session_id), project, session_id)
+    hits += decisions.named(conn, project, prompt)
     # Decisions first, where they apply, rivals together (push/decisions.py).
     hits = decisions.arrange(conn, hits, project, prompt)
     given = injections.given_refs(conn, session_id)

@@ -18,8 +18,6 @@ from dataclasses import replace
 from claude_mem.project import find_git_root
 from claude_mem.store.memories import Observation, Summary
 
-_STOP = r"[^\s'\"`:,;()\[\]{}<>|*?]"
-
 
 def roots(cwd: str | None) -> list[str]:
     """The prefixes a path of the session is relative to: its git root, then its folder."""
@@ -39,12 +37,32 @@ def relative(text: str, cwd: str | None) -> str:
     for root in places:  # the project's root first: what lies in it is named from there
         text = text.replace(root + "/", "")
     name = places[0].rsplit("/", 1)[-1] if places else ""
-    if not name:
-        return text
-    # An absolute path of another machine or folder that passes through a folder of the project's name.
-    foreign = re.compile(r"(?:[A-Za-z]:)?[\\/](?:" + _STOP + r"+[\\/])*?" + re.escape(name) + r"[\\/](" + _STOP + r"+(?:[\\/]" + _STOP
-                         + r"+)*)")
-    return foreign.sub(lambda m: m.group(1).replace("\\", "/"), text)
+    return _foreign(text, name) if name and name in text else text
+
+
+def _foreign(text: str, name: str) -> str:
+    """An absolute path of another machine or folder passing through a folder of the project's
+    name, from that folder on (one pass over the text: a pasted command can be long)."""
+    out: list[str] = []
+    done = 0
+    for match in re.finditer(r"[\\/]" + re.escape(name) + r"[\\/]", text):
+        if match.start() < done:
+            continue
+        start = match.start()
+        while start > done and text[start - 1] not in _ENDS:
+            start -= 1
+        head = text[start:match.start()]
+        if not re.match(r"(?:[A-Za-z]:)?[\\/]", head):
+            continue  # not an absolute path: left as it is
+        end = match.end()
+        while end < len(text) and text[end] not in _ENDS:
+            end += 1
+        out += [text[done:start], text[match.end():end].replace("\\", "/")]
+        done = end
+    return "".join(out) + text[done:]
+
+
+_ENDS = frozenset(" \t\n'\"`,;()[]{}<>|*?")
 
 
 def tidy_observation(obs: Observation, cwd: str | None) -> Observation:
