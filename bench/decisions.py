@@ -70,7 +70,8 @@ class Memory:
 def make_memory(work: Path, repos: list[str]) -> Memory:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(work / "data"), "CLAUDE_MEM_SYNTHESIZER": "heuristic",
-           "CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SERVICE_IDLE_S": "900", "CLAUDE_MEM_MEMORY_FILE": "off"}
+           "CLAUDE_MEM_WORKER_AUTOSTART": "1", "CLAUDE_MEM_SERVICE_IDLE_S": "900", "CLAUDE_MEM_MEMORY_FILE": "off",
+           "CLAUDE_MEM_WORKER_IDLE_S": "30"}  # a task session's worker need not wait long
     env.pop("CLAUDE_PROJECT_DIR", None)
     memory = Memory(work, env)
     for repo in repos:
