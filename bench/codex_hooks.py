@@ -58,7 +58,7 @@ def main() -> None:
         times: dict[str, list[float]] = {"claude-code": [], "codex": []}
         for i in range(args.runs):
             for host in ("claude-code", "codex") if i % 2 else ("codex", "claude-code"):
-                argv = [*claude_mem_argv(), "save", *(["--host", "codex"] if host == "codex" else [])]
+                argv = [*claude_mem_argv(), "hook", "save", *(["--host", "codex"] if host == "codex" else [])]
                 data = payload(i, host == "codex", tmp, rollout)
                 started = time.perf_counter()
                 subprocess.run(argv, input=data, env=env, check=True, capture_output=True)

@@ -101,9 +101,9 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
     adopt_environment(work / "plugin-data", Path(sys.executable).parent)
     kinds: dict[str, list[str] | None] = {
         "floor": [sys.executable, str(floor_py), str(floor_db)],
-        "save (console script)": [script, "save"] if script else None,
-        "save (plugin launcher)": [str(ROOT / "plugin" / "claude-mem"), "save"] if script else None,
-        "save (python -m)": [sys.executable, "-m", "claude_mem", "save"],
+        "save (console script)": [script, "hook", "save"] if script else None,
+        "save (plugin launcher)": [str(ROOT / "plugin" / "claude-mem"), "hook", "save"] if script else None,
+        "save (python -m)": [sys.executable, "-m", "claude_mem", "hook", "save"],
         "precompact (console script)": [script, "summary"] if script else None,
         "python -c pass": [sys.executable, "-c", "pass"],
     }
@@ -150,7 +150,7 @@ def bench_burst(procs: int, events: int, payloads: list[dict[str, Any]], work: P
     data_dir = work / "burst"
     env = {**base_env, "CLAUDE_MEM_DATA_DIR": str(data_dir)}
     script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
-    argv = [script, "save"] if script else [sys.executable, "-m", "claude_mem", "save"]
+    argv = [script, "hook", "save"] if script else [sys.executable, "-m", "claude_mem", "hook", "save"]
     # The database exists before the burst, as it does after a session's first prompt.
     check(subprocess.run(argv, input=json.dumps({**payloads[0], "session_id": "burst-warmup"}).encode(),
                          capture_output=True, env=env), "warm-up")
@@ -266,9 +266,9 @@ def bench_push(runs: int, payloads: list[dict[str, Any]], work: Path, base_env: 
             return {**common, "hook_event_name": "PreToolUse", "tool_name": item["_tool"], "tool_input": tool_input,
                     "tool_use_id": f"toolu-{kind}-{i}"}
 
-        argvs = {"floor": [sys.executable, str(floor_py), str(floor_db)], "pre (file)": [*base, "pre"],
-                 "pre (command)": [*base, "pre"], "new (prompt recall)": [*base, "new"],
-                 "context (service up)": [*base, "context"], "context (no service)": [*base, "context"]}
+        argvs = {"floor": [sys.executable, str(floor_py), str(floor_db)], "pre (file)": [*base, "hook", "pre"],
+                 "pre (command)": [*base, "hook", "pre"], "new (prompt recall)": [*base, "hook", "new"],
+                 "context (service up)": [*base, "hook", "context"], "context (no service)": [*base, "hook", "context"]}
         cold_env = {**env, "CLAUDE_MEM_DATA_DIR": str(cold_dir)}
         if not commands:
             del argvs["pre (command)"]

@@ -48,7 +48,7 @@ def offtopic_prompts(paths: list[Path]) -> list[str]:
 
 def hook_argv() -> list[str]:
     script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
-    return [script, "new"] if script else [sys.executable, "-m", "claude_mem", "new"]
+    return [script, "hook", "new"] if script else [sys.executable, "-m", "claude_mem", "hook", "new"]
 
 
 class Floor:

@@ -470,7 +470,7 @@ def digest_vs_floor(data_dir: Path, runs: int, work: Path) -> dict[str, Any]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached (see bench/hooks.py)
     script = shutil.which("claude-mem", path=os.path.dirname(sys.executable))
     argvs = {"floor": [sys.executable, str(floor_py), str(floor_db)],
-             "context": [script, "context"] if script else [sys.executable, "-m", "claude_mem", "context"]}
+             "context": [script, "hook", "context"] if script else [sys.executable, "-m", "claude_mem", "hook", "context"]}
 
     def payload(i: int) -> bytes:
         return json.dumps({"session_id": f"scale-digest-{i}", "hook_event_name": "SessionStart", "source": "startup",

@@ -26,7 +26,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from claude_mem import jsonfile
-from claude_mem.hook_table import HOOK_COMMANDS
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP
 from claude_mem.hosts import CODEX, HOST_FLAG
 from claude_mem.registration import (
     HOOK_TIMEOUT_S,
@@ -51,7 +51,8 @@ CODEX_HOOKS: tuple[tuple[str, str, int], ...] = (
     ("Stop", "summary", HOOK_TIMEOUT_S),
     ("SessionEnd", "summary", 3),
 )
-_OURS = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(" + "|".join(HOOK_COMMANDS) + rf")\s+{HOST_FLAG}\s+{CODEX}\s*$")
+_OURS = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(?:" + HOOK_GROUP + r"\s+)?(" + "|".join(HOOK_COMMANDS)
+                   + rf")\s+{HOST_FLAG}\s+{CODEX}\s*$")
 # How long Codex lets our MCP server start before giving up on it (ours imports mcp first: seconds
 # on a loaded machine). Not `required`: Codex does not wait for it (its tools join the session's
 # requests once it is up) and a server that fails never stops a Codex session from starting.
@@ -70,7 +71,7 @@ def paths() -> tuple[str, str]:
 
 
 def hook_command(base: list[str], sub: str) -> str:
-    return shlex.join([*base, sub, HOST_FLAG, CODEX])
+    return shlex.join([*base, HOOK_GROUP, sub, HOST_FLAG, CODEX])
 
 
 def our_subcommand(command: Any) -> str | None:

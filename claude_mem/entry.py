@@ -6,8 +6,19 @@ from __future__ import annotations
 import os
 import sys
 
-from claude_mem.hook_table import HOOK_COMMANDS
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP
 from claude_mem.hosts import host_from_args
+
+
+def hook_words(args: list[str]) -> tuple[str, str] | None:
+    """(hook command, host) when `args` run a hook: `hook save [--host codex]`, or `save ...` as
+    settings written by older installs still say; None for anything else (`hook save --help`)."""
+    if args[:1] == [HOOK_GROUP]:
+        args = args[1:]
+    if not args or args[0] not in HOOK_COMMANDS:
+        return None
+    host = host_from_args(args[1:])
+    return None if host is None else (args[0], host)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,11 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     # Memory is private: whatever this process (or a library it uses: Chroma, onnxruntime, the
     # observer CLI it starts) creates is for its owner only, not just the files we open ourselves.
     os.umask(0o077)
-    host = host_from_args(args[1:]) if args and args[0] in HOOK_COMMANDS else None
-    if host is not None:  # `claude-mem save`, or `claude-mem save --host codex`
+    hook = hook_words(args)
+    if hook is not None:
         from claude_mem.hooks import main as run_hook
 
-        return run_hook(args[0], host=host)
+        return run_hook(hook[0], host=hook[1])
     if args == ["service"]:
         # Straight to the service: a racing second one must find the lock taken and exit in
         # milliseconds, before click or chromadb are imported.

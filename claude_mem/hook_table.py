@@ -23,6 +23,11 @@ HOOK_REGISTRATIONS: tuple[tuple[str, str, str | None], ...] = (
     ("PreCompact", "summary", None),  # asks the session's worker for a checkpoint (auto and manual)
 )
 
+# The hidden command group the hooks run under (`claude-mem hook save`): plumbing, out of the
+# user's `claude-mem --help`. The bare names (`claude-mem save`) still run a hook, for settings
+# written by older installs.
+HOOK_GROUP = "hook"
+
 # The hook commands, in the order of their first event.
 HOOK_COMMANDS: tuple[str, ...] = tuple(dict.fromkeys(command for _, command, _ in HOOK_REGISTRATIONS))
 

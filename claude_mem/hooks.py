@@ -307,9 +307,10 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
     project = project_for(cwd)
     conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
     try:
-        text = build_digest(conn, project, max_chars=config.context_chars)
-        if source == "compact" and session_id:
-            text = _working_set(config, conn, session_id, cwd, payload) + text
+        compacted = session_id if source == "compact" else None
+        text = build_digest(conn, project, max_chars=config.context_chars, other_than=compacted)
+        if compacted:
+            text = _working_set(config, conn, compacted, cwd, payload) + text
         revive_stranded(config, conn, "context")
         # Recorded so that no push repeats what the digest gave; after a compaction even an
         # empty digest is recorded: what was pushed before it is no longer in the context.

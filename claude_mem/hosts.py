@@ -10,7 +10,7 @@ Codex's hooks are shaped like Claude Code's (PLATFORM-NOTES, Codex CLI): its she
 - Codex rejects unknown fields in a hook's answer (`suppressOutput` fails the run): it gets
   `hookSpecificOutput` {hookEventName, additionalContext} or nothing.
 
-`claude-mem install --codex` registers the hooks as `claude-mem <hook> --host codex`; a payload
+`claude-mem install --codex` registers the hooks as `claude-mem hook <name> --host codex`; a payload
 without that word is told apart by what only Codex sends (`turn_id`, a `rollout-` transcript).
 
 Standard library only: every hook process loads it.

@@ -2,14 +2,16 @@
 memory in few tokens, in three steps: `search` lists compact index rows (with what each full
 record would cost), `timeline` shows what happened around one of them, `get_observations` fetches
 the few records worth reading in full. `recent_sessions` answers "where did we leave off"; `ask`
-answers one question in a few sentences with their refs (ask/answer.py), in one call.
+answers one question in a few sentences with their refs (ask/answer.py), in one call. One tool
+writes: `remember` keeps what the user asked to remember (writes/remember.py), annotated as not
+read-only, so a user's permission rules can allow the reads and ask before the write.
 
 Nothing is opened until a tool is called: the database on first use. Searches go to the memory
 service (one warm process per data folder holding the embedding model and Chroma; started if it
 is not running); when it cannot answer in time, SQLite FTS5 answers and the result says so.
 This process loads no model and no Chroma client. Output is plain text (see views.py), bounded in
-size. Arguments are typed (pydantic constraints, Literal choices), so a bad call comes back as
-an `is_error` result naming the problem, never a traceback.
+size. Arguments are typed (mcp_args.py), so a bad call comes back as an `is_error` result naming
+the problem, never a traceback.
 """
 
 from __future__ import annotations
@@ -18,18 +20,31 @@ import datetime as dt
 import os
 import sqlite3
 import threading
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import Field
 
+from claude_mem.mcp_args import (
+    CheckedServer,
+    Count,
+    Files,
+    ObservationType,
+    ObsId,
+    Project,
+    Query,
+    StatedText,
+    Supersedes,
+    When,
+    epoch_ms,
+)
 from claude_mem.project import project_for
 from claude_mem.recall import teammates, views
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
-from claude_mem.store.reads import OBSERVATION_TYPES, REF_PATTERN, parse_ref
+from claude_mem.store.reads import REF_PATTERN, parse_ref
 from claude_mem.text.clock import local_stamp
 
 SERVER_NAME = "claude-mem"
@@ -40,9 +55,6 @@ MAX_RECORDS_CHARS = 30_000
 MAX_SESSIONS_CHARS = 12_000
 NOTHING_YET = "No memories yet: nothing has been captured on this machine."
 
-ObservationType = Literal["decision", "bugfix", "feature", "refactor", "discovery", "change"]
-assert set(get_args(ObservationType)) == set(OBSERVATION_TYPES)
-
 INSTRUCTIONS = """claude-mem remembers earlier Claude Code sessions: observations (decisions, bugfixes, features, \
 refactors, discoveries, changes), per-turn summaries and user prompts. Recall in three cheap steps:
 1. search(query) -> compact rows: ref (obs:12, sum:3, prompt:7), date, type, title, files, ~tokens of the full record;
@@ -50,7 +62,8 @@ refactors, discoveries, changes), per-turn summaries and user prompts. Recall in
 3. get_observations(ids=[12, ...]) -> full records, only for the observations worth their ~tokens.
 ask(question) answers one question about earlier work in a few sentences with their refs: one call instead of the three
 steps when you want a fact, not a list. recent_sessions() shows where recent sessions left off. The current project is
-searched unless you pass project="*" (all projects) or another project's name."""
+searched unless you pass project="*" (all projects) or another project's name.
+remember(text) keeps what the user asks you to remember, or a lasting fact or decision they state, for later sessions."""
 
 SEARCH_DOC = """Search memory of earlier sessions: step 1 of search -> timeline -> get_observations.
 Returns one compact row per match: ref (obs:N observation, sum:N turn summary, prompt:N user prompt), date, type,
@@ -78,37 +91,12 @@ was the login bug fixed?"): one call and a few hundred characters instead of sev
 search to browse or compare many memories, get_observations(ids=[...]) to read a ref of the answer in full.
 "I don't know" means no memory bears on the question. project: default the current one; '*' for all."""
 
-Query = Annotated[str, Field(min_length=1, max_length=500, description="Words or a question, e.g. 'why did login crash'.")]
-Project = Annotated[str | None, Field(
-    min_length=1, max_length=300, description="A project name as shown in results; default: the current project; '*': all.")]
-
-
-def _day_or_moment(value: Any) -> Any:
-    # pydantic would read "2026-05-01" as midnight, and "until" a day must include that day.
-    if isinstance(value, str) and len(value.strip()) == 10:
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    return value
-
-
-When = Annotated[dt.datetime | dt.date | None, BeforeValidator(_day_or_moment), Field(
-    description="A date (YYYY-MM-DD) or date-time (YYYY-MM-DDTHH:MM), local time unless it has an offset.")]
-Count = Annotated[int, Field(ge=0, le=25)]
-
-
-def _obs_number(value: Any) -> Any:
-    """"obs:12" -> 12, so refs copied from search rows work too; a teammate's "obs:12@laptop-b" stays a ref."""
-    if isinstance(value, str) and value.strip().lower().startswith("obs:") and "@" not in value:
-        return value.strip()[4:]
-    return value.strip() if isinstance(value, str) else value
-
-
-REMOTE_OBS_PATTERN = r"^obs:[1-9][0-9]{0,17}@[A-Za-z0-9._-]{1,64}$"
-ObsId = Annotated[Annotated[int, Field(ge=1)] | Annotated[str, Field(pattern=REMOTE_OBS_PATTERN)],
-                  BeforeValidator(_obs_number)]
-
+REMEMBER_DOC = """Keep a memory for later sessions of this project, stored at once. Use it when the user asks you to
+remember something ("remember that we deploy with `just release`"), or states a lasting fact, decision or rule about
+the project ("we never squash-merge", "staging is on port 8443"); not for what you did yourself (that is recorded
+anyway). Write the text as the user would want it read later. type: default discovery (a fact); decision for a choice
+made. files: the paths it is about. supersedes: the obs:N of a memory it replaces (found with search), which is then
+no longer pushed. Returns its ref (obs:N)."""
 
 class Memory:
     """What the tools share: settings, the default project, and the database,
@@ -137,18 +125,25 @@ class Memory:
             self._project = project_for(self.cwd or self.project_dir or self.workdir or os.getcwd())
         return self._project
 
-    def conn(self) -> sqlite3.Connection | None:
-        """The database, or None while nothing was captured (a read does not create it)."""
+    def conn(self, create: bool = False) -> sqlite3.Connection | None:
+        """The database, or None while nothing was captured (a read does not create it; `create`,
+        for the one tool that writes, does)."""
         if self._conn is None:
-            if not os.path.exists(self.config.db_path):
+            if not create and not os.path.exists(self.config.db_path):
                 return None
             from claude_mem.store.db import SchemaTooNewError, connect
 
             try:
+                self.config.ensure_dirs()
                 self._conn = connect(self.config.db_path)
-            except (SchemaTooNewError, sqlite3.Error) as exc:
+            except (SchemaTooNewError, sqlite3.Error, OSError) as exc:
                 raise ToolError(f"the memory database cannot be opened: {exc}") from None
         return self._conn
+
+    def path(self, name: str) -> str:
+        """A path the agent gave, relative to the session's folder, made absolute (as its tools name files)."""
+        base = self.project_dir or self.cwd or self.workdir or os.getcwd()
+        return os.path.normpath(os.path.join(base, os.path.expanduser(name.strip())))
 
     def live_prompt(self, conn: sqlite3.Connection) -> int | None:
         """The prompt Claude Code is answering now, which the agent calling us already has in
@@ -187,39 +182,6 @@ class Memory:
                 self._conn = None
 
 
-class _Server(MCPServer):
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(_argument_problems(name, exc.__cause__)) from exc.__cause__
-            raise
-
-
-def _argument_problems(tool: str, error: ValidationError) -> str:
-    """One short line per bad argument (pydantic's own text names its model and links to docs)."""
-    seen: dict[str, str] = {}
-    for problem in error.errors():
-        name = str(problem["loc"][0]) if problem["loc"] else "arguments"
-        if name not in seen:
-            got = problem.get("input")
-            shown = f" (got {got!r:.60})" if problem["type"] != "missing" and not isinstance(got, dict) else ""
-            seen[name] = f"{name}: {problem['msg']}{shown}"
-    return f"invalid arguments for {tool}: " + "; ".join(seen.values()) + ". See the tool's input schema."
-
-
-def _epoch_ms(value: dt.date | None, *, end_of_day: bool = False) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, dt.datetime):
-        start = dt.datetime.combine(value, dt.time())
-        value = start + dt.timedelta(days=1) if end_of_day else start  # "until 2026-05-01" includes that day
-    if value.tzinfo is None:
-        value = value.astimezone()  # local time, as a person writing a date means it
-    return int(value.timestamp() * 1000)
-
-
 def _scope_text(project: str | None) -> str:
     return f"project {project}" if project else "all projects"
 
@@ -252,7 +214,7 @@ class Tools:
                until: dt.date | None, file: str | None, limit: int) -> str:
         if not query.strip():
             raise ToolError("query is empty: give some words to look for")
-        since_ms, until_ms = _epoch_ms(since), _epoch_ms(until, end_of_day=True)
+        since_ms, until_ms = epoch_ms(since), epoch_ms(until, end_of_day=True)
         if since_ms is not None and until_ms is not None and since_ms >= until_ms:
             raise ToolError("since must be before until")
         memory = self.memory
@@ -374,6 +336,31 @@ class Tools:
         return "\n".join([answer.answer, tail, *([f"Note: {answer.note}"] if answer.note else [])])
 
 
+    def remember(self, text: str, type_: str | None, files: list[str] | None, supersedes: int | None) -> str:
+        from claude_mem.kinds import Source
+        from claude_mem.writes.checks import Missing, Refused
+        from claude_mem.writes.remember import DEFAULT_TYPE, remember
+
+        memory = self.memory
+        with memory.lock:
+            conn = memory.conn(create=True)
+            assert conn is not None
+            project = memory.project(None) or ""
+            try:
+                done = remember(memory.config, conn, text, project=project, type_=type_ or DEFAULT_TYPE,
+                                files=[memory.path(f) for f in files or ()], supersedes=supersedes, author=Source.AGENT)
+            except (Refused, Missing) as exc:
+                raise ToolError(str(exc)) from None
+        said = f"Remembered as obs:{done.id} in project {project}." if done.created else \
+            f"Already remembered as obs:{done.id} in project {project}."
+        if done.superseded:
+            said += f" It replaces obs:{done.superseded}, which is no longer pushed."
+        replaced = [f"obs:{m.old_id}" for m in done.marks]
+        if replaced:
+            said += f" It makes {', '.join(replaced)} no longer current (same claim or a newer value)."
+        return said
+
+
 def _local_anchor(anchor: str) -> tuple[str, int]:
     """The (kind, id) of an anchor ref; a teammate's memory has no timeline here."""
     parsed = parse_ref(anchor)
@@ -391,7 +378,7 @@ def build_server(config: Config, *, cwd: str | None = None, session_id: str | No
                  project_dir: str | None = None, workdir: str | None = None) -> MCPServer:
     memory = Memory(config, cwd, session_id, project_dir, workdir)
     tools = Tools(memory)
-    server = _Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = CheckedServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=read_only, structured_output=False)
@@ -426,6 +413,15 @@ def build_server(config: Config, *, cwd: str | None = None, session_id: str | No
                                                 description="One question about earlier work, e.g. 'why did login crash?'")],
                  project: Project = None) -> str:
         return tools.ask(question, project)
+
+    # The one tool that writes: not read-only (a user's permission rules can ask before it runs),
+    # not destructive (it adds; an old memory it supersedes stays, marked).
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(name="remember", description=REMEMBER_DOC, annotations=writes, structured_output=False)
+    def remember_tool(text: StatedText, type: ObservationType | None = None, files: Files = None,
+                      supersedes: Supersedes = None) -> str:
+        return tools.remember(text, type, files, supersedes)
 
     server.memory = memory  # type: ignore[attr-defined]  # closed by serve() and by tests
     return server

@@ -49,7 +49,7 @@ def description_path(data_dir: str) -> str:
 # The files whose change changes the description: the tools (their registry, mcp_server.py, and
 # the patterns and choices it takes from store/reads.py) and the library that shapes the answers.
 # A tool added to mcp_server.py needs nothing here.
-DESCRIBED_BY = ("mcp_server.py", os.path.join("store", "reads.py"))
+DESCRIBED_BY = ("mcp_server.py", "mcp_args.py", os.path.join("store", "reads.py"))
 LIBRARY_FILES = (os.path.join("mcp", "__init__.py"), os.path.join("mcp", "server", "lowlevel", "server.py"),
                  os.path.join("mcp_types", "__init__.py"), os.path.join("mcp_types", "version.py"))
 

@@ -2,9 +2,10 @@
 .claude.json (user scope) or .mcp.json (project scope), and taking both out again.
 
 Rules that keep a user's configuration safe:
-- only our own entries are touched, recognised by their command (`... claude-mem <hook>`), so a
-  re-install after the venv moved updates the stale path in place instead of adding a second
-  hook, and a user's edits to our entry (a longer timeout, a narrower matcher) survive;
+- only our own entries are touched, recognised by their command (`... claude-mem hook <name>`, or
+  `... claude-mem <name>` as older installs wrote it), so a re-install after the venv moved (or
+  an upgrade) updates the entry in place instead of adding a second hook, and a user's edits to
+  our entry (a longer timeout, a narrower matcher) survive;
 - nothing is written when nothing changes (idempotent), and a changed file is first copied to
   `<file>.bak-<timestamp>`;
 - a file that is not valid JSON is never rewritten: the whole operation stops before writing
@@ -27,13 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem import jsonfile
-from claude_mem.hook_table import HOOK_COMMANDS, HOOK_REGISTRATIONS
+from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP, HOOK_REGISTRATIONS
 
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10
 
-# Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands.
-_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(" + "|".join(HOOK_COMMANDS) + r")\s*$")
+# Ours: mentions claude-mem/claude_mem, then ends with one of our hook commands (`hook save`, or
+# `save` as older installs wrote it).
+_OUR_HOOK = re.compile(r"(?:claude-mem|claude_mem)\S*\s+(?:" + HOOK_GROUP + r"\s+)?(" + "|".join(HOOK_COMMANDS) + r")\s*$")
 
 # This repository is also a Claude Code marketplace (.claude-plugin/marketplace.json) whose plugin
 # runs the same hooks and MCP server: with both, every hook runs twice (events are stored once).
@@ -230,7 +232,7 @@ def installed_beside_plugin(project: str | None = None) -> list[str]:
     user = target_paths(None)[0]
     paths = [user, target_paths(project)[0]] if project else [user]
     return [f"claude-mem's hooks are also in {path} (`claude-mem install`), so every hook runs twice:"
-            f" `claude-mem uninstall{'' if path == user else f' --project {project}'}` removes them, the plugin does the same"
+            f" `claude-mem uninstall{'' if path == user else f' --project-dir {project}'}` removes them, the plugin does the same"
             for path, settings in _readable_settings(paths)
             if any(hook_subcommand(command) for _, command in _hook_commands(settings))]
 
@@ -244,7 +246,7 @@ def plan_hooks_install(settings: dict[str, Any], base: list[str], path: str = "s
     if not isinstance(hooks, dict):
         raise InstallError(f"{path}: \"hooks\" is not a JSON object; fix it by hand, then run again")
     for event, sub, matcher in HOOK_REGISTRATIONS:
-        wanted = shlex.join([*base, sub])
+        wanted = shlex.join([*base, HOOK_GROUP, sub])
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InstallError(f"{path}: \"hooks.{event}\" is not a JSON list; fix it by hand, then run again")

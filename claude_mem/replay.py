@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from claude_mem.hook_table import COMMAND_FOR_EVENT
+from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_GROUP
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 
@@ -424,7 +424,7 @@ def run_hook(command: str, payload: dict[str, Any] | str | bytes, *, env: Mappin
     on stdin. `env` is the whole environment (None: this process's)."""
     data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
     started = time.perf_counter()
-    proc = subprocess.run([*(argv or hook_argv()), command], input=data, capture_output=True, timeout=timeout,
+    proc = subprocess.run([*(argv or hook_argv()), HOOK_GROUP, command], input=data, capture_output=True, timeout=timeout,
                           env=dict(env) if env is not None else None)
     return HookResult(event, command, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                       proc.stderr.decode("utf-8", "replace"), time.perf_counter() - started)

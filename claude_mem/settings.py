@@ -19,7 +19,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, Literal
 
 APP = "claude-mem"
 ENV_PREFIX = "CLAUDE_MEM_"
@@ -180,6 +180,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("push_prompt_chars", "int", 1200, "Most characters one prompt's recall injects.", minimum=200),
         Setting("push_files", "bool", True, "Before Claude reads or edits a file, push what earlier sessions did with it (PreToolUse)."),
         Setting("push_commands", "bool", True, "Before a shell command runs, push its latest failure in an earlier session (PreToolUse)."),
+        Setting("remember_chars", "int", 4000, "Most characters of a memory a person or the agent states (`remember`, `edit`, the"
+                " viewer, the MCP tool remember); longer text is refused.", minimum=100),
         Setting("ask_chars", "int", 800, "Most characters of an answer from `claude-mem ask` and the MCP tool ask.", minimum=200),
         Setting("push_timeout_ms", "int", 300, "How long the prompt hook waits for the memory service's search before it answers"
                 " from keywords alone.", minimum=0),
@@ -224,6 +226,51 @@ def default_data_dir(environ: Mapping[str, str] | None = None) -> str:
 
 
 class Config:
+    """The settings in force: `values` holds them (the one store: `settings set` and tests change
+    it), read as attributes. Each setting is declared below with its type, so the type checker
+    sees every use (a misspelt setting is an error where it is written); tests/test_settings.py
+    holds the declarations to SETTINGS. The declarations make no attributes at run time: a read
+    goes to `__getattr__`, which the type checker is not shown."""
+
+    model: str
+    synthesizer: Literal["auto", "model", "heuristic"]
+    cli_path: str
+    worker_autostart: bool
+    worker_idle_s: float
+    observer_idle_s: float
+    observer_daily_tokens: int
+    observer_context_tokens: int
+    observer_prices: list[float]
+    fold_subagents: bool
+    max_workers: int
+    service_idle_s: float
+    max_attempts: int
+    observer_timeout_s: float
+    observer_start_give_up_s: float
+    retry_backoff_s: float
+    retry_backoff_max_s: float
+    batch_chars: int
+    max_field_chars: int
+    skip_tools: list[str]
+    context_chars: int
+    compact_context_chars: int
+    push_prompt: bool
+    push_prompt_chars: int
+    push_files: bool
+    push_commands: bool
+    remember_chars: int
+    ask_chars: int
+    push_timeout_ms: int
+    chroma_url: str
+    installation_name: str
+    local_projects: list[str]
+    embedder: Literal["auto", "minilm", "multilingual"]
+    memory_file: str
+    memory_file_lines: int
+    semantic_index: bool
+    retention_days: int
+    hook_busy_ms: int
+
     def __init__(self, data_dir: str, values: dict[str, Any], sources: dict[str, str] | None = None,
                  warnings: list[str] | None = None) -> None:
         self.data_dir = data_dir
@@ -231,11 +278,12 @@ class Config:
         self.sources = sources if sources is not None else {}  # key -> default | file | env
         self.warnings = warnings if warnings is not None else []
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self.__dict__["values"][key]
-        except KeyError:
-            raise AttributeError(key) from None
+    if not TYPE_CHECKING:
+        def __getattr__(self, key: str) -> Any:
+            try:
+                return self.__dict__["values"][key]
+            except KeyError:
+                raise AttributeError(key) from None
 
     @property
     def db_path(self) -> str:

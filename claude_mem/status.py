@@ -9,33 +9,16 @@ the last error. Core, not CLI: no click here; the commands and the viewer only f
 from __future__ import annotations
 
 import calendar
-import os
 import sqlite3
 import time
 from typing import Any
 
-from claude_mem import codex_registration
+from claude_mem import codex_registration, login
 from claude_mem.settings import Config
 from claude_mem.store import budget, overview
 from claude_mem.store import queue as queue_mod
 
-# Where the Claude Code CLI (which the observer runs) finds a login; the values are never read.
-_CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-                   "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 LOG_LINES_SEARCHED = 500  # for the last error: the log's end, read backwards from the tail
-
-
-def model_credentials() -> str | None:
-    """Where a model login would come from, without calling the network; None when there is none
-    we can see (macOS keeps Claude Code's login in the Keychain, which is not looked at)."""
-    for name in _CREDENTIAL_ENV:
-        if os.environ.get(name, "").strip():
-            return f"{name} is set"
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
-    path = os.path.join(config_dir, ".credentials.json")
-    if os.path.exists(path):
-        return f"Claude Code login in {path}"
-    return None
 
 
 def index_health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
@@ -128,7 +111,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
     from claude_mem.worker.spawn import list_workers
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
-                            "model": config.model, "synthesizer": config.synthesizer, "credentials": model_credentials(),
+                            "model": config.model, "synthesizer": config.synthesizer, "credentials": login.describe(),
                             "database_bytes": overview.database_bytes(config.db_path), "codex": codex_registration.state()}
     info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None, observer_budget=None,
                 sharing=sharing(config, None), workers_started=[])

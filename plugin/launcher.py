@@ -78,7 +78,8 @@ def main(argv: list[str]) -> int:
     plugin = Plugin.here()
     # This copy of claude_mem: its hook path and locks are standard library only.
     sys.path.insert(0, plugin.root)
-    command = argv[0] if argv else ""
+    # A hook: `hook save` as hooks/hooks.json writes it, or `save` as older copies of it did.
+    command = argv[1] if argv[:1] == ["hook"] and len(argv) > 1 else (argv[0] if argv else "")
     if command == "--build":
         return build(plugin)
     if command == "--revive":
@@ -113,7 +114,7 @@ def run_from_source(command: str) -> int:
     os.environ["CLAUDE_MEM_SEMANTIC_INDEX"] = "0"
     from claude_mem.entry import main as run
 
-    return run([command])
+    return run(["hook", command])
 
 
 def wait_for_environment(plugin: Plugin, argv: list[str]) -> int:

@@ -9,10 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from claude_mem.processes import lock_held
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -69,15 +69,16 @@ def builds(log: str) -> int:
 def wait_for_builds(data: Path, count: int, timeout: float = 180) -> str:
     """Wait until `count` builds have started and every build has ended (its lock free);
     returns the build log."""
-    deadline = time.monotonic() + timeout
-    log = ""
-    while time.monotonic() < deadline:
-        log = (data / "build.log").read_text() if (data / "build.log").exists() else ""
-        ended = sum(log.count(f"claude-mem plugin: {word}") for word in ("ready after", "failed:", "error:"))
-        if builds(log) >= count and ended >= builds(log) and not lock_held(str(data / "build.lock")):
-            return log
-        time.sleep(0.2)
-    raise AssertionError(f"not {count} finished build(s) after {timeout} s:\n{log[-3000:]}")
+    def log() -> str:
+        return (data / "build.log").read_text() if (data / "build.log").exists() else ""
+
+    def finished() -> bool:
+        text = log()
+        ended = sum(text.count(f"claude-mem plugin: {word}") for word in ("ready after", "failed:", "error:"))
+        return builds(text) >= count and ended >= builds(text) and not lock_held(str(data / "build.lock"))
+
+    assert wait_until(finished, timeout), f"not {count} finished build(s) after {timeout} s:\n{log()[-3000:]}"
+    return log()
 
 
 def builders(data: Path) -> list[int]:

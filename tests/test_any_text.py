@@ -1,4 +1,4 @@
-"""Any text in, nothing lost (issue 35): every character survives the hooks, the store, export and
+"""Any text in, nothing lost: every character survives the hooks, the store, export and
 import; a lone surrogate is replaced (U+FFFD), never a reason to drop an event or refuse a file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Asking memory a question (issue 37): `claude-mem ask`, the MCP tool `ask`, and their core.
+"""Asking memory a question: `claude-mem ask`, the MCP tool `ask`, and their core.
 
 Real SQLite stores (tests/stores.py), the keyword search (semantic index off: these tests are not
 about search by meaning), the real claude-agent-sdk driving the fake Claude CLI
@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,58 @@ def test_without_a_login_the_answer_is_extractive_and_the_model_is_not_tried_aga
     assert os.path.exists(os.path.join(observer_dir(config.data_dir), NO_MODEL_FILE))
     second = ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model)
     assert second.answer == first.answer and len(logged(log, "start")) == 1  # no second CLI start
+
+
+@pytest.fixture
+def logged_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No login variable and an empty Claude config folder; returns where its credentials go."""
+    from claude_mem import login
+
+    for name in (*login.CREDENTIAL_ENV, *login.ENDPOINT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
+    (tmp_path / "claude-config").mkdir()
+    return tmp_path / "claude-config" / ".credentials.json"
+
+
+@pytest.mark.parametrize("login", ["api key", "credentials file", "base url"])
+def test_a_login_that_appears_ends_the_no_model_hold_at_once(
+        store: Stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logged_out: Path, login: str) -> None:
+    """The hold spares a CLI start while nothing changed; a user who then logs in (a key in the
+    environment, Claude Code's credentials file written, another endpoint) gets the model's answer
+    at the next ask, not an hour later."""
+    ref = f"obs:{store.obs['login']}"
+    log = fake_model(tmp_path, monkeypatch, [{"error": "auth"}, {"reply": f"A token refresh raced with logout [{ref}]."}])
+    config = settings.load()
+    first = ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model)
+    held = ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model)
+    assert first.source == held.source == "extractive" and len(logged(log, "start")) == 1
+    if login == "api key":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-new")
+    elif login == "credentials file":
+        logged_out.write_text("{}")
+    else:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    answer = ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model)
+    assert answer.source == "model" and answer.refs == [ref], answer.note
+    assert len(logged(log, "start")) == 2
+
+
+def test_a_workers_no_login_outage_holds_ask_until_a_login_appears(
+        store: Stored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logged_out: Path) -> None:
+    from claude_mem.store import outages
+
+    ref = f"obs:{store.obs['login']}"
+    log = fake_model(tmp_path, monkeypatch, [{"reply": f"A token refresh raced with logout [{ref}]."}])
+    session = store.conn.execute("SELECT claude_session_id FROM sdk_sessions LIMIT 1").fetchone()[0]
+    with transaction(store.conn):
+        outages.record_failure(store.conn, session, "auth: Not logged in")
+    config = settings.load()
+    assert ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model).source == "extractive"
+    assert logged(log, "start") == []
+    logged_out.write_text("{}")
+    os.utime(logged_out, (time.time() + 5, time.time() + 5))  # written after the outage, whatever the clock's grain
+    assert ask(config, store.conn, "why did the login crash", project="alpha", model=answer_with_model).source == "model"
 
 
 def test_spent_budget_or_heuristic_synthesizer_means_no_model_call(

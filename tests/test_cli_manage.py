@@ -38,6 +38,7 @@ def search_ids(stored: Stored, index: Index, text: str) -> set[tuple[str, int]]:
     (("twelve",), "'twelve' is not a row id"),
     (("1", "--project", "alpha"), "either ids or --session"),
     (("--before", "someday"), "--before: 'someday' is not a date"),
+    (("1", "--yes", "--dry-run"), "--yes and --dry-run say opposite things"),
 ])
 def test_forget_usage_errors(stored: Stored, args: tuple[str, ...], expected: str) -> None:
     assert expected in one_error_line(invoke("forget", *args, code=2).output)
@@ -58,6 +59,7 @@ def test_forget_dry_run_lists_and_removes_nothing(stored: Stored) -> None:
     out = invoke("forget", "--project", "alpha").output
     assert out.startswith("would forget 2 sessions, 3 prompts, 4 observations, 2 summaries, 2 queued events, 1 raw model reply:")
     assert "sess-alpha" in out and "sess-old" in out and "run again with --yes" in out
+    assert invoke("forget", "--project", "alpha", "--dry-run").output == out  # the preview, said explicitly
     plan = invoke_json("forget", str(stored.obs["login"]), f"sum:{stored.sums['beta1']}")
     assert plan["dry_run"] is True and plan["observations"] == [stored.obs["login"]] and plan["summaries"] == [stored.sums["beta1"]]
     assert plan["counts"]["observations"] == 1 and plan["sessions"] == []
@@ -120,7 +122,9 @@ def test_prune_applies_retention_days(stored: Stored, live_worker: str) -> None:
     # The live worker's session keeps its row and its newer memories.
     assert [o["title"] for o in invoke_json("observations", "--session", "sess-alpha")] == ["Ran the test suite", "Dark mode toggle"]
     assert "nothing to prune" in invoke("prune", "--yes", code=1).output
-    assert "nothing to prune" in invoke("prune", "--days", "1000", code=1).output
+    assert "nothing to prune: nothing is older than 1000d" in invoke("prune", "--before", "1000d", code=1).output
+    assert "nothing to prune" in invoke("prune", "--days", "1000", code=1).output  # older versions' spelling
+    assert "--yes and --dry-run" in one_error_line(invoke("prune", "--yes", "--dry-run", code=2).output)
 
 
 # --- export and import -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The Codex CLI as a second host (issue 36), without the codex binary: the trust hashes against
+"""The Codex CLI as a second host, without the codex binary: the trust hashes against
 values the real Codex 0.171 reported, `install --codex` / `uninstall --codex` on real files,
 Codex payloads through the real hook processes, and what `status` and `doctor` say. The real
 binary runs in tests/test_e2e_codex.py."""
@@ -72,8 +72,8 @@ def test_install_then_uninstall_leaves_the_files_byte_for_byte() -> None:
     installed = json.loads(hooks.read_text())
     assert installed["hooks"]["Stop"][0] == USER_HOOKS["hooks"]["Stop"][0]  # the user's hook first, untouched
     ours = codex_registration.our_hooks(installed, str(hooks))
-    assert sorted(cmd.split()[1] for _, _, cmd in ours) == ["context", "new", "pre", "save", "summary", "summary"]
-    assert ("/opt/cm/bin/claude-mem summary --host codex" in {cmd for _, _, cmd in ours}
+    assert sorted(cmd.split()[2] for _, _, cmd in ours) == ["context", "new", "pre", "save", "summary", "summary"]
+    assert ("/opt/cm/bin/claude-mem hook summary --host codex" in {cmd for _, _, cmd in ours}
             and f"{hooks}:stop:1:0" in {key for key, _, _ in ours})  # after the user's Stop group
     text = config.read_text()
     lines = text.splitlines()
@@ -160,7 +160,7 @@ def test_cli_install_codex(data_dir: Path) -> None:
                                                                                                             "config.toml"]
     config = codex_files()[1].read_text()
     assert f'env = {{CLAUDE_MEM_DATA_DIR = "{data_dir}"}}' in config  # Codex gives MCP servers a minimal environment
-    bad = subprocess.run([sys.executable, "-m", "claude_mem", "install", "--codex", "--project", str(data_dir.parent)],
+    bad = subprocess.run([sys.executable, "-m", "claude_mem", "install", "--codex", "--project-dir", str(data_dir.parent)],
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "--codex" in bad.stderr
 

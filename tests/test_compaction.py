@@ -1,4 +1,4 @@
-"""Memory through a compaction (issue 34): PreCompact only asks for a checkpoint, the worker
+"""Memory through a compaction: PreCompact only asks for a checkpoint, the worker
 writes it once the events before it are taken, and SessionStart(compact) gives the session's own
 working set before the project's digest, within `compact_context_chars`."""
 
@@ -112,6 +112,36 @@ def test_compact_start_gives_the_sessions_working_set_first(data_dir: Path, proj
     assert "npm run lint" not in block  # it passed after it failed
 
 
+def test_after_a_compaction_the_digest_leaves_the_sessions_own_memory_out(data_dir: Path, project: Path) -> None:
+    """Claude Code's compaction summary and the working set already carry what this session did:
+    its own observations and summaries would fill the digest a second time. Other sessions' stay."""
+    from claude_mem.project import project_for
+    from claude_mem.store import memories, records
+    from claude_mem.store.db import connect
+
+    a_session(project)
+    name = project_for(str(project))
+    with contextlib.closing(connect(str(data_dir / "claude-mem.db"))) as conn:
+        records.ensure_session(conn, "earlier-session", project=name, cwd=str(project), transcript_path=None)
+        memories.insert_observation(conn, "earlier-session", name, memories.Observation(type="decision", title="Uploads go to S3"),
+                                    prompt_number=1)
+        memories.insert_observation(conn, SESSION, name, memories.Observation(type="feature", title="Retry loop in the uploader"),
+                                    prompt_number=1)
+        memories.upsert_summary(conn, SESSION, name, memories.Summary(request="Add retry logic", completed="retry loop"),
+                                prompt_number=1)
+    startup = context(project, "startup")
+    assert "Retry loop in the uploader" in startup and "Uploads go to S3" in startup
+    text = context(project, "compact")
+    digest = text.split("# claude-mem: what happened recently", 1)[1]
+    assert "Uploads go to S3" in digest
+    assert "Retry loop in the uploader" not in digest and "retry loop" not in digest
+    # A project whose only memory is this session's: the working set alone.
+    with contextlib.closing(connect(str(data_dir / "claude-mem.db"))) as conn:
+        conn.execute("DELETE FROM sdk_sessions WHERE claude_session_id = 'earlier-session'")
+    alone = context(project, "compact")
+    assert alone.startswith(HEADER) and "# claude-mem: what happened recently" not in alone
+
+
 def test_the_working_set_keeps_to_its_budget_names_first(data_dir: Path, project: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_COMPACT_CONTEXT_CHARS", "700")
@@ -201,7 +231,8 @@ def test_replay_sends_precompact_before_each_compacted_start() -> None:
 def test_the_dev_transcript_bar(tmp_path: Path) -> None:
     """The issue's bar on the dev transcript: everything before its compaction replayed, PreCompact,
     the worker, SessionStart(compact): >= 80% of the files it modified named, >= half of the last
-    prompt's distinctive words, <= 2,500 characters, with and without Claude Code's summary."""
+    prompt's distinctive words, <= 2,500 characters in all (the digest too), with and
+    without Claude Code's summary."""
     if not DEV_TRANSCRIPT.exists():
         pytest.skip("the shared transcripts are not beside this checkout")
     for extra in ([], ["--before-summary"]):
@@ -226,7 +257,7 @@ def test_a_short_last_prompt_brings_the_one_that_said_more(data_dir: Path, proje
 def test_precompact_does_not_wait_for_a_busy_worker(data_dir: Path, project: Path, tmp_path: Path) -> None:
     """The worker is in the middle of a slow model turn: the hook answers at once (the request
     stays pending while the turn goes on), and the worker writes the checkpoint after it."""
-    from tests.hardening.support import wait_until
+    from tests.waiting import wait_until
 
     a_session(project)
     env = model_env(tmp_path, [{"per_event": True, "sleep": 5}], {"per_event": True}, CLAUDE_MEM_SEMANTIC_INDEX="0")

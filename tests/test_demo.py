@@ -23,7 +23,7 @@ def test_demo_shows_the_whole_loop_without_an_account(tmp_path: Path) -> None:
     out = proc.stdout
     assert "7/7 queued events done" in out
     assert "no model could be used" in out and "(heuristic)" in out
-    # Without a model the observations still say what happened (issue 18): the failing test and
+    # Without a model the observations still say what happened: the failing test and
     # its assertion, grouped with the edit that fixed it; the function an edit touched.
     assert "[bugfix] test_add failed: assert add(2, 3) == 5, got -1 — fixed in calc.py add()  (heuristic)" in out
     assert "test_add failed because add(2, 3) returned -1, not 5" in out

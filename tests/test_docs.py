@@ -30,7 +30,10 @@ def fenced_commands(text: str = README) -> list[str]:
 
 
 def ci_test_command() -> str:
-    return (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1].strip()
+    """The line of .ci/run that makes the venv and runs the suite (a report follows it)."""
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    [command] = [line.strip() for line in lines if line.startswith("python3 -m venv .venv && ")]
+    return command
 
 
 def hook_table() -> list[tuple[str, str, str | None]]:
@@ -111,14 +114,13 @@ def test_the_readme_names_every_hook() -> None:
 
 def test_every_command_and_option_is_documented() -> None:
     """docs/commands.md has a section per command naming each of its long options, and each
-    subcommand of a group with its options; the hook commands are named there too."""
+    subcommand of a group with its options (the hook commands under `claude-mem hook`)."""
     page = PAGES["commands.md"]
     by_title = sections(page)
     missing: list[str] = []
     for name, command in cli.commands.items():
         if name in HOOK_COMMANDS:
-            if f"`claude-mem {name}`" not in page and f"`claude-mem {name}" not in page:
-                missing.append(name)
+            assert command.hidden, name  # the names older installs wrote: `claude-mem hook NAME` is documented
             continue
         body = by_title.get(f"claude-mem {name}")
         if body is None:

@@ -26,7 +26,7 @@ from tests.codex_helpers import claude_mem, codex_binary, provider_config, run_c
 from tests.fakes.messages_api import FakeMessagesAPI, bash
 from tests.fakes.responses_api import FakeResponsesAPI, developer_text, has_tool_output, say, shell
 from tests.git_layout import git_checkout
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

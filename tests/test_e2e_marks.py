@@ -1,4 +1,4 @@
-"""Memory that knows what is no longer true, end to end under the real Claude Code CLI (issue 26):
+"""Memory that knows what is no longer true, end to end under the real Claude Code CLI:
 a first session records the server's port, a second one changes it, and the observer (the real
 CLI as the worker's model, answered by a fake Messages API) is shown the first memory in its
 batch and says the new observation `<supersedes>` it; the third session's prompt push then

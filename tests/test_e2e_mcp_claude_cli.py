@@ -84,3 +84,36 @@ def test_the_plugin_folder_serves_the_same_tools(sandbox):  # noqa: F811
     # The plugin's hooks ran, and skipped the plugin's own tool (skip_tools: mcp__plugin_memory_claude-mem__*).
     queue = mem(sandbox, "queue")
     assert [r["kind"] for r in queue] == ["finalize"]
+
+
+def test_the_plugins_remember_command_has_claude_call_remember(sandbox):  # noqa: F811
+    """`/memory:remember TEXT` in a session with the plugin (Claude Code names a plugin's
+    commands after the plugin): it expands the plugin's command (commands/remember.md) into the
+    prompt, whose instructions name the tool; the model's call of `remember` stores the memory, as
+    the agent's word, which the next search finds."""
+    tool = "mcp__plugin_memory_claude-mem__remember"
+    # No permission rule names the tool: the command's `allowed-tools` lets this call run (in -p
+    # mode a tool not allowed is denied).
+    assert not sandbox["settings"].exists() or tool not in sandbox["settings"].read_text()
+    sandbox["env"]["ENABLE_TOOL_SEARCH"] = "false"
+    sandbox["env"]["CLAUDE_MEM_SEMANTIC_INDEX"] = "0"
+    adopt_environment(Path(sandbox["env"]["CLAUDE_CONFIG_DIR"]) / "plugins" / "data" / "memory-inline")
+    said = "we deploy with just release (ocelot-2291)"
+
+    steps = [tool_use(tool, {"text": "We deploy with `just release` (ocelot-2291).", "type": "decision"})]
+    with FakeMessagesAPI(steps, final_text="Remembered.") as api:
+        run_claude(sandbox, api, f"/memory:remember {said}", "--plugin-dir", str(ROOT))
+        [issued] = api.issued_tool_use_ids
+        first, last = api.agent_requests()[0], api.agent_requests()[-1]
+
+    prompt = first.all_text()
+    assert said in prompt and "Call the claude-mem MCP tool `remember`" in prompt
+    offered = {t.get("name"): t for t in first.tools}
+    assert tool in offered and "remember" in offered[tool]["description"].lower()
+    [answer] = [block for block in last.tool_results() if block["tool_use_id"] == issued]
+    text = json.dumps(answer["content"])
+    assert not answer.get("is_error") and "Remembered as obs:" in text, text
+    found = mem(sandbox, "search", "ocelot", "--mode", "fts")
+    [hit] = [h for h in found["hits"] if h["kind"] == "observation"]  # beside the prompt the hook recorded
+    shown = mem(sandbox, "show", f"obs:{hit['id']}")
+    assert (shown["source"], shown["type"], shown["session_id"]) == ("agent", "decision", f"stated:{PROJECT}")

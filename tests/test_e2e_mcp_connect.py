@@ -1,4 +1,4 @@
-"""The memory tools are there at a session's first turn (issue 33), with the real Claude Code CLI
+"""The memory tools are there at a session's first turn, with the real Claude Code CLI
 bundled with claude-agent-sdk and its defaults: it does not wait for MCP servers, probes them with
 `server/discover` and falls back to a slow legacy handshake when the answer is late. `claude-mem
 install` registers `claude-mem mcp` (mcp_shim.py); sessions whose first step is a memory search
@@ -23,7 +23,7 @@ from tests.fakes.messages_api import FakeMessagesAPI, tool_use
 pytestmark = pytest.mark.slow
 
 TOOL = "mcp__claude-mem__search"
-CONNECT_MS = 1000  # issue 33's bar, on a quiet machine
+CONNECT_MS = 1000  # the bar for the first connect, on a quiet machine
 QUIET_FLOOR_MS = 30.0  # a stdlib Python start answering one line there (bench/mcp_start.py: 20-30 ms)
 CONNECTED = re.compile(r"Successfully connected \(transport: stdio\) in (\d+)\s*ms")
 

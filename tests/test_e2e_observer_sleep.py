@@ -20,8 +20,9 @@ from claude_mem.demo import scripted_session
 from claude_mem.replay import run_hook
 from tests.cli_helpers import invoke_json
 from tests.fakes.messages_api import FakeMessagesAPI
-from tests.hardening.support import our_processes, wait_until
+from tests.hardening.support import our_processes
 from tests.observer_replies import observer_reply
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from tests.claude_cli import CLAUDE, CLAUDE_MEM, system_messages
 from tests.fakes.messages_api import AgentScript, FakeMessagesAPI, bash, tool_use, write
 from tests.observer_replies import observer_reply
 from tests.plugin_helpers import builds, clone, wait_for_builds
+from tests.waiting import waited
 
 pytestmark = pytest.mark.slow
 
@@ -71,13 +71,7 @@ def mem(user: dict, *args: str) -> object:
 
 
 def wait_for(what: str, probe, timeout: float = 240):  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(1)
-    raise AssertionError(f"no {what} after {timeout} s")
+    return waited(what, probe, timeout, step=1)
 
 
 def test_installed_from_the_marketplace_it_builds_its_own_python_and_remembers(user):

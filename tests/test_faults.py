@@ -1,4 +1,4 @@
-"""A transient fault never costs an event (issue 11), through the real Claude Code CLI bundled in
+"""A transient fault never costs an event, through the real Claude Code CLI bundled in
 claude-agent-sdk against the fake Anthropic Messages API (tests/fakes/messages_api.py); nothing of
 ours is mocked. Delays are shortened through settings (first backoff 0.2 s, cap 1 s).
 
@@ -35,8 +35,9 @@ from claude_mem.replay import play_subprocess
 from claude_mem.store.db import connect
 from claude_mem.store.outages import Failure
 from tests.fakes.messages_api import ApiError, ApiRequest, FakeMessagesAPI
-from tests.hardening.support import leftover_processes, record, rows, wait_until
+from tests.hardening.support import leftover_processes, record, rows
 from tests.observer_replies import observer_reply, real_cli_env
+from tests.waiting import wait_until
 
 FAST = {"CLAUDE_MEM_RETRY_BACKOFF_S": "0.2", "CLAUDE_MEM_RETRY_BACKOFF_MAX_S": "1", "CLAUDE_MEM_SEMANTIC_INDEX": "0",
         "CLAUDE_MEM_MAX_ATTEMPTS": "2"}

@@ -1,4 +1,4 @@
-"""The heuristic synthesizer (no model): observations that say what happened (issue 18).
+"""The heuristic synthesizer (no model): observations that say what happened.
 
 Hand-written tool events in the shapes Claude Code hands to PostToolUse hooks (Bash's
 {stdout, stderr, interrupted}, a failure's {error}, Edit's originalFile), then real transcripts:
@@ -143,7 +143,7 @@ def test_an_edit_names_the_definitions_it_touched(event: Event, title: str) -> N
 
 
 def test_the_bench_check_catches_the_old_generic_titles() -> None:
-    """The measure must be able to fail: the titles issue 18 counted are generic and name nothing."""
+    """The measure must be able to fail: generic titles that name nothing score low."""
     names = subjects([{"command": "uv run pytest -q tests/test_x.py"}, {"file_path": "/p/calc.py"}])
     for old in ("Ran 4 command(s)", "Ran 5 command(s), 2 failed", "3 tool error(s) seen"):
         assert is_generic(old) and not names_something(old, names)

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -26,7 +27,7 @@ from claude_mem.service import client as service_client
 from claude_mem.store import memories, queue, records, spool
 from claude_mem.store.db import connect, latest_version, transaction
 from claude_mem.worker import spawn
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 QUIET = {"continue": True, "suppressOutput": True}
 SESSION = "5f2b6c1e-hooks-test"
@@ -131,7 +132,7 @@ def test_a_session_through_the_four_hooks(data_dir: Path, project: Path) -> None
     assert prompts(data_dir) == [(1, "fix the parser"), (2, "now the docs")]
     with contextlib.closing(db(data_dir)) as conn:
         session = dict(conn.execute("SELECT * FROM sdk_sessions").fetchone())
-        # Claude's final reply is kept with the prompt it answers (issue 14).
+        # Claude's final reply is kept with the prompt it answers.
         assert [r[0] for r in conn.execute("SELECT reply_text FROM user_prompts ORDER BY prompt_number")] == [
             "Done: tests pass.", "Done: tests pass."]
     assert session["claude_session_id"] == SESSION
@@ -316,9 +317,11 @@ def test_a_10_mb_tool_response(data_dir: Path, project: Path) -> None:
     big = "".join(f"{i:08d} log line of a very chatty build\n" for i in range(250_000))
     response = {"stdout": big[:5_000_000] + secret + big[5_000_000:] + "FINAL " + secret, "stderr": "warning " * 1000}
     assert len(json.dumps(response)) > 10_000_000
-    started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = run_hook("save", tool(project, "toolu_big", tool_response=response))
-    assert time.monotonic() - started < 10
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The hook's own CPU time, whatever the machine's load: redaction and the cap stay linear.
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 10
     assert (proc.returncode, proc.stderr) == (0, "")
     [row] = queue_rows(data_dir)
     limit = settings.SETTINGS["max_field_chars"].default
@@ -373,9 +376,7 @@ def test_locked_database(data_dir: Path, project: Path) -> None:
     holder = sqlite3.connect(data_dir / "claude-mem.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        started = time.monotonic()
         proc = run_hook("save", tool(project, "toolu_kept"), env={**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": "200"})
-        assert time.monotonic() - started < 5
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -491,6 +492,26 @@ def fill(directory: Path) -> Path:
         except OSError:
             pass
     return filler
+
+
+@pytest.mark.slow
+def test_a_hook_waits_hook_busy_ms_for_a_locked_database_and_no_longer(data_dir: Path, project: Path) -> None:
+    """Timed against itself in the same run: the same hook with a longer hook_busy_ms, the lock
+    held throughout, takes that much longer (process start-up and load cancel out)."""
+    seed(data_dir, project)
+    holder = sqlite3.connect(data_dir / "claude-mem.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    took = {}
+    try:
+        for n, busy_ms in enumerate((200, 4200)):
+            started = time.monotonic()
+            proc = run_hook("save", tool(project, f"toolu_{n}"), env={**os.environ, "CLAUDE_MEM_HOOK_BUSY_MS": str(busy_ms)})
+            took[busy_ms] = time.monotonic() - started
+            assert proc.returncode == 0 and "locked" in proc.stderr
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert took[4200] - took[200] > 2.0, took  # 4 s apart, less the noise of two process starts
 
 
 @pytest.mark.parametrize("how", ["tmpfs", "rlimit"])
@@ -677,3 +698,16 @@ def test_files_a_hook_creates_are_private(data_dir: Path, project: Path) -> None
     assert stat.S_IMODE((data_dir / "claude-mem.db").stat().st_mode) == 0o600
     run_hook("save", b"broken")  # writes the log
     assert stat.S_IMODE((data_dir / "logs" / "claude-mem.log").stat().st_mode) == 0o600
+
+
+def test_hooks_run_under_the_hidden_hook_group_and_by_the_names_older_installs_wrote(data_dir: Path, project: Path) -> None:
+    cli = [sys.executable, "-m", "claude_mem"]
+    listed = subprocess.run([*cli, "--help"], capture_output=True, text=True, check=True).stdout
+    commands = re.findall(r"^  (\S+)", listed.split("Commands:", 1)[1], re.M)  # a wrapped description is indented deeper
+    assert not {"hook", "context", "new", "pre", "save", "summary"} & set(commands), listed
+    helped = subprocess.run([*cli, "hook", "save", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "PostToolUse" in helped.stdout and "--host" in helped.stdout
+    for n, words in enumerate((["hook", "save"], ["save"], ["hook", "save", "--host", "codex"])):
+        proc = subprocess.run([*cli, *words], input=json.dumps(tool(project, f"toolu_{n}")), capture_output=True, text=True)
+        assert (proc.returncode, proc.stderr) == (0, ""), words
+    assert [r["tool_use_id"] for r in queue_rows(data_dir)] == ["toolu_0", "toolu_1", "toolu_2"]

@@ -210,7 +210,7 @@ def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connec
 
 
 def test_a_multilingual_index_finds_a_fact_by_its_own_vector(conn: sqlite3.Connection, tmp_path: Path) -> None:
-    """multilingual-e5 lays its rows out as MiniLM does (one document per observation, issue 39):
+    """multilingual-e5 lays its rows out as MiniLM does (one document per observation):
     its pushes need each fact's own vector, which SQLite keeps (index/vectors.py)."""
     minilm = embedder_named("minilm")
     index = Index(path=str(tmp_path / "chroma"), embedder=Embedder("multilingual", "claude_mem_e5", minilm.passages))

@@ -82,7 +82,7 @@ def test_install_into_empty_config_registers_every_hook_and_the_mcp_server(claud
     found = our_hooks(settings)
     assert sorted((e, s) for e, s, _, _ in found) == sorted(OURS)
     for event, sub, matcher, entry in found:
-        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} {sub}", "timeout": registration.HOOK_TIMEOUT_S}
+        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} hook {sub}", "timeout": registration.HOOK_TIMEOUT_S}
         assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": PRE_TOOL_MATCHER}.get(event)
         assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # install and the dispatcher agree
     assert load(claude_home["mcp"]) == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
@@ -218,10 +218,11 @@ def test_reinstall_after_the_venv_moved_updates_the_stale_path_in_place(claude_h
 
     new = load(claude_home["settings"])
     post = new["hooks"]["PostToolUse"]
-    # Updated where it was, the user's longer timeout kept; the duplicate gone, the user's hook kept.
-    assert post[0] == {"matcher": "*", "hooks": [{"type": "command", "command": f"{VENV_CLAUDE_MEM} save", "timeout": 30}]}
+    # Updated where it was (to the `hook` group's form: older installs wrote `claude-mem save`), the
+    # user's longer timeout kept; the duplicate gone, the user's hook kept.
+    assert post[0] == {"matcher": "*", "hooks": [{"type": "command", "command": f"{VENV_CLAUDE_MEM} hook save", "timeout": 30}]}
     assert post[1] == {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}
-    assert new["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": f"{VENV_CLAUDE_MEM} summary"}]}]
+    assert new["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": f"{VENV_CLAUDE_MEM} hook summary"}]}]
     assert sorted((e, s) for e, s, _, _ in our_hooks(new)) == sorted(OURS)
     server = load(claude_home["mcp"])["mcpServers"]["claude-mem"]
     assert server == {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"], "env": {"CLAUDE_MEM_MODEL": "x"}}
@@ -293,18 +294,18 @@ def test_dry_run_shows_changes_and_writes_nothing(claude_home):
 def test_project_scope_writes_the_project_files_only(claude_home, tmp_path):
     project = tmp_path / "my project"
     project.mkdir()
-    code, out, err = run("install", "--project", str(project))
+    code, out, err = run("install", "--project-dir", str(project))
     assert code == 0, err
     settings = load(project / ".claude" / "settings.json")
     assert sorted((e, s) for e, s, _, _ in our_hooks(settings)) == sorted(OURS)
     assert load(project / ".mcp.json") == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
     assert not claude_home["settings"].exists() and not claude_home["mcp"].exists()
 
-    code, _, _ = run("uninstall", "--project", str(project))
+    code, _, _ = run("uninstall", "--project", str(project))  # as older versions spelt --project-dir
     assert code == 0
     assert load(project / ".claude" / "settings.json") == {} and load(project / ".mcp.json") == {}
 
-    code, _, err = run("install", "--project", str(tmp_path / "missing"))
+    code, _, err = run("install", "--project-dir", str(tmp_path / "missing"))
     assert code == 2 and "does not exist" in err
 
 
@@ -330,12 +331,15 @@ def test_paths_with_spaces_are_quoted_and_still_recognised():
     base = ["/opt/my venv/bin/claude-mem"]
     new, changes = registration.plan_hooks_install({}, base)
     commands = {entry["command"] for _, _, _, entry in our_hooks(new)}
-    assert "'/opt/my venv/bin/claude-mem' save" in commands
+    assert "'/opt/my venv/bin/claude-mem' hook save" in commands
     assert all(shlex.split(c)[0] == base[0] for c in commands)
-    # The `python -m claude_mem` fallback is ours too, and other tools' commands are not.
+    # The `python -m claude_mem` fallback is ours too, the bare names older installs wrote too, and
+    # other tools' commands are not.
+    assert registration.hook_subcommand("/usr/bin/python3 -m claude_mem hook new") == "new"
     assert registration.hook_subcommand("/usr/bin/python3 -m claude_mem new") == "new"
     assert registration.hook_subcommand("claude-mem summary") == "summary"
     assert registration.hook_subcommand("other-tool save") is None
+    assert registration.hook_subcommand("other-tool hook save") is None
     assert registration.hook_subcommand("claude-mem save --verbose") is None
     again, more = registration.plan_hooks_install(new, base)
     assert again == new and more == []

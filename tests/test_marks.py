@@ -1,4 +1,4 @@
-"""Memory that knows what is no longer true (issue 26): the rules that mark observations without a
+"""Memory that knows what is no longer true: the rules that mark observations without a
 model, the link table, and every reader honouring the marks (pushes, digest, search, views, CLI)."""
 
 from __future__ import annotations
@@ -413,14 +413,18 @@ def test_the_viewer_shows_marks_and_a_person_adds_and_undoes_them(conn: sqlite3.
 
     from claude_mem import settings
     from claude_mem.viewer.app import create_app
+    from claude_mem.viewer.changes import TOKEN_HEADER
+    from tests.viewer_helpers import page_token
 
     old = store(conn, "Uploads use 4 threads", at=1)
     new = store(conn, "Uploads use as many threads as cores", at=3, session="s2")
     config = settings.load()
     with TestClient(create_app(config, use_index=False, poll_s=0.02), base_url="http://127.0.0.1:37777") as client:
+        token = page_token(client)
+
         def post(body: Any, **headers: str) -> Any:
             return client.post("/api/marks", content=json.dumps(body),
-                               headers={"content-type": "application/json", **headers})
+                               headers={"content-type": "application/json", TOKEN_HEADER: token, **headers})
 
         assert post({"old": old, "new": new, "reason": "cores now"}).json() == {"old": old, "new": new, "relation": "supersedes"}
         detail = client.get(f"/api/observation/{old}").json()
@@ -431,7 +435,8 @@ def test_the_viewer_shows_marks_and_a_person_adds_and_undoes_them(conn: sqlite3.
         hits = client.get("/api/search", params={"q": "uploads threads", "mode": "fts"}).json()["hits"]
         assert [(h["id"], bool(h["mark"])) for h in hits] == [(new, False), (old, True)]
         # Another site's page can neither send JSON without asking first nor pass as this page.
-        assert client.post("/api/marks", data={"old": str(old), "new": str(new)}).status_code == 415
+        assert client.post("/api/marks", data={"old": str(old), "new": str(new)}).status_code == 401
+        assert client.post("/api/marks", data={"old": str(old)}, headers={TOKEN_HEADER: token}).status_code == 415
         assert post({"old": old, "new": new}, origin="http://evil.example").status_code == 403
         assert post({"old": old, "new": 999}).status_code == 409 and post({"old": "x"}).status_code == 400
         assert post({"old": old, "undo": True}).json() == {"old": old, "undone": [new]}

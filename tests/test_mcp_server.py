@@ -30,7 +30,9 @@ TOOLS = {
     "get_observations": ({"ids"}, {"ids"}),
     "recent_sessions": (set(), {"project", "limit"}),
     "ask": ({"question"}, {"question", "project"}),
+    "remember": ({"text"}, {"text", "type", "files", "supersedes"}),
 }
+READ_ONLY = {"search", "timeline", "get_observations", "recent_sessions", "ask"}
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +74,15 @@ def test_tool_contract(stored: Stored, alpha_dir: Path) -> None:
     assert ids["maxItems"] == 20 and [option["type"] for option in ids["items"]["anyOf"]] == ["integer", "string"]
     assert ids["items"]["anyOf"][0]["minimum"] == 1 and "@" in ids["items"]["anyOf"][1]["pattern"]
     assert props["recent_sessions"]["limit"]["maximum"] == 20
+    assert props["remember"]["files"]["anyOf"][0]["maxItems"] == 20 and "supersedes" not in by_name["remember"].input_schema["required"]
     for tool in tools:
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
-        # Every description teaches the same three steps.
-        assert "search -> timeline -> get_observations" in " ".join((tool.description or "").split()) or tool.name == "recent_sessions"
+        assert tool.annotations is not None and tool.annotations.read_only_hint is (tool.name in READ_ONLY)
+        assert tool.annotations.destructive_hint is False
+        # Every description teaches the same three steps; remember's says when to write.
+        assert "search -> timeline -> get_observations" in " ".join((tool.description or "").split()) \
+            or tool.name in ("recent_sessions", "remember")
         assert tool.output_schema is None
+    assert "user asks you to remember" in " ".join((by_name["remember"].description or "").split())
 
 
 @pytest.mark.slow
@@ -149,7 +155,7 @@ def test_the_prompt_being_answered_is_not_recalled_to_its_own_session(stored: St
 
     dark, login = f"obs:{stored.obs['dark']}", f"obs:{stored.obs['login']}"
     plain = run(scenario, stdio_server(stored.config.data_dir, alpha_dir))
-    # A prompt stands for its turn (issue 14): the turn's observation comes in its place.
+    # A prompt stands for its turn: the turn's observation comes in its place.
     assert dark in refs(plain["search"]) and live not in refs(plain["search"]) and "> " in plain["anchor"]
     inside = run(scenario, stdio_server(stored.config.data_dir, alpha_dir, CLAUDE_CODE_SESSION_ID="sess-alpha"))
     assert live not in refs(inside["search"]) and dark in refs(inside["search"])  # found by its own words

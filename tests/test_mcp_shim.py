@@ -1,4 +1,4 @@
-"""`claude-mem mcp` as Claude Code runs it (issue 33): a standard-library shim that answers what
+"""`claude-mem mcp` as Claude Code runs it: a standard-library shim that answers what
 describes the server from the description the real server wrote, and hands everything else to
 the MCP server the memory service hosts. Its answers must be the library's own, byte for byte
 in meaning; a service killed between two calls must cost nothing but time."""

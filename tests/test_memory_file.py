@@ -1,4 +1,4 @@
-"""The memory file (issue 38): a line-budgeted section between markers in CLAUDE.md or AGENTS.md,
+"""The memory file: a line-budgeted section between markers in CLAUDE.md or AGENTS.md,
 on a real SQLite store: what goes in (kinds, fading, knowledge updates, the budget), the bytes
 outside the markers kept, no churn, the root only, the command, and the SessionEnd hook path."""
 
@@ -22,7 +22,7 @@ from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.records import ensure_session
 from tests.cli_helpers import invoke, one_error_line
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01

@@ -142,6 +142,8 @@ FIXTURES: dict[str, dict[str, Any]] = {
     "marks": {"old_id": 1, "new_id": 1, "relation": "supersedes", "author": "person", "reason": "moved to 8443",
                      "created_at_epoch": NOW + 5000},
     "mark_sweep": {"through_id": 3, "upto_id": 9},
+    "observation_revisions": {"observation_id": 1, "author": "person", "changed": '["title"]', "type": "bugfix",
+                              "title": "Parser race", "narrative": "", "facts": "[]", "created_at_epoch": NOW + 6000},
 }
 FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
 RENAMED = {"memory_links": "marks", "link_sweep": "mark_sweep"}  # by 0015: the rows stay, under the new name

@@ -24,7 +24,8 @@ from claude_mem.store import budget
 from claude_mem.store.db import connect, transaction
 from tests.cli_helpers import invoke_json
 from tests.conftest import ROOT
-from tests.hardening.support import our_processes, wait_until
+from tests.hardening.support import our_processes
+from tests.waiting import wait_until
 from tests.worker_helpers import fake_env, fake_log, run_worker
 
 FIXTURE = ROOT / "tests" / "fixtures" / "transcripts" / "7d3c1f0e-5b2a-4c8e-9a61-2f4e8b0c9d17.jsonl"

@@ -163,7 +163,7 @@ def test_our_own_tag_names_mentioned_in_text_stay_text() -> None:
 
 
 def test_characters_xml_cannot_hold_are_kept_and_cut_nothing() -> None:
-    # NUL is text like any other (issue 35): never dropped, never where a field ends.
+    # NUL is text like any other: never dropped, never where a field ends.
     result = parse_reply(obs_xml("<type>change</type><title>bad\x00 \x07chars\ufffe</title>"
                                  "<narrative>before\x00after\x1b[0m \ud83d</narrative><facts><fact>a\x00b</fact></facts>")
                          + "<summary><request>x\x00y</request></summary>")

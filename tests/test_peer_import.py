@@ -218,7 +218,7 @@ def test_the_report_names_each_project_and_its_skipped_rows(peer: Path, data_dir
 
 def test_a_lone_surrogate_in_the_peers_rows_is_replaced_not_a_failure(peer: Path, ours: sqlite3.Connection) -> None:
     # Node writes what a JavaScript string holds: a lone surrogate as its WTF-8 bytes in a column,
-    # escaped inside a JSON list (issue 35). Before, reading the row raised and nothing was imported.
+    # escaped inside a JSON list. Before, reading the row raised and nothing was imported.
     edit = sqlite3.connect(peer, isolation_level=None)
     memory_id = edit.execute("SELECT memory_session_id FROM sdk_sessions WHERE id = 3").fetchone()[0]
     title = b"Emoji cut in half \xed\xa0\xbd" + " then pasted\u2028text".encode()

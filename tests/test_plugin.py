@@ -85,12 +85,13 @@ def test_the_plugin_registers_the_hook_table_through_its_launcher() -> None:
         for group in groups:
             for entry in group["hooks"]:
                 assert entry["type"] == "command" and 0 < entry["timeout"] <= 30
-                program, sub = shlex.split(entry["command"])
+                program, *words = shlex.split(entry["command"])
                 assert program == "${CLAUDE_PLUGIN_ROOT}/plugin/claude-mem"
+                sub = words[-1]
                 if sub == "plugin-check":
                     assert event == "SessionStart"
                     continue
-                assert event in HOOK_EVENTS[sub]
+                assert words == ["hook", sub] and event in HOOK_EVENTS[sub]
                 registered.add((event, sub, group.get("matcher")))
     # The one list (hook_table.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
     assert registered == set(HOOK_REGISTRATIONS)
@@ -109,6 +110,7 @@ def test_claude_code_validates_the_marketplace_and_the_plugin(manifest: str, tmp
     provided = {(h["event"], h["command"].split()[-1]) for h in report["provides"]["hooks"]}
     assert provided == {(e, s) for e, s, _ in HOOK_REGISTRATIONS} | {("SessionStart", "plugin-check")}
     assert [s["name"] for s in report["provides"]["mcpServers"]] == ["claude-mem"]
+    assert report["provides"]["commands"] == ["memory:remember"]  # commands/remember.md: `/memory:remember TEXT`
 
 
 # --- before the environment exists ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Long work shows its progress (issue 30): on a terminal the long commands draw a bar (what, how
+"""Long work shows its progress: on a terminal the long commands draw a bar (what, how
 far, the rate, the time left); piped, `--json`, NO_COLOR or TERM=dumb they print their one final
 line as before; Ctrl-C leaves the store and the index consistent, says how to go on, and a rerun
 goes on. Real processes: the CLI under a pseudo-terminal (the pty module), the memory service and
@@ -26,7 +26,7 @@ from claude_mem.service import client
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 STORE_ROWS = 2000  # "a few thousand observations": one document each, seconds to embed
 WORDS = ["parser", "cache", "index", "token", "login", "export", "import", "retry", "queue", "worker", "service", "digest",

@@ -1,4 +1,4 @@
-"""Pushes (issue 13) through the real hook processes on a real database: the prompt's memories
+"""Pushes through the real hook processes on a real database: the prompt's memories
 (from keywords, and through a running memory service), a file's history across worktrees and
 path forms, a command's earlier failure, each once per session, recorded, and what `stats`
 makes of it."""
@@ -22,9 +22,9 @@ from claude_mem.service.control import stop_service
 from claude_mem.text.command_keys import command_key
 from tests.conftest import cli_json
 from tests.git_layout import git_checkout, git_worktree
-from tests.hardening.support import wait_until
 from tests.push_helpers import KEYWORDS_ONLY, Memory, ask, hook, injections, payload, pre
 from tests.stores import config_for
+from tests.waiting import wait_until
 
 # --- the prompt ---------------------------------------------------------------------------------
 

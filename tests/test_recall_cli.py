@@ -55,7 +55,7 @@ def test_search_json_and_filters(stored: Stored) -> None:
     assert hits("cores on the CI runner", "--project", "beta") == [("observation", stored.obs["ci"]), ("summary", stored.sums["ci"])]
     assert hits("login crash database", "--type", "decision") == [("observation", stored.obs["db"])]
     assert hits("login crash dark mode", "--file", "theme.css") == [("observation", stored.obs["dark"])]
-    # The prompt of that turn stands for it: its observation is the hit (issue 14).
+    # The prompt of that turn stands for it: its observation is the hit.
     billing = {("observation", stored.obs["db"]), ("summary", stored.sums["db"])}
     assert set(hits("database billing", "--session", "sess-old")) == billing
     ten_days_ago = (NOW_MS - 10 * 86_400_000) // 1000

@@ -1,4 +1,4 @@
-"""A turn is a unit of recall (issue 14): what was said (a prompt, Claude's reply) brings forward
+"""A turn is a unit of recall: what was said (a prompt, Claude's reply) brings forward
 what was noted of it (the turn's observations), and the turns around a matching prompt share
 its words."""
 

@@ -25,7 +25,7 @@ from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from tests import stores
-from tests.hardening.support import wait_until
+from tests.waiting import wait_until
 
 
 def _lag(data_dir: Path) -> int | None:
@@ -146,7 +146,7 @@ def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, 
 
 
 def test_a_lone_surrogate_in_a_query_is_replaced_not_a_failure(shared_service: str) -> None:
-    # An MCP argument's escape, or argv's undecodable byte: the search is still answered (issue 35).
+    # An MCP argument's escape, or argv's undecodable byte: the search is still answered.
     escaped = b'{"v": 1, "op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
     assert "\\ud83d" in escaped.decode()
     answer = raw_request(protocol.socket_path(shared_service), escaped)

@@ -224,3 +224,26 @@ def test_write_setting_validates_and_keeps_other_keys(data_dir: Path) -> None:
     reloaded = settings.load(strict=True, environ=only(data_dir))
     assert reloaded.max_attempts == 4 and reloaded.worker_autostart is False
     assert not [p for p in data_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_config_declares_every_setting_with_its_type() -> None:
+    """The type checker sees a setting through Config's declaration: one per setting, of the type
+    its kind parses to (a choice: exactly its choices), and none that is not a setting."""
+    kinds = {"str": "str", "relpath": "str", "int": "int", "float": "float", "bool": "bool", "list": "list[str]",
+             "prices": "list[float]"}
+    declared = dict(settings.Config.__annotations__)
+    assert sorted(declared) == sorted(SETTINGS)
+    for key, setting in SETTINGS.items():
+        expected = (f"Literal[{', '.join(map(repr, setting.choices))}]"
+                    if setting.kind == "choice" else kinds[setting.kind])
+        assert declared[key] == expected, key
+        assert isinstance(setting.parse(setting.default), type(setting.default))
+
+
+def test_a_setting_reads_the_values_it_was_given_and_follows_them() -> None:
+    config = settings.Config("/data", {key: s.default for key, s in SETTINGS.items()})
+    assert config.batch_chars == SETTINGS["batch_chars"].default
+    config.values["batch_chars"] = 900  # `settings set` and tests change the one store
+    assert config.batch_chars == 900
+    with pytest.raises(AttributeError):
+        config.not_a_setting  # type: ignore[attr-defined]  # noqa: B018

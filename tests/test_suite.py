@@ -45,11 +45,18 @@ from tests.conftest import (  # noqa: F401  (the hooks and fixtures that fill an
     long_run, pytest_addoption, pytest_configure, pytest_runtest_logreport, pytest_terminal_summary, reliability_rows)
 """
 FIRST = """
+import os
+import pathlib
 import time
 from tests.hardening.support import record
 
 def test_records_two_rows():
-    time.sleep(1.5)  # so that, in parallel, the other file's row arrives first
+    # In parallel, the other file's row arrives first: the case the table must be ordered in.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        deadline = time.monotonic() + 60
+        while not pathlib.Path("second-recorded").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pathlib.Path("first-waited").write_text("yes" if pathlib.Path("second-recorded").exists() else "no")
     record("first: one", events=3, note="collected first")
     record("first: two", lost=0, max_hook_ms=12.0)
 
@@ -57,10 +64,12 @@ def test_records_nothing():
     pass
 """
 SECOND = """
+import pathlib
 from tests.hardening.support import record
 
 def test_records_one_row():
     record("second: one", fuzz_cases=7)
+    pathlib.Path("second-recorded").write_text("")
 """
 
 
@@ -81,7 +90,10 @@ def test_the_reliability_table_is_the_same_with_and_without_xdist(tmp_path: Path
         assert match, proc.stdout[-3000:]
         return match.group(1).splitlines()
 
-    serial, parallel = table("-n", "0"), table("-n", "2")
+    serial = table("-n", "0")
+    (tmp_path / "second-recorded").unlink()
+    parallel = table("-n", "2", "--dist", "loadfile")  # a file a worker: the two files run side by side
+    assert (tmp_path / "first-waited").read_text() == "yes", "the second file's row did not come first"
     assert parallel == serial
     assert [line.split("  ")[0] for line in serial[2:]] == ["first: one", "first: two", "second: one", "TOTAL"]
     assert serial[-1].split()[1:7] == ["3", "0", "0", "0", "7", "12"]

@@ -1,4 +1,4 @@
-"""A team sharing one Chroma server (issue 16): two data folders, as on two laptops, recording
+"""A team sharing one Chroma server: two data folders, as on two laptops, recording
 the same repository into one real `chroma run` on 127.0.0.1. Nothing of one is overwritten or
 deleted by the other, each finds the other's memories, and the embedded index of one machine
 moves to installation ids without embedding anything again."""
@@ -352,3 +352,58 @@ def test_server_documents_from_before_installation_ids_are_replaced(team: tuple[
     hits = search(a.conn, "customers charged twice", index=index, mode="vector").hits
     assert hits and all(h.origin == "laptop-b" or h.id in a.obs.values() for h in hits if h.kind == "observation")
     assert 99 not in [h.id for h in hits]
+
+
+@pytest.mark.slow
+def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(team: tuple[Laptop, Laptop],
+                                                                                server: ChromaServer) -> None:
+    """A's memory service writes what A remembers to the shared server, replaces it
+    there when A edits it, and A's forget removes it: B's search never finds the old text again."""
+    from claude_mem.service.control import stop_service
+    from claude_mem.viewer.changes import TOKEN_HEADER
+    from tests.viewer_helpers import page_token
+    from tests.waiting import wait_until
+
+    a, b = team
+    a.index().index_missing(a.conn)
+    b.index().index_missing(b.conn)
+    a_id = a.index().installation.id
+
+    def on_server(row: int) -> list[str]:
+        got = server_collection(server).get(where={"$and": [{"installation": a_id}, {"kind": "observation"}, {"sqlite_id": row}]},
+                                            include=["documents"])
+        return list(got["documents"])
+
+    def b_finds(query: str) -> list[str]:
+        hits = search(b.conn, query, index=b.index(), mode="vector", limit=5).hits
+        return [f"{h.kind}:{h.id}" for h in hits if h.origin == "laptop-a"]
+
+    try:
+        ref = invoke_json("remember", "The payment sandbox key rotates every Friday at noon", "--project", PROJECT, env=a.env)["ref"]
+        row = int(ref[4:])
+        assert wait_until(lambda: any("every Friday" in d for d in on_server(row)), 120)
+        assert f"observation:{row}" in b_finds("when does the payment sandbox key rotate?")
+
+        invoke("edit", ref, "--title", "Sandbox key rotation", "--text", "The payment sandbox key rotates on the first Monday of"
+               " each month", env=a.env)
+        assert wait_until(lambda: any("first Monday" in d for d in on_server(row)), 120)
+        [document] = on_server(row)
+        assert "Friday" not in document and document.startswith("Sandbox key rotation")
+        assert f"observation:{row}" in b_finds("sandbox key rotation on the first Monday of the month")
+        assert len(owned(server, a_id)) == 6  # A's five documents and this one: replaced, not added
+
+        invoke("forget", ref, "--yes", env=a.env)
+        assert on_server(row) == [] and f"observation:{row}" not in b_finds("when does the payment sandbox key rotate?")
+        assert len(owned(server, a_id)) == 5
+
+        # The viewer's forget: the row goes at once, its document through A's memory service.
+        other = invoke_json("remember", "Refunds over 500 EUR need a second approver", "--project", PROJECT, env=a.env)["id"]
+        assert wait_until(lambda: on_server(other) != [], 120)
+        with TestClient(create_app(a.config, poll_s=0.02), base_url="http://127.0.0.1:37777") as viewer:
+            token = page_token(viewer)
+            forgot = viewer.post(f"/api/observation/{other}/forget", content="{}",
+                                 headers={"content-type": "application/json", TOKEN_HEADER: token})
+        assert forgot.status_code == 200, forgot.text
+        assert wait_until(lambda: on_server(other) == [], 120) and len(owned(server, a_id)) == 5
+    finally:
+        stop_service(a.config.data_dir)

@@ -30,7 +30,7 @@ from claude_mem.viewer import data
 from claude_mem.viewer.app import STATIC_DIR, create_app
 from claude_mem.viewer.guard import TOKEN_COOKIE
 from claude_mem.worker import spawn
-from tests.viewer_helpers import BILLING, HOSTILE, WEBSHOP, insert, seed_store, start_viewer, stop_viewer
+from tests.viewer_helpers import BILLING, HOSTILE, WAITED_OUT, WEBSHOP, insert, seed_store, start_viewer, stop_viewer
 
 
 @pytest.fixture
@@ -486,9 +486,9 @@ def test_remote_viewer_generates_a_token_and_stops_cleanly(store: Any, monkeypat
         with httpx.stream("GET", f"{local}/api/stream", params={"token": token}) as stream:
             assert stream.status_code == 200
             assert next(stream.iter_lines()) == "retry: 2000"
-            took = stop_viewer(proc)  # with a stream still open
+            stderr = stop_viewer(proc)  # with a stream still open
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert took < 4
-    assert token not in proc.stderr.read()  # type: ignore[union-attr]
+    assert WAITED_OUT not in stderr, stderr  # the open stream did not hold the shutdown up
+    assert token not in stderr

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from typing import Any
 
 from claude_mem.store import queue, records
@@ -103,6 +103,13 @@ def insert(conn: sqlite3.Connection, session_id: str, project: str, title: str, 
     return new_id
 
 
+def page_token(client: Any) -> str:
+    """The per-launch token the viewer wrote into its page, as the page's script reads it."""
+    found = re.search(r'<meta name="claude-mem-write-token" content="([^"]+)">', client.get("/").text)
+    assert found is not None and found[1] != "{{write-token}}"
+    return found[1]
+
+
 def start_viewer(*args: str) -> tuple[subprocess.Popen[str], str]:
     """`claude-mem viewer` in a subprocess; returns it and the address it printed."""
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "viewer", "--no-open", "--port", "0", *args],
@@ -115,9 +122,13 @@ def start_viewer(*args: str) -> tuple[subprocess.Popen[str], str]:
     return proc, line.split(": ", 1)[1].strip()
 
 
-def stop_viewer(proc: subprocess.Popen[str], grace_s: float = 5.0) -> float:
-    """SIGTERM, then how long it took to exit."""
-    started = time.monotonic()
+# What uvicorn logs when a request (an open event stream) outlived the server's graceful shutdown
+# and had to be cancelled: a shutdown that waited its whole timeout out.
+WAITED_OUT = "timeout graceful shutdown exceeded"
+
+
+def stop_viewer(proc: subprocess.Popen[str], grace_s: float = 30.0) -> str:
+    """SIGTERM, wait for it to exit by itself; returns what it wrote on stderr."""
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
@@ -125,4 +136,4 @@ def stop_viewer(proc: subprocess.Popen[str], grace_s: float = 5.0) -> float:
         proc.kill()
         proc.wait()
         raise AssertionError(f"viewer ignored SIGTERM for {grace_s}s") from None
-    return time.monotonic() - started
+    return proc.stderr.read() if proc.stderr else ""

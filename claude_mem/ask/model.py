@@ -5,9 +5,11 @@ Used only when a model is usable: not with `synthesizer` heuristic ("never call 
 once the day's `observer_daily_tokens` are spent, not while a session's observer has found no
 login or no CLI it can run (store/outages.py), and not for an hour after an ask of its own found
 so (a file in the observer's folder): each of those would cost seconds of a CLI start to learn
-what is already known. Any failure gives the extractive answer, with the reason as its note.
-The reply's tokens are added to the day's total (store/budget.py), which `stats` shows and the
-budget counts.
+what is already known. Both holds end as soon as what they learned may have changed
+(login.py): a login variable or endpoint the hold did not see, a credentials file written
+since, another Claude CLI. A user who logs in gets the model's answer at the next ask. Any
+failure gives the extractive answer, with the reason as its note. The reply's tokens are added to
+the day's total (store/budget.py), which `stats` shows and the budget counts.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sqlite3
 import time
 from typing import Any
 
+from claude_mem import login
 from claude_mem.ask.answer import Answer
 from claude_mem.ask.extract import Evidence
 from claude_mem.jsonfile import JSONFileError, read_json_object, write_json_atomic
@@ -48,16 +51,20 @@ def blocked(config: Config, conn: sqlite3.Connection) -> str | None:
         return "synthesizer is heuristic: no model is called"
     if budget.reached(conn, config.observer_daily_tokens) is not None:
         return "observer_daily_tokens reached for today"
-    for outage in outages.current(conn, limit=20):
-        if str(outage["observer_error"] or "").split(":")[0].split(" ")[0] in outages.NO_MODEL:
-            return "the observer has no usable model (claude-mem status says why)"
     path = os.path.join(observer_dir(config.data_dir), NO_MODEL_FILE)
     try:
-        found, _ = read_json_object(path)
+        held, _ = read_json_object(path)
     except (JSONFileError, OSError):
-        return None
-    if time.time() - float(found.get("at") or 0) < NO_MODEL_HOLD_S:
-        return f"no model answered an earlier ask: {found.get('reason') or 'unknown'}"
+        held = {}
+    if held:
+        if held.get("login") != login.state(config.cli_path):
+            return None  # what the hold learned may no longer be true: worth one CLI start
+        if time.time() - float(held.get("at") or 0) < NO_MODEL_HOLD_S:
+            return f"no model answered an earlier ask: {held.get('reason') or 'unknown'}"
+    for outage in outages.current(conn, limit=20):
+        if (str(outage["observer_error"] or "").split(":")[0].split(" ")[0] in outages.NO_MODEL
+                and not login.changed_since((outage["observer_error_at_epoch"] or 0) / 1000)):
+            return "the observer has no usable model (claude-mem status says why)"
     return None
 
 
@@ -90,7 +97,8 @@ def answer_with_model(config: Config, conn: sqlite3.Connection, question: str, i
     if reply.error:
         if reply.error in outages.NO_MODEL:
             try:
-                write_json_atomic(os.path.join(folder, NO_MODEL_FILE), {"at": time.time(), "reason": f"{reply.error}: {reply.detail}"})
+                write_json_atomic(os.path.join(folder, NO_MODEL_FILE), {"at": time.time(), "reason": f"{reply.error}: {reply.detail}",
+                                                                       "login": login.state(config.cli_path)})
             except OSError:
                 pass  # a data folder that takes no file costs the next ask a CLI start, never this answer
         return Answer("", [], "extractive", tokens, note=f"the model did not answer ({reply.error}): extractive answer")

@@ -8,6 +8,7 @@
   manage.py    forget, prune, export, import, settings
   npm_import.py  `import` of the npm claude-mem's database
   marks.py     marks (apply, add, undo)         stats.py   stats
+  writes.py    remember, edit
   memory_file.py  memory-file
   worker.py    worker, service, workers, retry, reprocess, doctor, demo
   logs.py      logs                             viewer.py  viewer
@@ -17,7 +18,20 @@ imported; they are registered here too (app.py), for `--help`.
 
 from __future__ import annotations
 
-from claude_mem.cli import inspect, install, logs, manage, marks, memory_file, recall, stats, status, viewer, worker  # noqa: F401  (each registers its commands)
+from claude_mem.cli import (  # noqa: F401  (each registers its commands)
+    inspect,
+    install,
+    logs,
+    manage,
+    marks,
+    memory_file,
+    recall,
+    stats,
+    status,
+    viewer,
+    worker,
+    writes,
+)
 from claude_mem.cli.app import cli
 
 

@@ -85,19 +85,28 @@ def cli(ctx: click.Context) -> None:
     ctx.call_on_close(app.warn_if_npm_database)
 
 
-def _hook_command(name: str, event: str) -> None:
-    @cli.command(name, help=f"Hook for Claude Code's {event} event (reads its JSON on stdin).")
-    def command() -> None:
+@cli.group("hook", hidden=True)
+def hook_group() -> None:
+    """The hook commands Claude Code and the Codex CLI run (`install` writes them; each reads the
+    event's JSON on stdin and always exits 0). Plumbing: not for typing."""
+
+
+def _hook_command(group: click.Group, name: str, event: str, *, hidden: bool) -> None:
+    # entry.py runs a hook before click is imported; these are for --help and for a mistyped line.
+    @group.command(name, hidden=hidden, help=f"Hook for the {event} event (reads its JSON on stdin).")
+    @click.option("--host", type=click.Choice(["codex"]), help="The agent that runs it, when not Claude Code.")
+    def command(host: str | None) -> None:
         from claude_mem.hooks import main as run_hook
 
-        sys.exit(run_hook(name))
+        sys.exit(run_hook(name, host=host or ""))
 
 
 def _hook_commands() -> None:
     from claude_mem.hook_table import HOOK_EVENTS
 
     for name, events in HOOK_EVENTS.items():
-        _hook_command(name, " / ".join(events))
+        _hook_command(hook_group, name, " / ".join(events), hidden=False)
+        _hook_command(cli, name, " / ".join(events), hidden=True)  # as older installs wrote them
 
 
 _hook_commands()

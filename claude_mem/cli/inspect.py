@@ -9,15 +9,13 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
-from claude_mem.cli.params import UsageProblem, parse_when
-from claude_mem.store import injections, marks, outages, overview
+from claude_mem.cli.params import UsageProblem, json_option, parse_when
+from claude_mem.store import injections, marks, outages, overview, revisions
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.outages import describe
 from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, parse_ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
 def require_session(conn: Any, session_id: str | None) -> None:
@@ -73,6 +71,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
             raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
         if kind == "observation":
             marks.annotate(conn, [row])
+            row["revisions"] = revisions.of(conn, row_id)
         if as_json:
             emit_json({"kind": kind, **row})
         else:
@@ -175,6 +174,19 @@ def _show_observation(o: dict[str, Any]) -> None:
     _echo_list("concepts", o["concepts"])
     _echo_list("files read", o["files_read"])
     _echo_list("files modified", o["files_modified"])
+    _echo_revisions(o.get("revisions") or [])
+
+
+def _echo_revisions(kept: list[dict[str, Any]]) -> None:
+    """The versions edits replaced, newest edit first: when, by whom, what changed, what it said."""
+    if not kept:
+        return
+    click.echo(paint("earlier versions (newest first; `claude-mem edit REF --undo` puts the latest back)", dim=True))
+    for r in kept:
+        changed = ", ".join("text" if f == "narrative" else f for f in r["changed"])
+        click.echo(f"  {local_stamp(r['created_at_epoch'])}  edited by {r['author']}: {changed}")
+        click.echo(paint(f"    was: [{r['type']}] {cut(r['title'], 100)}"
+                         + (f" — {cut(r['narrative'], 160)}" if r["narrative"] and "narrative" in r["changed"] else ""), dim=True))
 
 
 def _show_summary(m: dict[str, Any]) -> None:

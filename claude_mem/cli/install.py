@@ -6,24 +6,30 @@ import click
 
 from claude_mem import codex_registration, registration
 from claude_mem.cli.app import cli, emit_json
+from claude_mem.cli.params import dry_run_option, json_option
 
-_project_option = click.option(
-    "--project", "project", type=click.Path(exists=True, file_okay=False, resolve_path=True),
-    help="Write DIR/.claude/settings.json and DIR/.mcp.json instead of the user-wide files.", metavar="DIR")
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-_dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+_FOLDER = click.Path(exists=True, file_okay=False, resolve_path=True)
+
+
+def _project_dir_option(command):  # noqa: ANN001, ANN202 - a click decorator
+    """`--project-dir DIR` (`--project` is a project's name everywhere else); `--project DIR`, as
+    older versions spelt it, still works, hidden."""
+    command = click.option("--project", "old_project_dir", type=_FOLDER, hidden=True)(command)
+    return click.option("--project-dir", "project_dir", type=_FOLDER, metavar="DIR",
+                        help="Write DIR/.claude/settings.json and DIR/.mcp.json instead of the user-wide files.")(command)
 _codex_option = click.option(
     "--codex", is_flag=True,
     help="The Codex CLI instead of Claude Code: hooks (trusted) and the MCP server in $CODEX_HOME (~/.codex).")
 
 
 @cli.command("install")
-@_project_option
+@_project_dir_option
 @_codex_option
-@_dry_run_option
-@_json_option
-def install_command(project: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
+@dry_run_option
+@json_option
+def install_command(project_dir: str | None, old_project_dir: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
     """Register the hooks and the MCP server with Claude Code (or the Codex CLI)."""
+    project = project_dir or old_project_dir
     _no_project_for_codex(project, codex)
     try:
         result = codex_registration.install(dry_run=dry_run) if codex else registration.install(project, dry_run=dry_run)
@@ -47,12 +53,13 @@ def _describe_mcp_server() -> None:
 
 
 @cli.command("uninstall")
-@_project_option
+@_project_dir_option
 @_codex_option
-@_dry_run_option
-@_json_option
-def uninstall_command(project: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
+@dry_run_option
+@json_option
+def uninstall_command(project_dir: str | None, old_project_dir: str | None, codex: bool, dry_run: bool, as_json: bool) -> None:
     """Remove claude-mem's hooks and MCP server from Claude Code's settings, or Codex's (stored memory stays)."""
+    project = project_dir or old_project_dir
     _no_project_for_codex(project, codex)
     try:
         result = codex_registration.uninstall(dry_run=dry_run) if codex else registration.uninstall(project, dry_run=dry_run)
@@ -70,7 +77,7 @@ def uninstall_command(project: str | None, codex: bool, dry_run: bool, as_json: 
 
 def _no_project_for_codex(project: str | None, codex: bool) -> None:
     if project and codex:
-        raise click.UsageError("--codex writes $CODEX_HOME; it takes no --project")
+        raise click.UsageError("--codex writes $CODEX_HOME; it takes no --project-dir")
 
 
 def _report(result: registration.Result, as_json: bool, service_stopped: int | None = None) -> None:

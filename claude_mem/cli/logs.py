@@ -10,7 +10,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import paint
-from claude_mem.cli.inspect import json_option
+from claude_mem.cli.params import json_option
 from claude_mem.logs import follow as follow_log
 
 

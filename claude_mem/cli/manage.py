@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
-import time
 from typing import Any
 
 import click
@@ -13,14 +13,18 @@ import click
 from claude_mem import settings as settings_mod
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint, plural
-from claude_mem.cli.inspect import json_option, require_session
+from claude_mem.cli.inspect import require_session
 from claude_mem.cli.params import (
     UsageProblem,
+    acting,
     create_db,
+    dry_run_option,
     index_new_rows,
+    json_option,
     open_index,
     parse_when,
     warn_index_error,
+    yes_option,
 )
 from claude_mem.cli.progress import FORGET_INTERRUPTED, IMPORT_INTERRUPTED, Bar
 from claude_mem.jsonfile import replaced_atomically
@@ -30,7 +34,6 @@ from claude_mem.text.clock import local_stamp
 
 # --- forget and prune ----------------------------------------------------------------------------
 
-yes_option = click.option("--yes", is_flag=True, help="Really remove them (without it: a dry run that only lists them).")
 vacuum_option = click.option("--vacuum/--no-vacuum", default=True, show_default=True,
                              help="After removing, compact the database so the forgotten text leaves the file too.")
 
@@ -114,22 +117,24 @@ def _refs(values: tuple[str, ...]) -> list[tuple[str, int]]:
     return refs
 
 
-@cli.command("forget", short_help="Remove memories (a dry run unless --yes).")
+@cli.command("forget", short_help="Remove memories (only shown unless --yes).")
 @click.argument("ids", nargs=-1)
 @click.option("--session", "session_id", help="Forget this whole session.")
 @click.option("--project", help="Forget everything of this project.")
 @click.option("--before", help="Forget what is older than this date (YYYY-MM-DD[THH:MM], local time, or an age like 90d).")
 @yes_option
+@dry_run_option
 @vacuum_option
 @json_option
 @pass_app
 def forget(app: AppContext, ids: tuple[str, ...], session_id: str | None, project: str | None, before: str | None,
-           yes: bool, vacuum: bool, as_json: bool) -> None:
+           yes: bool, dry_run: bool, vacuum: bool, as_json: bool) -> None:
     """Remove memories from the database, its keyword index and the semantic index together.
 
     Name observations by id (12 or obs:12; also sum:3, prompt:5), or a scope: --session, --project,
     --before (which combine). Without --yes, only lists what would go.
     """
+    yes = acting(yes, dry_run)
     refs = _refs(ids)
     if refs and (session_id or project or before):
         raise UsageProblem("give either ids or --session/--project/--before, not both")
@@ -153,24 +158,29 @@ def forget(app: AppContext, ids: tuple[str, ...], session_id: str | None, projec
 
 
 @cli.command("prune", short_help="Forget what is older than retention_days.")
-@click.option("--days", type=click.IntRange(min=1), help="Keep this many days instead of the retention_days setting.")
+@click.option("--before", help="Forget what is older than this instead: an age like 90d, or a date (as forget --before).")
+@click.option("--days", type=click.IntRange(min=1), hidden=True)  # older versions' spelling of --before Nd
 @yes_option
+@dry_run_option
 @vacuum_option
 @json_option
 @pass_app
-def prune(app: AppContext, days: int | None, yes: bool, vacuum: bool, as_json: bool) -> None:
-    """Forget everything older than the retention_days setting (dry run without --yes).
+def prune(app: AppContext, before: str | None, days: int | None, yes: bool, dry_run: bool, vacuum: bool, as_json: bool) -> None:
+    """Forget everything older than the retention_days setting, or than --before (only shown
+    unless --yes).
 
     Sessions with a live worker keep their session row; their old rows still go.
     """
-    days = days or app.config.retention_days
-    if not days:
+    yes = acting(yes, dry_run)
+    if before is None and (days or app.config.retention_days):
+        before = f"{days or app.config.retention_days}d"
+    if before is None:
         raise NotFound("retention_days is 0 (keep everything), so there is nothing to prune; set it with"
-                       " `claude-mem settings set retention_days 90` or pass --days")
+                       " `claude-mem settings set retention_days 90` or pass --before 90d")
     conn = app.db()
-    planned = forget_mod.plan(conn, before_ms=int(time.time() * 1000) - days * 86_400_000, keep_sessions=_live_sessions(app))
+    planned = forget_mod.plan(conn, before_ms=parse_when(before, "--before"), keep_sessions=_live_sessions(app))
     if planned.is_empty():
-        raise NotFound(f"nothing to prune: nothing is older than {days} days")
+        raise NotFound(f"nothing to prune: nothing is older than {before}")
     _apply(app, planned, yes=yes, vacuum=vacuum, as_json=as_json)
 
 
@@ -245,7 +255,7 @@ def _read_lines(path: str) -> list[str]:
 @click.argument("file")
 @click.option("--project-map", "project_map", multiple=True, metavar="OLD=NEW",
               help="The npm claude-mem's database: file its project OLD under NEW (repeatable).")
-@click.option("--dry-run", is_flag=True, help="Check the file and count what would be added, without adding it.")
+@dry_run_option
 @click.option("--no-index", is_flag=True, help="Do not add the imported rows to the semantic index now.")
 @json_option
 @pass_app
@@ -257,7 +267,8 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     nothing. The npm claude-mem's database is read from a copy, never changed; its projects go
     to ours of the same folder name unless --project-map says otherwise, and the report says
     per project what was imported and what was skipped, and why.
-    Importing the same file twice adds nothing the second time.
+    Importing the same file twice adds nothing the second time. --dry-run checks the file and
+    counts what would be added.
     """
     from claude_mem.cli import npm_import
 
@@ -270,13 +281,15 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     from claude_mem.cli.marks import echo_marked, marks_counts
     from claude_mem.marks.apply import last_id, mark_added
     from claude_mem.store.transfer import BadImportLine, import_lines
+    from claude_mem.writes.checks import stated_row
 
     lines = _read_lines(file)
     conn = create_db(app)
     before = last_id(conn)
     with Bar("importing", as_json, interrupted=IMPORT_INTERRUPTED) as bar:
         try:
-            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"))
+            result = import_lines(conn, lines, dry_run=dry_run, progress=bar.progress("adding rows"),
+                                  stated=functools.partial(stated_row, limit=app.config.remember_chars))
         except BadImportLine as exc:
             raise click.ClickException(f"{file}: {exc}; nothing was imported") from None
         marks = mark_added(conn, before) if result.added["observation"] and not dry_run else []

@@ -10,8 +10,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint, plural
-from claude_mem.cli.inspect import json_option
-from claude_mem.cli.params import UsageProblem
+from claude_mem.cli.params import UsageProblem, acting, dry_run_option, json_option, yes_option
 from claude_mem.store import marks
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref
@@ -75,15 +74,17 @@ def marks_group(ctx: click.Context, project: str | None, undone: bool, limit: in
 
 @marks_group.command("apply")
 @click.option("--project", help="Only this project's observations.")
-@click.option("--yes", is_flag=True, help="Record the marks (without it: a dry run that only lists them).")
+@yes_option
+@dry_run_option
 @json_option
 @pass_app
-def marks_apply(app: AppContext, project: str | None, yes: bool, as_json: bool) -> None:
+def marks_apply(app: AppContext, project: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Run the marking rules over every stored observation, oldest first: repeats fold under their
     newest copy, failures later passed or fixed are resolved, changed values superseded. A dry
     run unless --yes; marks already there (and ones a person undid) are kept as they are."""
     from claude_mem.marks.apply import mark_all
 
+    yes = acting(yes, dry_run)
     conn = app.db()
     applied = mark_all(conn, project=project, dry_run=not yes)
     if as_json:

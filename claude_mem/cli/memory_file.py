@@ -7,6 +7,7 @@ import os
 import click
 
 from claude_mem.cli.app import AppContext, cli, pass_app
+from claude_mem.cli.params import dry_run_option
 from claude_mem.memory_file.section import MemoryFileError
 from claude_mem.memory_file.write import is_off, update
 
@@ -14,12 +15,13 @@ from claude_mem.memory_file.write import is_off, update
 @cli.command("memory-file")
 @click.option("--project-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="A folder of the project (default: the current one); the file goes at its root.")
-@click.option("--dry-run", is_flag=True, help="Print the file as it would be, write nothing.")
+@dry_run_option
 @pass_app
 def memory_file(app: AppContext, project_dir: str | None, dry_run: bool) -> None:
     """Write the project's memory between two marker lines of the file the memory_file setting
     names (CLAUDE.md, AGENTS.md, ...), at the project's root; the rest of the file is kept as it is.
-    Each session's end rewrites it too, while the setting is on."""
+    Each session's end rewrites it too, while the setting is on. --dry-run prints the file as it
+    would be."""
     config = app.config
     if is_off(config.memory_file):
         raise click.ClickException("the memory_file setting is off: `claude-mem settings set memory_file CLAUDE.md`"

@@ -25,6 +25,33 @@ class UsageProblem(click.ClickException):
     exit_code = 2
 
 
+class OneLineErrors(click.Command):
+    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
+
+
+# One spelling and one meaning per flag, whatever the command (a command's docstring says what its
+# JSON holds or what its preview lists).
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
+# The commands that remove or mark memory preview unless told: --yes does it, --dry-run (or neither)
+# only shows it.
+yes_option = click.option("--yes", is_flag=True, help="Do it (without it, only show what would change, as --dry-run).")
+
+
+def acting(yes: bool, dry_run: bool) -> bool:
+    """Whether a command of --yes and --dry-run is to act, or only show (a usage error for both)."""
+    if yes and dry_run:
+        raise UsageProblem("--yes and --dry-run say opposite things: give one")
+    return yes
+
+
 def parse_when(value: str | None, name: str, *, until: bool = False) -> int | None:
     """A date, a date and time (local unless it says otherwise) or an age like 30d, as epoch ms.
     With `until`, a bare day (2026-11-22, today, yesterday) means the end of that day, so

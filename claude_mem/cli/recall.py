@@ -16,7 +16,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
-from claude_mem.cli.params import UsageProblem, open_index, parse_when
+from claude_mem.cli.params import OneLineErrors, UsageProblem, json_option, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
 from claude_mem.store.reads import OBSERVATION_TYPES, ref
 from claude_mem.text.clock import local_stamp
@@ -26,18 +26,7 @@ PROGRESS_POLL_S = 0.3  # how often a command asks the memory service how far its
 _FILES_SHOWN = 2
 
 
-class _OneLineErrors(click.Command):
-    """Bad options reported as one `Error:` line (exit 2), not click's whole usage block."""
-
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: object) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError as exc:
-            raise UsageProblem(f"{exc.format_message()} (see `claude-mem {info_name} --help`)") from None
-
-
-@cli.command("search", cls=_OneLineErrors)
+@cli.command("search", cls=OneLineErrors)
 @click.argument("query")
 @click.option("--project", help="Only this project.")
 @click.option("--type", "type_", type=click.Choice(OBSERVATION_TYPES), help="Only observations of this type.")
@@ -48,7 +37,7 @@ class _OneLineErrors(click.Command):
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True, help="Most results.")
 @click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
               help="hybrid: words and meaning; fts: words only; vector: meaning only.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 @pass_app
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
                    since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
@@ -87,10 +76,10 @@ def search_command(app: AppContext, query: str, project: str | None, type_: str 
                                                                                            until, file) else ""))
 
 
-@cli.command("ask", cls=_OneLineErrors)
+@cli.command("ask", cls=OneLineErrors)
 @click.argument("question")
 @click.option("--project", help="Only this project's memory (default: every project).")
-@click.option("--json", "as_json", is_flag=True, help="Print {answer, refs, source, tokens} as JSON.")
+@json_option
 @pass_app
 def ask_command(app: AppContext, question: str, project: str | None, as_json: bool) -> None:
     """Answer a question from memory in a few sentences, with the refs it rests on: written by the
@@ -123,8 +112,8 @@ def _filtered(*values: str | None) -> bool:
     return any(v for v in values)
 
 
-@cli.command("reindex", cls=_OneLineErrors)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@cli.command("reindex", cls=OneLineErrors)
+@json_option
 @pass_app
 def reindex_command(app: AppContext, as_json: bool) -> None:
     """Rebuild the semantic index from the database (the source of truth).
@@ -205,7 +194,7 @@ def _rebuild_in_service(config: Any, bar: Bar) -> dict[str, Any]:
 @cli.command("mcp")
 def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
-    recent_sessions, ask). `claude-mem install` registers it."""
+    recent_sessions, ask, and remember, the one that writes). `claude-mem install` registers it."""
     # entry.py runs it before click is loaded; this is the same server, for `claude-mem mcp` reached here.
     from claude_mem.mcp_shim import serve
 

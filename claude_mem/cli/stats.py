@@ -8,8 +8,8 @@ import click
 
 from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, heading, paint
-from claude_mem.cli.inspect import json_option, require_session
-from claude_mem.cli.params import parse_when
+from claude_mem.cli.inspect import require_session
+from claude_mem.cli.params import json_option, parse_when
 from claude_mem.store import budget, costs
 from claude_mem.store.injections import KINDS
 from claude_mem.text.clock import local_stamp

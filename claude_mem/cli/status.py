@@ -7,7 +7,7 @@ from typing import Any
 
 from claude_mem.cli.app import AppContext, cli, emit_json, pass_app
 from claude_mem.cli.format import echo_fields, human_bytes, paint, plural, status_colour
-from claude_mem.cli.inspect import json_option
+from claude_mem.cli.params import json_option
 from claude_mem.progress import describe as describe_job
 from claude_mem.store import budget
 from claude_mem.store.outages import describe

@@ -63,9 +63,11 @@ def _has_display() -> bool:
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
 @pass_app
 def viewer(app: AppContext, port: int, host: str, allow_remote: bool, token: str | None, no_open: bool) -> None:
-    """Serve the web viewer: a live feed of what is stored, search, details, queue and worker health.
+    """Serve the web viewer: a live feed of what is stored, search, details, queue and worker health;
+    remember something, edit, forget or mark a memory.
 
-    Read-only. Listens on 127.0.0.1 unless --host and --allow-remote say otherwise. Stop it with Ctrl-C.
+    Its changes come from its own page only (each carries the page's token of this launch). Listens
+    on 127.0.0.1 unless --host and --allow-remote say otherwise. Stop it with Ctrl-C.
     """
     from claude_mem.viewer.guard import is_loopback
 

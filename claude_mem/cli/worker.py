@@ -9,6 +9,7 @@ import sys
 import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
+from claude_mem.cli.params import json_option
 
 
 @cli.command("worker")
@@ -47,7 +48,7 @@ def service_run(app: AppContext, idle_s: float | None, stop: bool) -> None:
 
 
 @cli.command("workers")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def workers_list(app: AppContext, as_json: bool) -> None:
     """List live workers."""
@@ -67,7 +68,7 @@ def workers_list(app: AppContext, as_json: bool) -> None:
 @cli.command("retry")
 @click.option("--session", "session_id", help="Only this session.")
 @click.argument("ids", nargs=-1, type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json: bool) -> None:
     """Re-queue skipped events (all, a session's, or the given queue ids)."""
@@ -91,7 +92,7 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json
 @cli.command("reprocess")
 @click.option("--session", "session_id", required=True, help="The session whose heuristic memories to redo.")
 @click.option("--wait", is_flag=True, help="Process in the foreground and wait.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> None:
     """Send events the heuristic synthesizer handled through the model again, and the events
@@ -180,7 +181,7 @@ def _start_workers(app: AppContext, sessions: list[str]) -> None:
 
 @cli.command("doctor", short_help="Check everything; --fix repairs.")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, and say what was done.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option
 @pass_app
 def doctor(app: AppContext, fix: bool, as_json: bool) -> None:
     """Check the database, workers, locks, observer processes, spool and semantic index.

@@ -1,17 +1,21 @@
-"""The SessionStart digest: the project's latest summary and recent observations, bounded.
+"""The SessionStart digest: what the user asked to remember, the project's latest summary and
+recent observations, bounded.
 
 Reads SQLite only (no index, no model, standard library only) so the `context` hook stays fast.
 The best-known system of this kind injects unbounded context that Claude Code silently truncates
 past 10 KB; this one never exceeds `max_chars`: the summary is shortened to leave room for
 observations, the oldest observations are dropped first, and the line saying how to fetch
-details always fits. An empty project gets nothing at all.
+details always fits. An empty project gets nothing at all. Memories a person or the agent stated
+(`remember`) come first, in their own words: the user chose to keep them; they may take half the
+room when there is more to say.
 
-The decisions, rules and conventions the team stated (issue 51) come first, newest first, each
-with the component it was stated for, in at most DECISIONS_SHARE of the room: what holds in the
-project, before what happened in it. Rival decisions are one line that says they conflict, or
-are left out; a decision is not listed again among the recent observations. Those lines are not
-recorded as given (`digest_refs` does not match them): the prompt push may bring back the one a
-prompt bears on, where it matters.
+The decisions, rules and conventions stated in sessions (issue 51) come next, newest first, each
+with the component it was stated for, in at most DECISIONS_SHARE of the room left: what holds in
+the project, before what happened in it. Rival decisions are one line that says they conflict, or
+are left out (a remembered memory in a conflict is listed with its rival there, not alone above);
+a decision is not listed again among the recent observations. Those lines are not recorded as
+given (`digest_refs` does not match them): the prompt push may bring back the one a prompt bears
+on, where it matters.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 RECENT_OBSERVATIONS = 50
+STATED_MEMORIES = 30
+STATED_CHARS = 300
 DECISIONS = 30  # the newest current decisions read for the digest
 DECISIONS_SHARE = 0.35
 DECISIONS_HEADING = "\n## Decisions and rules stated in this project (newest first)\n"
@@ -37,24 +43,35 @@ SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
 OBSERVATIONS_HEADING = "\n## Recent observations\n"
+STATED_HEADING = "\n## Remembered on request (newest first)\n"
 FOOTER = ("\nDetails: the claude-mem MCP tools: search(query) -> timeline(anchor=\"obs:<id>\") -> "
           "get_observations(ids=[<id>, ...]); one fact: ask(question).\n")
 
 
-def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000) -> str:
-    summaries = list_summaries(conn, project=project, limit=1, newest_first=True)
-    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True)
-    decided = list_observations(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True, current=True)
-    if not summaries and not observations:
+def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000, other_than: str | None = None) -> str:
+    """The project's digest; `other_than`: leave that session's own rows out (after its compaction,
+    Claude's summary and the working set already carry them)."""
+    summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than)
+    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
+                                     other_than=other_than, stated=False)
+    stated = list_observations(conn, project=project, limit=STATED_MEMORIES, newest_first=True, current=True, stated=True)
+    if not summaries and not observations and not stated:
         return ""
+    rivals = marks.conflicting(conn, [int(o["id"]) for o in stated])
+    stated = [o for o in stated if int(o["id"]) not in rivals]  # with its rival among the decisions below
+    shown = {int(o["id"]) for o in stated}
+    decided = [o for o in list_observations(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True, current=True)
+               if int(o["id"]) not in shown]
     header = f"# claude-mem: what happened recently in {project}\n"
     budget = max_chars - len(header) - len(FOOTER)
+    kept = _stated_block(stated, budget // 2 if summaries or observations else budget)
+    budget -= len(kept)
     rules = _decision_block(conn, decided, int(budget * DECISIONS_SHARE)) if decided else ""
     budget -= len(rules)
     observations = [o for o in observations if o["type"] != "decision"]
     # The summary may take half the room when observations want the rest, all of it otherwise.
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
-    text = header + rules + summary + _observation_block(observations, budget - len(summary)) + FOOTER
+    text = header + kept + rules + summary + _observation_block(observations, budget - len(summary)) + FOOTER
     return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
 
 
@@ -109,6 +126,18 @@ def _summary_block(s: dict[str, Any], room: int) -> str:
         else:
             fields.pop()
     return title if len(title) <= room else ""
+
+
+def _stated_block(stated: list[dict[str, Any]], room: int) -> str:
+    """The stated memories that fit, newest first, each in its own words (cut)."""
+    lines = [f"- obs:{o['id']} {local_day(o['created_at_epoch'])} [{o['type']}] {cut(o['narrative'] or o['title'], STATED_CHARS)}\n"
+             for o in stated]
+    block = STATED_HEADING
+    for line in lines:
+        if len(block) + len(line) > room:
+            break
+        block += line
+    return block if block != STATED_HEADING else ""
 
 
 def _observation_block(observations: list[dict[str, Any]], room: int) -> str:

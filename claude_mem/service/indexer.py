@@ -9,8 +9,9 @@ committed while it runs are new to the next job (issue 51: taken after it, they 
 until a restart or the full catch-up, minutes later), and a commit seen while a job runs queues
 the next one. A worker's notice adds the ids of rows it rewrote (a summary replaced for the same
 prompt keeps its id); a notice it could not deliver waits in a file, taken on the next poll
-(notices.py). Jobs that queue up while one runs go in a single pass. When the index fails, the
-failure is logged once and the next job after a pause catches up fully.
+(notices.py); rows an edit rewrote are marked stale in index_state (migration 0018) and taken on
+the next pass, notice or not. Jobs that queue up while one runs go in a single pass. When the
+index fails, the failure is logged once and the next job after a pause catches up fully.
 The job under way (a catch-up, a rebuild, a batch of new rows) keeps a `Progress` that `status`
 and the viewer show; a rebuild asked for while one is under way is that one, not another.
 """
@@ -38,6 +39,9 @@ from claude_mem.text.shorten import cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
+# Rows whose documents are stale (an edit, migration 0018; a forget that could not reach the index):
+# through the partial index, which the planner would not pick by itself over the primary key.
+STALE_ROWS = "SELECT row_id FROM index_state INDEXED BY index_state_stale WHERE kind = ? AND collection_id = ''"
 
 
 
@@ -258,6 +262,10 @@ class Indexer:
         wanted = {"observation": set(observation_ids), "summary": set(summary_ids), "prompt": set(prompt_ids)}
         grown = False
         for kind in KINDS:
+            # Rows marked stale (an edit rewrote them, migration 0018; forget could not reach the
+            # index): their documents are made again, or dropped if the row is gone, though no
+            # notice named them.
+            wanted[kind].update(r[0] for r in conn.execute(STALE_ROWS, (kind,)))
             top = self._max_id(conn, kind)
             above = self.high.get(kind, top)
             if top > above:

@@ -1,5 +1,6 @@
 """Marks (migrations 0010, 0015, 0017): "B supersedes A", "B duplicates A" and "A and B conflict",
-with who said so (the observer model, a rule, a person), why, and when.
+with who said so (the observer model, a rule, a person, the agent through the MCP tool
+`remember`), why, and when.
 
 The words, the same everywhere: a *mark* is one such row; the older observation of an active
 supersedes or duplicates mark is *superseded* (a duplicate too: its newest copy stands for it),
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 RELATIONS = ("supersedes", "duplicates", "conflicts")
-AUTHORS = ("model", "rule", "person")
+AUTHORS = ("model", "rule", "person", "agent")
 ACTIVE = "undone_at_epoch IS NULL"
 # An active mark that makes its older side no longer current: a conflict leaves both current.
 REPLACING = "undone_at_epoch IS NULL AND relation != 'conflicts'"

@@ -75,20 +75,23 @@ class Summary:
 
 def insert_observation(conn: sqlite3.Connection, session_id: str, project: str, obs: Observation, *,
                        prompt_number: int, source: str = "model", model: str | None = None,
-                       created_at_epoch: int | None = None) -> int | None:
-    """Insert unless the session already holds the same content; returns the new id or None."""
+                       created_at_epoch: int | None = None, provenance: list[str] | None = None) -> int | None:
+    """Insert unless the session already holds the same content; returns the new id or None.
+    `provenance`: what it was made from (kinds.Provenance values); unknown when not given."""
     now = created_at_epoch if created_at_epoch is not None else now_ms()
-    # The column's default is the whole project: named only for a scope (so a database migrated
-    # only part of the way, as tests of older schemas build, takes other observations still).
-    scoped = [obs.scope] if obs.scope else []
+    # Named only when known (so a database migrated part of the way, as tests of older schemas
+    # build, still takes the worker's observations): what it was made from, a decision's scope
+    # (the column's default: the whole project).
+    extra = {name: value for name, value in (("provenance", _json(provenance) if provenance else ""), ("scope", obs.scope)) if value}
     cur = conn.execute(
         "INSERT INTO observations (session_id, project, type, raw_type, title, subtitle, narrative,"
         " facts, concepts, files_read, files_modified, prompt_number, source, model, content_hash,"
-        f" created_at, created_at_epoch{', scope' if scoped else ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
-        f"{', ?' if scoped else ''}) ON CONFLICT (session_id, content_hash) DO NOTHING",
+        f" created_at, created_at_epoch{''.join(', ' + name for name in extra)})"
+        f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(extra)})"
+        " ON CONFLICT (session_id, content_hash) DO NOTHING",
         (session_id, project, obs.type, obs.raw_type, obs.title, obs.subtitle, obs.narrative,
          _json(obs.facts), _json(obs.concepts), _json(obs.files_read), _json(obs.files_modified),
-         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *scoped),
+         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *extra.values()),
     )
     return cur.lastrowid if cur.rowcount else None
 

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
-JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
+# The sources of a memory a person or the agent stated (kinds.Source.stated; tests/test_writes.py
+# holds the two equal): spelt out, as the hooks read through here and need no enum of their own.
+STATED_SOURCES = ("person", "agent")
+JSON_LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "files_edited", "provenance")
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 
 
@@ -184,21 +187,32 @@ def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, t
 def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                       type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                       file: str | None = None, limit: int | None = None, newest_first: bool = False,
-                      current: bool = False) -> list[dict[str, Any]]:
-    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py)."""
+                      current: bool = False, other_than: str | None = None, stated: bool | None = None) -> list[dict[str, Any]]:
+    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py);
+    `other_than`: none of that session's; `stated`: only those a person or the agent stated (True),
+    or none of them (False)."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
         where[0].append(not_superseded("t"))
-    return _list(conn, "observation", where, limit, newest_first)
+    if stated is not None and where is not None:
+        where[0].append(f"t.source {'' if stated else 'NOT '}IN ({', '.join(repr(s) for s in STATED_SOURCES)})")
+    return _list(conn, "observation", _other_than(where, other_than), limit, newest_first)
 
 
 def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
                    since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
-                   limit: int | None = None, newest_first: bool = False) -> list[dict[str, Any]]:
+                   limit: int | None = None, newest_first: bool = False, other_than: str | None = None) -> list[dict[str, Any]]:
     where = filter_clauses("summary", project=project, session_id=session_id, since_ms=since_ms, until_ms=until_ms,
                            file=file)
-    return _list(conn, "summary", where, limit, newest_first)
+    return _list(conn, "summary", _other_than(where, other_than), limit, newest_first)
+
+
+def _other_than(where: tuple[list[str], list[Any]] | None, session_id: str | None) -> tuple[list[str], list[Any]] | None:
+    if where is not None and session_id:
+        where[0].append("t.session_id != ?")
+        where[1].append(session_id)
+    return where
 
 
 def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]] | None, limit: int | None,

@@ -35,6 +35,27 @@ def ensure_session(conn: sqlite3.Connection, session_id: str, *, project: str | 
     return bool(cur.rowcount)
 
 
+# Memories a person or the agent states (`remember`) have no Claude Code session: each project
+# keeps them in one session of its own (migration 0018), which no agent ran ('stated' is its
+# host) and no worker takes (it never has queued events). One session rather than one a memory:
+# the session's content hash then makes remembering the same text twice store it once, and
+# `forget --project`, `export --project` and `show stated:<project>` find them with the rest.
+STATED_HOST = "stated"
+STATED_PREFIX = "stated:"
+
+
+def stated_session(conn: sqlite3.Connection, project: str) -> str:
+    """The project's session of stated memories, created on first use (inside the caller's
+    transaction); its last activity is now."""
+    session_id = STATED_PREFIX + project
+    now = now_ms()
+    conn.execute(
+        "INSERT INTO sdk_sessions (claude_session_id, project, status, started_at, started_at_epoch, updated_at_epoch,"
+        " host) VALUES (?, ?, 'ended', ?, ?, ?, ?) ON CONFLICT (claude_session_id) DO UPDATE SET updated_at_epoch = ?",
+        (session_id, project, now_iso(now), now, now, STATED_HOST, now))
+    return session_id
+
+
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute(
         "SELECT 1 FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)

@@ -5,13 +5,16 @@ every other line is one row with a `kind` of session, prompt, observation or sum
 every column of its table except the surrogate `id` (rows refer to their session by Claude
 Code's session id, which is the same on every machine). A session's line comes before its
 rows. Then the marks between the exported observations (`kind` mark: which observation
-supersedes or repeats which, who said so; each named by its session and content hash). The
-queue, raw replies and worker bookkeeping are not memory and are not exported.
+supersedes or repeats which, who said so; each named by its session and content hash), and the
+versions edits replaced (`kind` revision, store/revisions.py). The queue, raw replies and worker
+bookkeeping are not memory and are not exported.
 
 Import validates every line before writing anything, then writes in one transaction, so a file
 with one bad line imports nothing. It is idempotent: a session is matched by its Claude session
 id, a prompt by (session, prompt number), an observation by (session, content hash) and a
-summary by (session, prompt number), a mark by its pair; rows already present are left as they are.
+summary by (session, prompt number), a mark by its pair, a revision by all it holds; rows already
+present are left as they are. An export of any earlier version imports (the columns it lacks take
+their defaults; it has no revisions).
 
 Standard library only.
 """
@@ -20,16 +23,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from claude_mem.kinds import Source
-from claude_mem.store import marks
+from claude_mem.store import marks, revisions
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import Observation
 from claude_mem.store.overview import session_scope
-from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem.store.reads import OBSERVATION_TYPES, STATED_SOURCES
+from claude_mem.store.records import STATED_HOST
 from claude_mem.text.storable import dumps_line, storable, storable_value
 
 if TYPE_CHECKING:
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
 FORMAT = "claude-mem"
 VERSION = 1
 KINDS = ("session", "prompt", "observation", "summary")
-COUNTED = (*KINDS, "mark")
+COUNTED = (*KINDS, "mark", "revision")
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ SPECS: dict[str, tuple[Field, ...]] = {
         _opt_int("updated_at_epoch"), _opt_int("completed_at_epoch"), _opt_text("observer_error"),
         _opt_int("observer_error_at_epoch"), _opt_text("synthesizer"), _opt_int("outage_since_epoch"),
         Field("outage_failures", "int", default=0), _opt_text("sdk_resume_at"),
-        _text("host", "claude-code", choices=("claude-code", "codex")),
+        _text("host", "claude-code", choices=("claude-code", "codex", STATED_HOST)),
     ),
     "prompt": (
         Field("session_id", "text", required=True), Field("prompt_number", "int", required=True),
@@ -168,6 +172,7 @@ def export_objects(conn: sqlite3.Connection, *, project: str | None = None,
                 exported.update([row["id"]] if kind == "observation" else [])
                 yield _row_object(kind, row)
     yield from marks.export_marks(conn, exported)
+    yield from revisions.export_revisions(conn, exported)
 
 
 def write_export(conn: sqlite3.Connection, out: TextIO, *, project: str | None = None,
@@ -246,9 +251,12 @@ def _check_header(obj: Any) -> None:
         raise ValueError(f"header: format version {version} is newer than this claude-mem reads ({VERSION}); upgrade claude-mem")
 
 
-def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None,
+                stated: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     """Every row of an export, validated, by kind (with its line number). Raises BadImportLine
-    for the first bad line. Rows must belong to a session in the file or in `known_sessions`."""
+    for the first bad line. Rows must belong to a session in the file or in `known_sessions`.
+    `stated` checks a memory a person or the agent stated (writes/checks.stated_row: what every
+    stated write passes), raising ValueError for one it refuses."""
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in COUNTED}
     header_seen = False
     number = 0
@@ -269,7 +277,10 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
             kind = obj.get("kind")
             if kind not in COUNTED:
                 raise ValueError(f"'kind' is {kind!r}, not one of {', '.join(COUNTED)}")
-            rows[kind].append((number, storable_value(marks.check_mark(obj)) if kind == "mark" else validate_row(kind, obj)))
+            row = _checked(kind, obj)
+            if stated is not None and kind == "observation" and row["source"] in STATED_SOURCES:
+                row = stated(row)
+            rows[kind].append((number, row))
         except ValueError as exc:
             raise BadImportLine(number, str(exc)) from None
     if not header_seen:
@@ -279,11 +290,20 @@ def parse_lines(lines: Iterable[str], known_sessions: set[str] | None = None) ->
         for line, row in rows[kind]:
             if row["session_id"] not in sessions:
                 raise BadImportLine(line, f"{kind}: session {row['session_id']!r} is neither in the file nor in the database")
-    for line, mark in rows["mark"]:
-        for side in ("old", "new"):
-            if mark[side]["session_id"] not in sessions:
-                raise BadImportLine(line, f"mark: session {mark[side]['session_id']!r} is neither in the file nor in the database")
+    for kind, sides in (("mark", ("old", "new")), ("revision", ("observation",))):
+        for line, row in rows[kind]:
+            for side in sides:
+                if row[side]["session_id"] not in sessions:
+                    raise BadImportLine(line, f"{kind}: session {row[side]['session_id']!r} is neither in the file nor in the database")
     return rows
+
+
+def _checked(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    if kind == "mark":
+        return storable_value(marks.check_mark(obj))
+    if kind == "revision":
+        return storable_value(revisions.check_revision(obj))
+    return validate_row(kind, obj)
 
 
 # --- import -----------------------------------------------------------------------------------------
@@ -314,13 +334,14 @@ def _complete(kind: str, row: dict[str, Any], projects: dict[str, str]) -> dict[
 
 
 def import_lines(conn: sqlite3.Connection, lines: Iterable[str], *, dry_run: bool = False,
-                 progress: Progress | None = None) -> ImportResult:
-    """Validate every line, then add the rows not already present, all in one transaction
-    (rolled back with `dry_run`, which still counts what would be added)."""
+                 progress: Progress | None = None, stated: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> ImportResult:
+    """Validate every line (stated memories with `stated` too, see parse_lines), then add the rows
+    not already present, all in one transaction (rolled back with `dry_run`, which still counts what
+    would be added)."""
     # Reading and checking a large file takes seconds: done before taking the write lock, which
     # hooks wait on (then spool). A session removed meanwhile fails its rows' inserts below.
     known = {r[0] for r in conn.execute("SELECT claude_session_id FROM sdk_sessions")}
-    rows = parse_lines(lines, known)
+    rows = parse_lines(lines, known, stated)
     try:
         return import_rows(conn, rows, dry_run=dry_run, progress=progress)
     except RejectedRow as exc:
@@ -358,6 +379,12 @@ def import_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, dict[s
                 raise RejectedRow(label, "mark: an observation it names is neither in the file nor in the database")
             result.added["mark"] = result.added.get("mark", 0) + marked
             result.present["mark"] = result.present.get("mark", 0) + (not marked)
+        for label, revision in rows.get("revision", ()):
+            kept = revisions.import_revision(conn, revision)
+            if kept is None:
+                raise RejectedRow(label, "revision: its observation is neither in the file nor in the database")
+            result.added["revision"] = result.added.get("revision", 0) + kept
+            result.present["revision"] = result.present.get("revision", 0) + (not kept)
         # A later prompt in an imported session must not reuse an imported prompt's number.
         touched = {r["session_id"] for _, r in rows.get("prompt", ())} | {r["claude_session_id"] for _, r in rows.get("session", ())}
         conn.executemany(

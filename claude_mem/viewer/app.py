@@ -1,9 +1,8 @@
 """The viewer's HTTP side: the static page, JSON endpoints and a server-sent event stream, behind
 the guard (guard.py: Host and token checks, security headers).
 
-The one write, a person's mark or undo (POST /api/marks), takes a JSON body: a web page of
-another origin cannot send one without the browser asking first (CORS preflight, which is not
-answered), and a request whose Origin names another host is refused.
+The writes (POST: a mark or its undo, a memory to remember, an edit or its undo, a forget) are
+changes.py's: a JSON body from this viewer's own page, carrying its per-launch token.
 
 The stream polls `PRAGMA data_version` (a counter SQLite bumps when another connection commits;
 reading it costs microseconds) and sends the rows past the client's cursor when it moves.
@@ -14,25 +13,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from claude_mem.store.reads import KINDS, OBSERVATION_TYPES, parse_ref
 from claude_mem.viewer import data
-from claude_mem.viewer.guard import Guard, error
+from claude_mem.viewer.changes import TOKEN_SLOT, Changes, checked_body, page_with_token
+from claude_mem.viewer.guard import BadRequest, Guard, error
 
 if TYPE_CHECKING:
     from claude_mem.index.semantic_index import Index
@@ -44,12 +44,6 @@ HEALTH_EVERY_S = 5.0
 HEALTH_MIN_GAP_S = 1.0  # a burst of commits sends one health update, not one per commit
 REVIVE_EVERY_S = 10.0  # how often health looks for events no worker is left to take
 MAX_QUERY_CHARS = 1000
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 # -- parameters ---------------------------------------------------------------------------------
@@ -91,13 +85,18 @@ def _cursor(raw: str, name: str) -> data.Cursor:
 # -- the app ------------------------------------------------------------------------------------
 
 def create_app(config: Config, *, token: str | None = None, loopback_only: bool = True, index: Index | None = None,
-               use_index: bool = True, poll_s: float = POLL_S, stopping: threading.Event | None = None) -> ASGIApp:
+               use_index: bool = True, poll_s: float = POLL_S, stopping: threading.Event | None = None,
+               project: str | None = None) -> ASGIApp:
     """The viewer for the database in `config`. `loopback_only` turns on the Host check; the
     searches go to the memory service (keywords alone when it cannot answer in time), or to
     `index` in this process when one is given, or to keywords alone when `use_index` is False
     (service/search.py decides). Event streams end once `stopping` is set, so a server shutting
-    down need not wait them out."""
-    viewer = Viewer(config, index=index, use_index=use_index, poll_s=poll_s, stopping=stopping or threading.Event())
+    down need not wait them out. `project`: where a memory remembered here goes when the page
+    names none (default: the project of the current folder)."""
+    from claude_mem.project import project_for
+
+    viewer = Viewer(config, index=index, use_index=use_index, poll_s=poll_s, stopping=stopping or threading.Event(),
+                    changes=Changes(config, project or project_for(os.getcwd())))
     routes = [
         Route("/", viewer.page),
         Route("/api/projects", viewer.api_projects),
@@ -108,6 +107,9 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
         Route("/api/session/{session_id:path}", viewer.api_session),
         Route("/api/remote/{ref}", viewer.api_remote),
         Route("/api/marks", viewer.api_marks, methods=["POST"]),
+        Route("/api/remember", viewer.api_remember, methods=["POST"]),
+        Route("/api/observation/{observation_id}/edit", viewer.api_edit, methods=["POST"]),
+        Route("/api/observation/{observation_id}/forget", viewer.api_forget, methods=["POST"]),
         Route("/api/health", viewer.api_health),
         Route("/api/stats", viewer.api_stats),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
@@ -122,8 +124,14 @@ def create_app(config: Config, *, token: str | None = None, loopback_only: bool 
 class Viewer:
     """The endpoints, over the database of one configuration."""
 
-    def __init__(self, config: Config, *, index: Index | None, use_index: bool, poll_s: float, stopping: threading.Event) -> None:
+    def __init__(self, config: Config, *, index: Index | None, use_index: bool, poll_s: float, stopping: threading.Event,
+                 changes: Changes) -> None:
         self.config = config
+        self.changes = changes
+        self.write_token = secrets.token_urlsafe(24)  # this launch's: written into the page, asked of every write
+        with open(os.path.join(STATIC_DIR, "index.html"), encoding="utf-8") as fh:
+            self.template = fh.read()
+        assert TOKEN_SLOT in self.template
         self.db_path = config.db_path
         self.index = index
         self.in_process = not use_index
@@ -145,7 +153,7 @@ class Viewer:
         return data.health(self.config, conn)
 
     def page(self, request: Request) -> Response:
-        return FileResponse(os.path.join(STATIC_DIR, "index.html"), headers={"cache-control": "no-store"})
+        return HTMLResponse(page_with_token(self.template, self.write_token), headers={"cache-control": "no-store"})
 
     def api_projects(self, request: Request) -> Response:
         return _json({"projects": self.read(data.projects)})
@@ -177,12 +185,10 @@ class Viewer:
         return _json({"query": query, "mode": result.mode, "note": result.note, "hits": hits})
 
     def api_observation(self, request: Request) -> Response:
-        raw = request.path_params["observation_id"]
-        if not raw.isdigit() or len(raw) > 18:
-            raise BadRequest(f"an observation id is a positive whole number, got {raw[:40]!r}")
-        found = self.read(data.observation_detail, int(raw))
+        row_id = _observation_id(request)
+        found = self.read(data.observation_detail, row_id)
         if found is None:
-            raise BadRequest(f"no observation {int(raw)}", 404)
+            raise BadRequest(f"no observation {row_id}", 404)
         return _json(found)
 
     def api_remote(self, request: Request) -> Response:
@@ -215,15 +221,26 @@ class Viewer:
             raise BadRequest(f"no session {session_id[:80]!r}", 404)
         return _json(found)
 
+    async def _body(self, request: Request) -> dict[str, Any]:
+        return checked_body(request.headers, await request.body(), self.write_token)
+
     async def api_marks(self, request: Request) -> Response:
         """A person says an observation is no longer true (or takes that back)."""
-        body = _mark_request(request.headers, await request.body())
-        try:
-            done = await run_in_threadpool(data.change_mark, self.db_path, body["old"], body.get("new"), undo=bool(body.get("undo")),
-                                           duplicate=bool(body.get("duplicate")), reason=body["reason"])
-        except data.MarkRefused as exc:
-            raise BadRequest(str(exc), 409) from None
-        return _json(done)
+        return _json(await run_in_threadpool(self.changes.mark, await self._body(request)))
+
+    async def api_remember(self, request: Request) -> Response:
+        """A person states a memory: {"text": ..., "type"?, "project"?, "files"?, "supersedes"?}."""
+        return _json(await run_in_threadpool(self.changes.remember, await self._body(request)))
+
+    async def api_edit(self, request: Request) -> Response:
+        """A person edits an observation ({"title"?, "text"?, "facts"?, "type"?}) or undoes the last edit ({"undo": true})."""
+        body = await self._body(request)
+        return _json(await run_in_threadpool(self.changes.edit, _observation_id(request), body))
+
+    async def api_forget(self, request: Request) -> Response:
+        """A person forgets an observation (the page asked them to confirm)."""
+        await self._body(request)
+        return _json(await run_in_threadpool(self.changes.forget, _observation_id(request)))
 
     def api_health(self, request: Request) -> Response:
         return _json(self.read(self.health_of))
@@ -291,29 +308,11 @@ class Viewer:
         return error(503, f"{exc}: was the data dir removed? Restart the viewer once claude-mem has captured something")
 
 
-def _mark_request(headers: Any, raw: bytes) -> dict[str, Any]:
-    """The checked body of a mark request, from this viewer's own page only."""
-    origin = headers.get("origin")
-    if origin and urlsplit(origin).netloc != headers.get("host", ""):
-        raise BadRequest("marks are changed from this viewer's own page only", 403)
-    if headers.get("content-type", "").split(";")[0].strip() != "application/json":
-        raise BadRequest("send the mark as a JSON body (content-type application/json)", 415)
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        raise BadRequest("the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise BadRequest('the body is a JSON object: {"old": ID, "new": ID} ("undo": true to take a mark back)')
-    for name in ("old", "new"):
-        value = body.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63):
-            raise BadRequest(f"{name} must be an observation id (a positive whole number)")
-    if body.get("old") is None:
-        raise BadRequest("old is required: the observation that is no longer true")
-    reason = body.get("reason") or ""
-    if not isinstance(reason, str) or len(reason) > 300:
-        raise BadRequest("reason is a short text (at most 300 characters)")
-    return {**body, "reason": reason.strip()}
+def _observation_id(request: Request) -> int:
+    raw = request.path_params["observation_id"]
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest(f"an observation id is a positive whole number, got {raw[:40]!r}")
+    return int(raw)
 
 
 def _json(body: Any) -> JSONResponse:

@@ -2,8 +2,8 @@
 
 Store functions are used wherever they exist; the few queries here are ones nothing else needs
 (rows after a cursor, the newest prompts across sessions, table counts, the last error). Every
-reading connection is opened with `query_only`, so SQLite itself refuses a write from it; the
-one thing the viewer writes, a person's mark or undo (`change_mark`), opens its own.
+reading connection is opened with `query_only`, so SQLite itself refuses a write from it; what a
+person changes (changes.py) opens its own.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, marks, overview, reads, records
-from claude_mem.store.db import connect, transaction
+from claude_mem.store import costs, injections, marks, overview, reads, records, revisions
+from claude_mem.store.db import connect
 from claude_mem.store.reads import TURN_RANK
 from claude_mem.text.shorten import cut
 
@@ -162,7 +162,7 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 # -- details ------------------------------------------------------------------------------------
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
-    """One observation with its session and the prompt that led to it."""
+    """One observation with its session, the prompt that led to it, its marks and its earlier versions."""
     rows = marks.annotate(conn, reads.get_observations(conn, [observation_id]))
     if not rows:
         return None
@@ -171,7 +171,8 @@ def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[st
     prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
     listed = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
                                  "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
-    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed}
+    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed,
+            "revisions": revisions.of(conn, observation_id)}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
@@ -186,37 +187,6 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
                                                         ("summary", "summaries")) for row in found[key]]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
     return {"session": found["session"], "entries": entries, "injections": given}
-
-
-class MarkRefused(ValueError):
-    """A mark or an undo that cannot be made (an unknown observation, nothing to undo)."""
-
-
-def change_mark(db_path: str, old_id: int, new_id: int | None, *, undo: bool, duplicate: bool = False,
-                reason: str = "") -> dict[str, Any]:
-    """A person's mark (`new_id` makes `old_id` no longer true) or undo, on a connection of its own."""
-    if not os.path.exists(db_path):
-        raise DatabaseMissing(f"no database at {db_path}")
-    conn = connect(db_path, migrate=False)
-    try:
-        wanted = [i for i in (old_id, new_id) if i is not None]
-        known = {r[0] for r in conn.execute(f"SELECT id FROM observations WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
-        missing = [i for i in wanted if i not in known]
-        if missing:
-            raise MarkRefused(f"no observation obs:{missing[0]}")
-        with transaction(conn):
-            if undo:
-                undone = marks.undo(conn, old_id, new_id)
-                if not undone:
-                    raise MarkRefused(f"obs:{old_id} has no mark to undo")
-                return {"old": old_id, "undone": undone}
-            if new_id is None or new_id == old_id:
-                raise MarkRefused("name the newer observation that supersedes this one (not itself)")
-            relation = "duplicates" if duplicate else "supersedes"
-            marks.add(conn, old_id, new_id, relation, "person", reason=reason)
-            return {"old": old_id, "new": new_id, "relation": relation}
-    finally:
-        conn.close()
 
 
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -28,6 +28,14 @@ SECURITY_HEADERS = [
 ]
 
 
+class BadRequest(Exception):
+    """A request refused with a status and a one-line reason (the app answers it as JSON)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def is_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True

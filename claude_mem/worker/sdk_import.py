@@ -9,7 +9,7 @@ stand in for those packages: names it binds and never uses on the observer's pat
 sys.modules right after, so whatever imports `mcp` later in the process gets the real package.
 
 Should a later SDK do more with those names at import than a placeholder allows, the SDK is
-imported the ordinary way: the worker works, only heavier (tests/test_worker_imports.py fails).
+imported the ordinary way: the worker works, only heavier (tests/test_process_memory.py fails).
 Only a process's entry calls this (the `worker` command), never code that a process holding the
 real `mcp` (the memory service) runs.
 """

@@ -216,6 +216,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if step.get("sleep"):
         time.sleep(float(step["sleep"]))
+        log("slept", turn=turn)  # a test that expects the process stopped mid-sleep looks for this line
     if step.get("crash"):
         if step.get("partial"):
             emit(assistant(session_id, model, step["partial"]))

@@ -23,6 +23,7 @@ from claude_mem.replay import TOOL_EVENTS, HookEvent, find_transcripts, transcri
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import ROOT, TRANSCRIPTS
 from tests.fakes.fake_claude import write_wrapper
+from tests.waiting import wait_until
 
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 
@@ -123,15 +124,6 @@ def rows(db: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(sql, params)]
     finally:
         conn.close()
-
-
-def wait_until(condition: Any, timeout: float, step: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
 
 
 def kill_mid_work(proc: Any, db: Path, session_id: str, rng: Any, turn_s: float) -> bool:

@@ -131,7 +131,7 @@ def test_workers_and_clis_killed_at_random_moments_during_an_outage(tmp_path: Pa
     rng = random.Random(20261122)
     kills = 15 if long_run else 4
     # The model answers 529 for a while (from the second worker on), and every failure used to
-    # cost an attempt: with two, the old policy skipped events here (issue 11). Smaller batches
+    # cost an attempt: with two, the old policy skipped events here. Smaller batches
     # give the kills more turns to land in; --drain workers wait out any backoff and exit once
     # the queue is empty.
     outage_s = 20.0 if long_run else 6.0

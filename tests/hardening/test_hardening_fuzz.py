@@ -22,8 +22,9 @@ from claude_mem import hooks
 from claude_mem.cli.app import cli
 from claude_mem.mcp_server import build_server
 from claude_mem.worker.parse import parse_reply
-from tests.hardening.support import record, wait_until
+from tests.hardening.support import record
 from tests.stores import build_indexed
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

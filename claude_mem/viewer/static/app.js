@@ -40,10 +40,14 @@ async function api(path, params) {
   return body;
 }
 
-// The one write: a person's mark or undo (a JSON body, which another site's page cannot send).
+// A person's change (a mark, a memory, an edit, a forget): a JSON body with this launch's token in
+// a header, which another site's page can neither read from this page nor send without asking.
+const WRITE_TOKEN = (document.querySelector('meta[name="claude-mem-write-token"]') || {}).content || "";
+
 async function post(path, body) {
   const res = await fetch(new URL(path, location.origin), {
-    method: "POST", headers: { Accept: "application/json", "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    method: "POST", body: JSON.stringify(body),
+    headers: { Accept: "application/json", "Content-Type": "application/json", "X-Claude-Mem-Token": WRITE_TOKEN } });
   const answer = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error(answer.error || `the server answered ${res.status}`);
   return answer;
@@ -354,13 +358,87 @@ function markForm(o) {
   return form;
 }
 
-function renderObservation({ observation: o, session, prompt, marks }) {
+const TYPES = ["discovery", "decision", "change", "bugfix", "feature", "refactor"];
+const fieldName = (name) => (name === "narrative" ? "text" : name);
+
+// Edit in place: title, type, text and facts (one a line); the server keeps the version before.
+function editForm(o) {
+  const title = el("input", { type: "text", name: "title", value: o.title, "aria-label": "title", size: 60 });
+  const type = el("select", { name: "type", "aria-label": "type" }, TYPES.map((t) => el("option", { value: t, selected: t === o.type }, t)));
+  const text = el("textarea", { name: "text", rows: 6, "aria-label": "text" });
+  text.value = o.narrative || "";
+  const facts = el("textarea", { name: "facts", rows: 3, "aria-label": "facts, one a line" });
+  facts.value = o.facts.join("\n");
+  const save = el("button", { type: "submit" }, "Save");
+  const cancel = el("button", { type: "button", class: "cancel" }, "Cancel");
+  const form = el("form", { class: "edit-form", hidden: true },
+    el("label", {}, "Title ", title), el("label", {}, "Type ", type), el("label", {}, "Text", text),
+    el("label", {}, "Facts (one a line)", facts), el("div", {}, save, " ", cancel));
+  cancel.addEventListener("click", () => { form.hidden = true; });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const body = { title: title.value, type: type.value, facts: facts.value.split("\n").filter((f) => f.trim()) };
+    if (text.value.trim() || o.narrative) body.text = text.value;
+    change(`/api/observation/${o.id}/edit`, body, save);
+  });
+  return form;
+}
+
+// Forget asks first, in place: nothing goes on one click.
+function forgetControls(o) {
+  const ask = el("button", { type: "button", class: "forget" }, "Forget…");
+  const yes = el("button", { type: "button", class: "forget-yes" }, "Yes, forget it");
+  const no = el("button", { type: "button", class: "cancel" }, "Keep it");
+  const confirm = el("span", { class: "confirm", hidden: true },
+    `Forget obs:${o.id} for good? It leaves search, the digest and every push. `, yes, " ", no);
+  ask.addEventListener("click", () => { confirm.hidden = false; ask.hidden = true; });
+  no.addEventListener("click", () => { confirm.hidden = true; ask.hidden = false; });
+  yes.addEventListener("click", async () => {
+    yes.disabled = true;
+    try {
+      await post(`/api/observation/${o.id}/forget`, {});
+      for (const node of document.querySelectorAll(`.items li[data-kind="observation"][data-id="${o.id}"]`)) node.remove();
+      state.seen.delete(`observation:${o.id}`);
+      $("detail").replaceChildren(el("p", { class: "forgotten" }, `obs:${o.id} is forgotten.`));
+    } catch (err) {
+      yes.disabled = false;
+      yes.after(el("span", { class: "load-error" }, ` ${err.message}`));
+    }
+  });
+  return el("span", { class: "forget-controls" }, ask, confirm);
+}
+
+async function change(path, body, button) {
+  button.disabled = true;
+  try {
+    await post(path, body);
+    route();
+  } catch (err) {
+    button.disabled = false;
+    button.after(el("span", { class: "load-error" }, ` ${err.message}`));
+  }
+}
+
+function revisionsSection(o, revisions) {
+  if (!revisions || !revisions.length) return null;
+  const undo = el("button", { type: "button", class: "undo-edit" }, "Undo the last edit");
+  undo.addEventListener("click", () => change(`/api/observation/${o.id}/edit`, { undo: true }, undo));
+  return section("Earlier versions", el("ul", { class: "revisions" }, revisions.map((r) => el("li", {},
+    when(r.created_at_epoch), ` edited by ${r.author}: ${r.changed.map(fieldName).join(", ")} — was `,
+    el("q", {}, r.title)))), undo);
+}
+
+function renderObservation({ observation: o, session, prompt, marks, revisions }) {
+  const form = editForm(o);
+  const edit = el("button", { type: "button", class: "edit" }, "Edit");
+  edit.addEventListener("click", () => { form.hidden = false; });
   const files = [];
   if (o.files_read.length) files.push(section("Files read", list(o.files_read, "files")));
   if (o.files_modified.length) files.push(section("Files modified", list(o.files_modified, "files")));
   return el("article", { class: "observation", dataset: { id: o.id } },
     el("header", {}, badge({ type: o.type }), el("h2", {}, o.title), o.subtitle ? el("p", { class: "subtitle" }, o.subtitle) : null,
       o.mark ? el("p", { class: "mark" }, o.mark) : null),
+    el("div", { class: "actions" }, edit, " ", forgetControls(o)), form,
     el("dl", { class: "facts-meta" },
       field("Project", o.project),
       [el("dt", {}, "Session"), el("dd", {}, el("a", { href: sessionHref(o.session_id) }, o.session_id))],
@@ -374,7 +452,30 @@ function renderObservation({ observation: o, session, prompt, marks }) {
     o.facts.length ? section("Facts", list(o.facts)) : null,
     o.concepts.length ? section("Concepts", el("p", { class: "chips" }, o.concepts.map((c) => el("span", { class: "chip" }, c)))) : null,
     ...files,
+    revisionsSection(o, revisions),
     section("Still true?", marks && marks.length ? el("ul", { class: "marks" }, marks.map((m) => markEntry(m, o))) : null, markForm(o)));
+}
+
+function initRemember() {
+  const text = $("remember-text");
+  const said = $("remember-said");
+  $("remember").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!text.value.trim()) return;
+    const button = event.target.querySelector("button");
+    button.disabled = true;
+    try {
+      const done = await post("/api/remember", { text: text.value, type: $("remember-type").value, project: state.project || null });
+      said.textContent = `${done.created ? "Remembered" : "Already remembered"} as ${done.ref} in ${done.project}`;
+      said.className = "said";
+      text.value = "";
+    } catch (err) {
+      said.textContent = err.message;
+      said.className = "said load-error";
+    } finally {
+      button.disabled = false;
+    }
+  });
 }
 
 function renderRemote(r) {
@@ -414,7 +515,7 @@ function injectionEntry(i) {
     i.refs.length ? ` · ${i.refs.join(" ")}` : "");
 }
 
-const hostName = (host) => (host === "codex" ? "Codex CLI" : "Claude Code");
+const hostName = (host) => ({ codex: "Codex CLI", stated: "stated (remember)" }[host] || "Claude Code");
 
 function renderSession({ session: s, entries, injections }) {
   return el("article", { class: "session" },
@@ -475,6 +576,7 @@ function init() {
     else showFeed();
   });
   $("back-to-feed").addEventListener("click", showFeed);
+  initRemember();
   window.addEventListener("hashchange", route);
   setInterval(refreshTimes, 30000);
   api("/api/health").then(renderHealth).catch(() => {});
