@@ -229,7 +229,19 @@ def score(variant: str, topics: list[Topic], memory: Memory, progress: bool, tex
                 print(f"\r  {tasks} tasks", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
-    return {"tasks": tasks, "counts": counts, "mean_chars": {c: round(chars[c] / max(tasks, 1)) for c in CHANNELS}}
+    return {"tasks": tasks, "counts": counts, "mean_chars": {c: round(chars[c] / max(tasks, 1)) for c in CHANNELS},
+            "push_by_keywords": keyword_pushes(memory)}
+
+
+def keyword_pushes(memory: Memory) -> int:
+    """This run's task pushes the memory service did not answer within push_timeout_ms (a loaded
+    machine): answered from SQLite's keywords alone, as the hook does then."""
+    conn = sqlite3.connect(memory.db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM injections WHERE kind = 'prompt' AND note = 'fts' AND session_id LIKE ?",
+                                (f"task-%-{RUN}",)).fetchone()[0])
+    finally:
+        conn.close()
 
 
 def _tasks(variant: str, topic: Topic) -> list[tuple[str, str]]:
@@ -352,6 +364,8 @@ def report(results: dict[str, dict[str, Any]]) -> str:
         for channel in CHANNELS:
             parts = ", ".join(f"{k} {r['counts'][channel].get(k, 0)}" for k in keys)
             lines.append(f"  {channel:7} {parts or '-'}  (mean {r['mean_chars'][channel]} chars)")
+        if r.get("push_by_keywords"):
+            lines.append(f"  ({r['push_by_keywords']} of the pushes from keywords alone: the memory service answered too late)")
         if "offtopic" in r:
             lines.append(f"  offtopic prompts pushed {r['offtopic']['pushed']} of {r['offtopic']['asked']}")
     return "\n".join(lines)
