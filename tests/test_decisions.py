@@ -5,6 +5,7 @@ together or not at all; a rule for another component stays out; decisions come b
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,41 @@ def test_a_decision_observation_keeps_its_scope_and_the_files_it_names() -> None
     # "Decision update:" stays in what was said: it tells a replacement from a rival.
     [update] = stated("Decision update: the log is now rotated monthly instead.")
     assert update.narrative.startswith("Decision update:") and update.title == "The log is now rotated monthly instead."
+
+
+def test_a_turn_stores_its_decision_once_through_a_real_worker(data_dir: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from claude_mem.hooks import store_in_process
+
+    repo = tmp_path / "ledger"
+    repo.mkdir()
+    base = {"session_id": "s", "transcript_path": "/dev/null", "cwd": str(repo)}
+    config = load()
+    config.ensure_dirs()
+    conn = connect(config.db_path)
+    store_in_process(config, conn, [
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "Decision: events.log is append-only. Please fix nightly.py.",
+         "prompt_id": "p1"},
+        {**base, "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "t1", "prompt_id": "p1",
+         "tool_input": {"file_path": f"{repo}/scripts/nightly.py", "old_string": "trim()", "new_string": "pass"},
+         "tool_response": {"filePath": f"{repo}/scripts/nightly.py", "oldString": "trim()", "newString": "pass"}},
+        {**base, "hook_event_name": "Stop", "prompt_id": "p1",
+         "last_assistant_message": "Done. Decision recorded: events.log is append-only."}])
+    conn.close()
+    proc = subprocess.run([sys.executable, "-m", "claude_mem", "worker", "--session", "s", "--drain", "--synthesizer", "heuristic"],
+                          env={**os.environ, "CLAUDE_MEM_SEMANTIC_INDEX": "0"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    conn = connect(config.db_path)
+    try:
+        decided = conn.execute("SELECT title, subtitle FROM observations WHERE type = 'decision'").fetchall()
+        request = conn.execute("SELECT request FROM session_summaries").fetchone()[0]
+        refused = conn.execute("SELECT coalesce(sum(echoes_refused), 0) FROM worker_runs").fetchone()[0]
+    finally:
+        conn.close()
+    assert [tuple(d) for d in decided] == [("events.log is append-only.", "Stated by the user; applies to the whole project")]
+    assert request == "Please fix nightly.py." and refused == 0  # the summary keeps the ask; nothing stored twice
 
 
 def test_a_scope_is_read_from_the_statement_and_matched_to_a_task() -> None:

@@ -27,6 +27,7 @@ from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.events import Event, files_touched
+from claude_mem.worker.heuristic.decisions import PROMPT_STATED
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.recalled import Recalled
 from claude_mem.worker.render import fill, render_batch
@@ -66,8 +67,10 @@ class Synthesis:
         if event.kind != "finalize":
             return self.heuristic_batch([event])
         request, turn_events, last_message = self._turn_context(event)
-        return Outcome(observations=self._stated(records.prompt_text(self.conn, self.session_id, event.prompt_number) or "",
-                                                 turn_events, last_message),
+        stated = self._stated(records.prompt_text(self.conn, self.session_id, event.prompt_number) or "", turn_events, last_message)
+        if turn_events:  # the prompt's own statements went with the turn's tool events (heuristic_batch)
+            stated = [o for o in stated if not o.subtitle.startswith(PROMPT_STATED)]
+        return Outcome(observations=stated,
                        summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
 
     def heuristic_batch(self, events: list[Event]) -> Outcome:

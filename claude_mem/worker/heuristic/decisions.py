@@ -29,6 +29,7 @@ from claude_mem.store.memories import Observation
 from claude_mem.text.scope import scope_of
 from claude_mem.text.shorten import clip
 
+PROMPT_STATED = "Stated by the user"  # how a decision's subtitle begins when the prompt stated it
 TITLE_CHARS = 280  # a statement is its own headline: cut only when it runs past this
 MAX_SENTENCES = 3
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
@@ -129,7 +130,7 @@ def _capital(text: str) -> str:
 
 def _observation(statement: str, said: str, by: str, files: list[str]) -> Observation:
     scope = scope_of(statement)
-    who = "Stated by the user" if by == "prompt" else "Agreed in Claude's closing message"
+    who = PROMPT_STATED if by == "prompt" else "Agreed in Claude's closing message"
     named = [f for f in files if _names_file(statement, f)]
     return Observation(type="decision", title=clip(statement, TITLE_CHARS),
                        subtitle=who + (f"; applies to {scope}" if scope else "; applies to the whole project"),
