@@ -291,6 +291,23 @@ def test_search_and_ask_show_both_rivals_with_the_conflict_said(shop: dict[str, 
         conn.close()
 
 
+def test_search_leaves_out_the_prompt_it_was_typed_as(data_dir: Path, tmp_path: Path) -> None:
+    """A task's first search is its own prompt, word for word, in a session with nothing else yet:
+    not a hit. The same words asked in a session that went on are memory, and found."""
+    mem = Memory(data_dir)
+    mem.session("old", "shop", tmp_path)
+    mem.session("new", "shop", tmp_path)
+    mem.prompt("old", "Trim the audit events log")
+    mem.prompt("old", "and rotate it monthly after that")
+    mem.prompt("new", "Trim the audit events log")
+    try:
+        hits = search(mem.conn, "Trim the audit events log", project="shop", limit=5).hits
+    finally:
+        mem.close()
+    kinds = [(h.kind, h.session_id) for h in hits]
+    assert ("prompt", "old") in kinds and ("prompt", "new") not in kinds, kinds
+
+
 def test_marks_json_and_views_name_conflicts(shop: dict[str, int]) -> None:
     shown = invoke_json("show", f"obs:{shop['trim']}")
     rows = shown if isinstance(shown, list) else [shown]

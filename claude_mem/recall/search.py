@@ -109,7 +109,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         return SearchResult([], used, note)
 
     load_rows(conn, candidates)
-    _drop_the_query_itself(candidates, text)
+    _drop_the_query_itself(conn, candidates, text)
     windows = date_windows(text)
     scores = fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
@@ -133,10 +133,20 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     return SearchResult(hits, used, note)
 
 
-def _drop_the_query_itself(candidates: dict[tuple[str, int], Candidate], query: str) -> None:
-    """A prompt that is the query itself, word for word (searched right after it was typed: a
-    task's first look at memory), tells the searcher nothing and takes a place: left out."""
+def _drop_the_query_itself(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate], query: str) -> None:
+    """A prompt that is the query itself, word for word, in a session that holds nothing else yet:
+    the search is that prompt's own first look at memory (a task searched right after it was
+    typed), and finding it tells nothing and takes a place. Left out; an older prompt worded the
+    same, in a session that went on, is still found."""
     said = " ".join(query.lower().split())
     for key in [k for k, c in candidates.items() if c.kind == "prompt"]:
-        if " ".join(str(candidates[key].row.get("prompt_text") or "").lower().split()) == said:
+        row = candidates[key].row
+        if " ".join(str(row.get("prompt_text") or "").lower().split()) == said and _alone(conn, str(row.get("session_id") or "")):
             del candidates[key]
+
+
+def _alone(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute(
+        "SELECT (SELECT count(*) FROM user_prompts WHERE session_id = ?) = 1"
+        " AND NOT EXISTS (SELECT 1 FROM observations WHERE session_id = ?)"
+        " AND NOT EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?)", (session_id, session_id, session_id)).fetchone()[0] == 1
