@@ -555,28 +555,33 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
 def test_workers_beyond_the_cap_wait_and_are_served_oldest_first(tmp_path: Path, data_dir: Path) -> None:
     """max_workers=1 and three sessions: one worker at a time, the others wait in the queue (status
     says who and since when), each exiting or idle worker hands its slot to the oldest waiting."""
-    env = fake_env(tmp_path, [], default={"per_event": True, "sleep": 0.3}, CLAUDE_MEM_WORKER_AUTOSTART="1",
+    gate = tmp_path / "answer"  # the model answers nobody until the test has seen the others wait
+    env = fake_env(tmp_path, [], default={"per_event": True, "hold_until": str(gate)}, CLAUDE_MEM_WORKER_AUTOSTART="1",
                    CLAUDE_MEM_MAX_WORKERS="1", CLAUDE_MEM_WORKER_IDLE_S="60")
     os.environ.update(env)  # the hooks, status and the workers they start all see the cap
     try:
         for n, session in enumerate(("sess-a", "sess-b", "sess-c")):
             for command, payload in scripted_session(str(tmp_path / f"proj-{n}"), session):
                 assert run_hook(command, payload).returncode == 0
-        seen_waiting: set[str] = set()
+        # sess-a's worker holds the one slot, its model busy: status says who waits.
+        def both_waiting() -> dict | None:
+            status = invoke_json("status")
+            return status if len(status["waiting_sessions"]) == 2 else None
+
+        status = wait_until(both_waiting, 120)
+        assert status and {w["session_id"] for w in status["waiting_sessions"]} == {"sess-b", "sess-c"}, status
+        assert [w["session_id"] for w in status["workers"]] == ["sess-a"]
+        gate.write_text("")
         most_alive = 0
         deadline = time.time() + 240
         while time.time() < deadline:
             status = invoke_json("status")
-            seen_waiting.update(w["session_id"] for w in status["waiting_sessions"])
             most_alive = max(most_alive, len(status["workers"]))
             if status["queue"]["pending"] == 0 and status["queue"]["processing"] == 0:
                 break
             time.sleep(0.3)
         assert all(r["status"] == "done" for r in invoke_json("queue")), "every session was served"
         assert most_alive == 1, "never more workers than max_workers"
-        # status showed the waiting (a busy machine may hand sess-a's slot to sess-b before the
-        # first poll: that both waited is what the yields below prove).
-        assert seen_waiting and seen_waiting <= {"sess-b", "sess-c"}, seen_waiting
         with db(data_dir) as conn:
             runs = conn.execute("SELECT session_id, exit_reason FROM worker_runs ORDER BY id").fetchall()
         served = [r["session_id"] for r in runs]

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from claude_mem.service.client import notify_index
+from claude_mem.service.client import ensure_started, notify_index
 from claude_mem.settings import Config
 
 
 def follow(config: Config, observation_ids: Iterable[int]) -> None:
     ids = sorted({int(i) for i in observation_ids})
     if ids and config.semantic_index:
+        # A person who just said "remember" searches next: a service that was not running starts
+        # loading its model now, while they type, and indexes the row as it catches up.
+        ensure_started(config.data_dir)
         notify_index(config, ids, [], [])

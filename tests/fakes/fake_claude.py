@@ -29,7 +29,9 @@ A step is one JSON object:
                                         project named in the system prompt (which worker sent it)
   {"error": "auth"|"overloaded"|"rate_limit"|"api_error"|"invalid_request"}   an API failure shaped like the real CLI's
   {"crash": true, "exit_code": 3, "partial": "text"}        exit mid-turn (after the partial reply, if any)
-  any step may add "sleep": seconds (before answering) and "ignore_sigterm": true.
+  any step may add "sleep": seconds (before answering), "ignore_sigterm": true, and "hold_until": a
+  path (the answer waits until that file exists: a test holds a worker busy until it has seen what
+  it is waiting for).
 
 Tests point cli_path at `write_wrapper(tmp_dir)` (importable as tests.fakes.fake_claude).
 """
@@ -214,6 +216,8 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
         LAST_EVENTS = text
     if step.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while step.get("hold_until") and not os.path.exists(str(step["hold_until"])):
+        time.sleep(0.05)
     if step.get("sleep"):
         time.sleep(float(step["sleep"]))
         log("slept", turn=turn)  # a test that expects the process stopped mid-sleep looks for this line
