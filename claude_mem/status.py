@@ -107,7 +107,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
     """Everything `status` shows (`conn` None: no database yet). `revive` starts workers for
     events no worker is left to take (whoever asks may be what runs next); `index`
     opens the semantic index to measure its drift (seconds on a cold start; the viewer skips it)."""
-    from claude_mem.service import control
+    from claude_mem.service import control, notices
     from claude_mem.worker.spawn import list_workers
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
@@ -133,6 +133,9 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
     info["workers"] = [w.as_dict() for w in list_workers(config.workers_dir) if w.alive]
     info["waiting_sessions"] = waiting_for_slot(config, conn, info["workers"]) if conn is not None else []
     info["service"] = control.state(config.data_dir, timeout_s=service_timeout_s).as_dict()
+    if conn is not None and config.semantic_index and info["service"]["index_lag"] is None:
+        info["service"]["index_lag"] = overview.unindexed_rows(conn)  # the service is away: what its next start catches up
+    info["service"]["notices_waiting"] = notices.waiting(config.data_dir)
     logged = last_log_error(config.logs_dir)
     info["last_error"] = logged["line"] if logged else None
     info["latest_error"] = latest_error(conn, logged) if conn is not None else None

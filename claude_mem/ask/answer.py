@@ -1,6 +1,7 @@
 """Ask memory a question (`claude-mem ask`, the MCP tool `ask`): the memories that bear on it,
-found by the one hybrid search (superseded memories left out, as the pushes leave them),
-and an answer of a few sentences with their refs, within `ask_chars`.
+found by the one hybrid search (superseded memories left out, as the pushes leave them;
+stated decisions first, where they apply, rivals together: ask/decisions.py), and an answer of a
+few sentences with their refs, within `ask_chars`.
 
 The observer's model writes it when one is usable (ask/model.py: one request, not a worker's
 conversation; its tokens count in the day's `observer_daily_tokens` and in `stats`); otherwise,
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.ask import extract
+from claude_mem.ask import decisions, extract
 from claude_mem.payload import redact
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
@@ -81,7 +82,9 @@ def ask(config: Config, conn: sqlite3.Connection, question: str, *, project: str
         hits = []
     found = rows_of(conn, [(h.kind, h.id) for h in hits])
     found = bearing_on(question, found) if result.mode == "fts" else found
-    items = extract.evidence(question, found)
+    rivals = {h.id: [int(r.split(":", 1)[1]) for r in h.conflicts_with] for h in hits if h.conflicts_with}
+    found = decisions.arrange(conn, question, found, rivals)  # decisions that apply first; rivals together or not at all
+    items = decisions.join_rivals(extract.evidence(question, found), found, rivals)
     if not items:
         return Answer(DONT_KNOW, [], "extractive", note=result.note)
     written = model(config, conn, question, items) if model is not None else None
@@ -91,6 +94,7 @@ def ask(config: Config, conn: sqlite3.Connection, question: str, *, project: str
     # A failed request may still have cost tokens: they are the answer's too.
     note = "; ".join(filter(None, [result.note, written.note if written else None])) or None
     text, refs = extract.compose(items, config.ask_chars)
+    refs = [r for joined in refs for r in joined.split(", ")]  # a conflict's item names its decisions together
     return Answer(text, refs, "extractive", written.tokens if written else 0, note, [i.ref for i in items])
 
 

@@ -18,6 +18,7 @@ from claude_mem.store.reads import SUMMARY_FIELDS, json_list, ref
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import clip
 from claude_mem.text.terms import query_terms, stem, words
+from claude_mem.worker.heuristic.compose import NOTE as HEURISTIC_NOTE
 
 SENTENCE_CHARS = 280  # a longer sentence is clipped: it rarely is one (a pasted log, a listing)
 PER_MEMORY = 2  # sentences one memory may give; a second only when it shares words the first lacks
@@ -51,10 +52,14 @@ def sentences(text: str | None) -> list[str]:
 
 def candidate_texts(kind: str, row: dict[str, Any]) -> list[str]:
     """What a memory could say, in the order it says it when nothing else decides: an
-    observation's title first (it names the whole), then its facts, then its narrative."""
+    observation's title first (it names the whole), then its facts, then its narrative (a stated
+    decision: its rule as stated; the heuristic synthesizer's note on how it wrote a record is
+    no sentence of the record)."""
     if kind == "observation":
+        if row.get("type") == "decision" and "stated" in json_list(row.get("concepts")) and str(row.get("title") or "").strip():
+            return [str(row["title"]), *json_list(row.get("facts"))]
         title = " — ".join(p for p in (row.get("title"), row.get("subtitle")) if p and str(p).strip())
-        return [title, *json_list(row.get("facts")), *sentences(row.get("narrative"))]
+        return [title, *json_list(row.get("facts")), *(s for s in sentences(row.get("narrative")) if s != HEURISTIC_NOTE)]
     if kind == "summary":
         return [s for name in _SUMMARY_ORDER for s in sentences(row.get(name))]
     return [*sentences(row.get("prompt_text")), *sentences(row.get("reply_text"))]

@@ -1,5 +1,6 @@
-"""Marks from the command line: which observations are no longer current, and why; running the
-rules over what is stored (a dry run unless --yes, like `forget`); a person's own marks and undos."""
+"""Marks from the command line: which observations are no longer current, and why, and which
+decisions conflict; running the rules over what is stored (a dry run unless --yes, like
+`forget`); a person's own marks and undos."""
 
 from __future__ import annotations
 
@@ -108,23 +109,31 @@ def marks_apply(app: AppContext, project: str | None, yes: bool, dry_run: bool, 
 @click.argument("old")
 @click.argument("new")
 @click.option("--duplicate", is_flag=True, help="NEW is the same claim again (fold OLD under it), not a change.")
+@click.option("--conflicts", is_flag=True,
+              help="OLD and NEW are rival claims, neither replacing the other: both stay current, shown together.")
 @click.option("--reason", default="", help="Why, in a few words.")
 @json_option
 @pass_app
-def marks_add(app: AppContext, old: str, new: str, duplicate: bool, reason: str, as_json: bool) -> None:
-    """Say that observation NEW makes observation OLD no longer true (e.g. `marks add 12 40`)."""
+def marks_add(app: AppContext, old: str, new: str, duplicate: bool, conflicts: bool, reason: str, as_json: bool) -> None:
+    """Say that observation NEW makes observation OLD no longer true (e.g. `marks add 12 40`), or
+    with --conflicts that the two disagree and neither is newer."""
     old_id, new_id = _observation_id(old), _observation_id(new)
     if old_id == new_id:
-        raise UsageProblem("an observation cannot supersede itself")
+        raise UsageProblem("an observation cannot supersede or conflict with itself")
+    if duplicate and conflicts:
+        raise UsageProblem("--duplicate and --conflicts say different things: give one")
     conn = app.db()
     _require(conn, old_id, new_id)
-    relation = "duplicates" if duplicate else "supersedes"
+    relation = "duplicates" if duplicate else "conflicts" if conflicts else "supersedes"
+    if conflicts:
+        old_id, new_id = min(old_id, new_id), max(old_id, new_id)  # a conflict has no newer side: kept in id order
     with transaction(conn):
         marks.add(conn, old_id, new_id, relation, "person", reason=reason)
     if as_json:
         emit_json({"old": f"obs:{old_id}", "new": f"obs:{new_id}", "relation": relation, "author": "person"})
         return
-    click.echo(f"obs:{old_id} is now {'a repeat of' if duplicate else 'superseded by'} obs:{new_id}")
+    said = {"duplicates": "a repeat of", "conflicts": "in conflict with", "supersedes": "superseded by"}[relation]
+    click.echo(f"obs:{old_id} is now {said} obs:{new_id}")
 
 
 @marks_group.command("undo")
@@ -133,14 +142,16 @@ def marks_add(app: AppContext, old: str, new: str, duplicate: bool, reason: str,
 @json_option
 @pass_app
 def marks_undo(app: AppContext, old: str, new: str | None, as_json: bool) -> None:
-    """Take back the marks on observation OLD (only NEW's, when given): it is current again, and no
-    rule marks that pair again."""
+    """Take back the marks on observation OLD (only NEW's, when given): it is current again, no
+    longer in conflict, and no rule marks that pair again. A conflict is undone from either side."""
     old_id = _observation_id(old)
     new_id = _observation_id(new) if new else None
     conn = app.db()
     _require(conn, old_id)
     with transaction(conn):
         undone = marks.undo(conn, old_id, new_id)
+        if new_id is not None and not undone and marks.undo(conn, new_id, old_id, relation="conflicts"):
+            undone = [new_id]
     if not undone:
         raise NotFound(f"obs:{old_id} has no mark" + (f" by obs:{new_id}" if new_id else "") + " to undo")
     if as_json:

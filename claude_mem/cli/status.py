@@ -82,8 +82,9 @@ def status(app: AppContext, as_json: bool) -> None:
 
 
 def _service_line(service: dict[str, Any]) -> str:
+    waiting = _waiting(service)
     if not service["running"]:
-        return "not running (started by whoever needs it first)"
+        return "not running (started by whoever needs it first)" + (f"; {waiting}, indexed when it starts" if waiting else "")
     parts = [f"pid {service['pid']}"]
     if service["rss_bytes"] is not None:
         parts.append(f"RSS {human_bytes(service['rss_bytes'])}")
@@ -91,11 +92,20 @@ def _service_line(service: dict[str, Any]) -> str:
         parts.append(f"up {service['uptime_s']:.0f} s")
     if not service["answering"]:
         parts.append(paint("not answering (starting, or hung: `claude-mem doctor --fix` ends a hung one)", "yellow"))
-    elif service["index_lag"] is not None:
-        parts.append(f"index lag {service['index_lag']} row(s)")
+    elif waiting:
+        parts.append(paint(f"index lag: {waiting}", "yellow"))
+    else:
+        parts.append("index in step")
     if service.get("index_job"):
         parts.append(describe_job(service["index_job"]))
     return ", ".join(parts)
+
+
+def _waiting(service: dict[str, Any]) -> str:
+    """What the semantic index lacks yet: rows SQLite has, notices of rewritten rows (service/notices.py)."""
+    parts = [plural(service["index_lag"], "row")] if service.get("index_lag") else []
+    parts += [plural(service["notices_waiting"], "notice")] if service.get("notices_waiting") else []
+    return " and ".join(parts) + " not yet indexed" if parts else ""
 
 
 def _codex_line(codex: dict[str, Any]) -> str:

@@ -55,7 +55,7 @@ class Run:
                 conn, mark.old_id, mark.new_id, mark.relation, "rule", rule=mark.rule, reason=mark.reason)
             if fresh:
                 made.append(mark)
-                self.superseded.add(mark.old_id)
+                self.superseded.update([mark.old_id] if mark.relation != "conflicts" else [])
                 self.superseding.update([mark.new_id] if mark.relation == "supersedes" else [])
         return made
 

@@ -20,6 +20,7 @@ FILE_CANDIDATES = 50  # the newest observations naming a file of the same base n
 FILE_NAMES = 8  # of its files' names (an observation of many files says little about each)
 WORD_CANDIDATES = 30  # the newest matches of its words
 TERMS = 16
+DECISION_CANDIDATES = 200  # the newest decisions of the project, for a decision
 CLAIMS_KEPT = 5000  # claims a run over many observations keeps, newest used: candidates are mostly recent
 
 
@@ -69,6 +70,9 @@ def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None
     before = (row["created_at_epoch"], row["id"])
     ids.update(r["id"] for r in observation_files.naming(conn, new.project, files, limit=FILE_CANDIDATES, before=before))
     queries = [_words_query("title", new.title), *(_words_query("facts", c.command) for c in new.checks[:3])]
+    if new.type == "decision":  # a rival statement shares a subject, rarely a file or every word of a title
+        ids.update(r[0] for r in conn.execute("SELECT id FROM observations WHERE project = ? AND type = 'decision'"
+                                              f" ORDER BY id DESC LIMIT {DECISION_CANDIDATES}", (new.project,)))
     for query in filter(None, queries):
         ids.update(r[0] for r in conn.execute(
             "SELECT o.id FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"

@@ -151,6 +151,7 @@ class Claim:
     checks: list[Check] = field(default_factory=list)
     fact_count: int = 0
     content_hash: str = ""
+    scope: str = ""  # a decision's component ('' = the whole project)
 
     @cached_property
     def changed(self) -> set[str]:
@@ -201,4 +202,4 @@ def claim(row: dict[str, Any]) -> Claim:
         files=[f for f in files if f.path], title_words=content_words(title), head_words=content_words(head),
         claim_words={t.lower() for t in claimed}, numbers={t.lower() for t in claimed if _is_number(t)}, checks=checks,
         fact_count=len(facts),
-        content_hash=row.get("content_hash") or "")
+        content_hash=row.get("content_hash") or "", scope=row.get("scope") or "")

@@ -11,6 +11,9 @@ from every push), and its precision is measured (bench/updates.py, docs/memory-u
             states a different value for the same thing: its headline says something changed, a
             value of the older headline has another value now, or its record says a thing the
             older headline named changed; only its best match is marked
+  restated  a stated decision that says it replaces an older one on its subject (marks/rivals.py)
+  rival     a stated decision claiming something else on an older one's subject, neither replacing
+            the other: the two are marked as conflicting, both stay current (marks/rivals.py)
 """
 
 from __future__ import annotations
@@ -18,18 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from claude_mem.file_paths import same_file
+from claude_mem.marks import rivals
 from claude_mem.marks.claims import Claim, keyed_values
 
 CHANGE_TYPES = ("change", "bugfix", "refactor", "decision")  # what can supersede a claim (not a new feature, not a finding)
 REPEAT_OVERLAP = 0.8  # share of the words of title and facts two copies of one claim have in common
-RULES = ("repeat", "resolved", "rerun", "changed")
+RULES = ("repeat", "resolved", "rerun", "changed", "restated", "rival")
 
 
 @dataclass(frozen=True)
 class Mark:
     old_id: int
     new_id: int
-    relation: str  # supersedes | duplicates
+    relation: str  # supersedes | duplicates | conflicts
     rule: str
     reason: str
 
@@ -45,6 +49,9 @@ def marks_for(new: Claim, older: list[Claim], *, supersedes_already: bool = Fals
         mark = _repeat(new, old) or _check(new, old) or _fixed(new, old)
         if mark is not None:
             marks[old.id] = mark
+    others = [o for o in older if o.id not in marks and o.project == new.project]
+    for old_id, relation, rule, reason in rivals.marks_on(new, others, supersedes_already=supersedes_already):
+        marks[old_id] = Mark(old_id, new.id, relation, rule, reason)
     if not supersedes_already and not any(m.relation == "supersedes" for m in marks.values()):
         best = _changed(new, [o for o in older if o.id not in marks and o.id != new.id and o.project == new.project])
         if best is not None:

@@ -8,6 +8,14 @@ observations, the oldest observations are dropped first, and the line saying how
 details always fits. An empty project gets nothing at all. Memories a person or the agent stated
 (`remember`) come first, in their own words: the user chose to keep them; they may take half the
 room when there is more to say.
+
+The decisions, rules and conventions stated in sessions (issue 51) come next, newest first, each
+with the component it was stated for, in at most DECISIONS_SHARE of the room left: what holds in
+the project, before what happened in it. Rival decisions are one line that says they conflict, or
+are left out (a remembered memory in a conflict is listed with its rival there, not alone above);
+a decision is not listed again among the recent observations. Those lines are not recorded as
+given (`digest_refs` does not match them): the prompt push may bring back the one a prompt bears
+on, where it matters.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from claude_mem.push.decisions import pair_line
 from claude_mem.push.lines import NOT_INSTRUCTIONS
+from claude_mem.store import marks
 from claude_mem.store.reads import list_observations, list_summaries
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
@@ -27,6 +37,9 @@ if TYPE_CHECKING:
 RECENT_OBSERVATIONS = 50
 STATED_MEMORIES = 30
 STATED_CHARS = 300
+DECISIONS = 30  # the newest current decisions read for the digest
+DECISIONS_SHARE = 0.35
+DECISIONS_HEADING = "\n## Decisions and rules stated in this project (newest first)\n"
 SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
@@ -46,13 +59,22 @@ def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 800
                                given=True)
     if not summaries and not observations and not stated:
         return ""
+    rivals = marks.conflicting(conn, [int(o["id"]) for o in stated])
+    stated = [o for o in stated if int(o["id"]) not in rivals]  # with its rival among the decisions below
+    shown = {int(o["id"]) for o in stated}
+    decided = [o for o in list_observations(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True,
+                                            current=True, given=True)
+               if int(o["id"]) not in shown]
     header = f"# claude-mem: what happened recently in {project} {NOT_INSTRUCTIONS}\n"
     budget = max_chars - len(header) - len(FOOTER)
     kept = _stated_block(stated, budget // 2 if summaries or observations else budget)
     budget -= len(kept)
+    rules = _decision_block(conn, decided, int(budget * DECISIONS_SHARE)) if decided else ""
+    budget -= len(rules)
+    observations = [o for o in observations if o["type"] != "decision"]
     # The summary may take half the room when observations want the rest, all of it otherwise.
     summary = _summary_block(summaries[0], budget // 2 if observations else budget) if summaries else ""
-    text = header + kept + summary + _observation_block(observations, budget - len(summary)) + FOOTER
+    text = header + kept + rules + summary + _observation_block(observations, budget - len(summary)) + FOOTER
     return text if len(text) <= max_chars else text[:max_chars]  # only when even the header does not fit
 
 
@@ -62,6 +84,34 @@ _LISTED = re.compile(r"^- (obs:\d+) ", re.MULTILINE)
 def digest_refs(text: str) -> list[str]:
     """The observations a digest lists ("obs:12"), so later pushes leave them out."""
     return _LISTED.findall(text)
+
+
+def _decision_block(conn: sqlite3.Connection, decided: list[dict[str, Any]], room: int) -> str:
+    """The current decisions that fit, newest first: `- decision obs:12 (2026-03-01, for services/billing): <the rule>`;
+    rivals as one line (store/marks.py), or not at all when one of them is not among the current decisions read."""
+    by_id = {int(o["id"]): o for o in decided}
+    rivals = marks.conflicting(conn, list(by_id))
+    lines: list[str] = []
+    done: set[int] = set()
+    for o in decided:
+        if int(o["id"]) in done:
+            continue
+        others = rivals.get(int(o["id"]), [])
+        if others:
+            if not all(i in by_id for i in others):
+                continue  # a rival not read: neither is shown
+            group = [o, *(by_id[i] for i in others)]
+            done.update(int(g["id"]) for g in group)
+            lines.append(pair_line(group) + "\n")
+            continue
+        scope = f", for {o['scope']}" if o.get("scope") else ""
+        lines.append(f"- decision obs:{o['id']} ({local_day(o['created_at_epoch'])}{scope}): {cut(o['title'], TITLE_CHARS * 2)}\n")
+    block = DECISIONS_HEADING
+    for line in lines:
+        if len(block) + len(line) > room:
+            break
+        block += line
+    return block if block != DECISIONS_HEADING else ""
 
 
 def _summary_block(s: dict[str, Any], room: int) -> str:

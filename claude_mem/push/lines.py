@@ -39,7 +39,8 @@ def memory_line(kind: str, row_id: int, created_at_epoch: int, label: str, title
 
 
 def fetch_hint(refs: list[str]) -> str:
-    """How to read more of what was listed."""
+    """How to read more of what was listed (a line of several memories names them space-separated)."""
+    refs = [r for joined in refs for r in joined.split()]
     obs = [r.split(":", 1)[1] for r in refs if r.startswith("obs:")]
     sums = [r for r in refs if r.startswith("sum:")]
     parts = []
@@ -52,7 +53,8 @@ def fetch_hint(refs: list[str]) -> str:
 
 def fit_lines(header: str, lines: list[tuple[str, str]], budget: int) -> tuple[str, list[str]]:
     """The header, as many (ref, line) pairs as fit best-first, and the fetch hint, within
-    `budget` characters; ("", []) when not even one line fits."""
+    `budget` characters; ("", []) when not even one line fits. A line of several memories (refs
+    space-separated: rival decisions) is never shortened: all of it, or none."""
     kept: list[tuple[str, str]] = []
     for ref, line in lines:
         refs = [r for r, _ in kept] + [ref]
@@ -61,7 +63,7 @@ def fit_lines(header: str, lines: list[tuple[str, str]], budget: int) -> tuple[s
             # The line that does not fit is shortened into the room left, if that leaves it
             # saying something; the lines after it are not tried (best first).
             room = len(line) - (len(text) - budget)
-            if room >= MIN_LINE_CHARS:
+            if room >= MIN_LINE_CHARS and " " not in ref:
                 kept.append((ref, cut(line, room)))
             break
         kept.append((ref, line))

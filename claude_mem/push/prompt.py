@@ -11,13 +11,19 @@ push, a fetch). Memories are redacted before they are stored, so no `<private>` 
 The bars (GATE, FLOOR for the service's fused scores; FTS_MIN_WORDS, FTS_MIN_SHARE for keywords
 alone, whose BM25 says nothing about relevance) were tuned with `bench/locomo.py --push`:
 docs/search-tuning.md, "Prompt recall", has what each choice measured.
+
+Stated decisions (issue 51, push/decisions.py) come first, whole, where they apply: those found,
+those of the two sessions the best memories found come from (a decision closes the investigation
+a later task is near, in words of its own), those stated for a component the prompt names; below
+GATE, the decisions of the session of the best memory alone, when it reaches DECISION_GATE
+(bench/decisions.py measured the trade: bench/README.md, issue 51).
 """
 
 from __future__ import annotations
 
 from claude_mem.logs import log_line
-from claude_mem.push import has_memory
-from claude_mem.push.lines import fit_lines, hook_answer, label_of, memory_line
+from claude_mem.push import decisions, has_memory
+from claude_mem.push.lines import fit_lines, hook_answer, label_of
 from claude_mem.store import injections, marks, withheld
 from claude_mem.store.reads import REF_PREFIX, json_list
 from claude_mem.text.cjk import has_cjk
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
 KINDS = ("observation", "summary")  # prompts are not pushed: the user wrote them, Claude answered them
 SEARCH_LIMIT = 16  # room for the current session's own memories, left out afterwards
 MAX_MEMORIES = 8
+DECISION_GATE = 0.45  # below GATE, the best hit's session's decisions alone, when it reaches this
 GATE = 0.55  # the best memory's fused score must reach this for anything to be pushed
 FLOOR = 0.40  # and each memory shown this
 FTS_MIN_WORDS = 2  # keywords alone: a memory holds at least this many of the prompt's words
@@ -76,24 +83,34 @@ def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: s
         ranked = sorted((h for h in semantic if h.get("session_id") != session_id), key=lambda h: -float(h.get("score") or 0))
         if ranked and float(ranked[0].get("score") or 0) >= GATE:
             hits = [h for h in ranked if float(h.get("score") or 0) >= FLOOR]
+        elif ranked and float(ranked[0].get("score") or 0) >= DECISION_GATE:
+            # Below the bar for notes, the decisions of the session the prompt is nearest to still speak:
+            # they closed the investigation it is about, though their words rarely match a new task's.
+            hits = decisions.of_sessions(conn, ranked, project, session_id, sessions=1)
     # Keyword matches that clear their own bar come after: they alone answer while the service is
     # away, and they still speak when a memory too small for the fused score has few neighbours
     # (its cosines are taken around the candidates' own mean).
     hits = newest_in_place(conn, hits + keyword_hits(conn, project, session_id, query), project, session_id)
+    hits += newest_in_place(conn, decisions.of_sessions(conn, hits, project, session_id), project, session_id)
+    hits += decisions.named(conn, project, prompt)
+    # Decisions first, where they apply, rivals together (push/decisions.py).
+    hits = decisions.arrange(conn, hits, project, prompt)
     given = injections.given_refs(conn, session_id)
     # What the write guard withheld is never pushed (issue 47): the service's hits are checked
     # against the partial indexes of withheld rows, the keyword side's SQL leaves them out.
     given |= {f"{REF_PREFIX[kind]}:{row_id}" for kind, row_id in withheld.withheld_ids(conn, project)}
     lines: list[tuple[str, str]] = []
+    shown: set[str] = set()
     for h in hits:
-        ref = f"{REF_PREFIX.get(h.get('kind') or '', '')}:{h.get('id')}"
-        if h.get("kind") not in KINDS or ref in given or any(ref == r for r, _ in lines):
+        ref = decisions.ref_of(h, REF_PREFIX.get(h.get("kind") or "", ""))
+        if h.get("kind") not in KINDS or all(r in given for r in ref.split()) or shown & set(ref.split()):
             continue
-        lines.append((ref, memory_line(h["kind"], int(h["id"]), int(h.get("created_at_epoch") or 0), label_of(h),
-                                       str(h.get("title") or ""), str(h.get("snippet") or ""))))
+        shown.update(ref.split())
+        lines.append((ref, decisions.line_of(h, label_of(h), str(h.get("snippet") or ""))))
         if len(lines) == MAX_MEMORIES:
             break
     text, refs = fit_lines(HEADER, lines, config.push_prompt_chars)
+    refs = [r for joined in refs for r in joined.split()]
     return (text, refs, "hybrid" if semantic is not None else "fts") if refs else None
 
 

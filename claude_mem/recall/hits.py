@@ -34,6 +34,8 @@ class Hit:
     origin: str | None = None
     # The refs of the newer observations that superseded this one (store/marks.py), empty while it is current.
     superseded_by: list[str] = field(default_factory=list)
+    # The refs of the decisions this one conflicts with, neither replacing the other (issue 51).
+    conflicts_with: list[str] = field(default_factory=list)
     # The agent the memory's session ran in ("claude-code" | "codex"); None for a teammate's.
     host: str | None = None
     # What it was made from (kinds.Provenance values; an observation's), and the write guard's

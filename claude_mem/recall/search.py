@@ -6,7 +6,8 @@
 Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
 candidates with every filter applied inside the search, not after it, then the two are fused
 (a weighted blend of cosine and BM25, boosted by named dates and by session context); a prompt
-hit stands for its turn; a superseded memory ranks right below what superseded it (recall/superseded.py).
+hit stands for its turn; a superseded memory ranks right below what superseded it (recall/superseded.py);
+rival decisions come together or not at all (recall/rivals.py).
 Without an index, or when it fails, the keyword side answers alone and the result says so.
 Teammates' documents on a shared Chroma server come back from the semantic side, as hits with an
 `origin` (recall/teammates.py). Importing this module is cheap: chromadb and the model load only
@@ -29,6 +30,7 @@ from claude_mem.recall.dates import date_windows
 from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
+from claude_mem.recall.rivals import rank_rivals
 from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.superseded import rank_superseded
 from claude_mem.recall.turns import add_neighbours, forward
@@ -107,12 +109,14 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
         return SearchResult([], used, note)
 
     load_rows(conn, candidates)
+    _drop_the_query_itself(conn, candidates, text)
     windows = date_windows(text)
     scores = fuse(list(candidates.values()), used, windows)
     ranked = sorted(candidates.values(), key=lambda c: (-scores[(c.kind, c.id)], -c.row.get("created_at_epoch", 0), c.id))
     floor = tuning.MIN_COSINE_E5 if index is not None and index.embedder == "multilingual" else tuning.MIN_COSINE
     kept = [c for c in ranked if c.row and relevant(c, windows, floor)]
-    placed, superseded = rank_superseded(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit)
+    placed, superseded = rank_superseded(conn, forward(conn, kept, scores, kinds, filters, limit), filters, limit + 2)
+    placed, rivals = rank_rivals(conn, placed, filters, limit)
     hits = [hit(c, score, terms) for c, score in placed]
     hosts = session_hosts(conn, [h.session_id for h in hits if h.origin is None])
     for h in hits:
@@ -120,9 +124,29 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
             h.superseded_by = [f"obs:{r.new_id}" for r in superseded[h.id]]
         if h.origin is None:
             h.host = hosts.get(h.session_id)
+            h.conflicts_with = [f"obs:{o}" for o in rivals.get(h.id, [])] if h.kind == "observation" else []
     if not hits and note is None:
         note = "no memory shares a word with the query or is close to it in meaning"
     origins = [h.origin for h in hits if h.origin]
     if origins:
         note = "; ".join(filter(None, [note, teammates.note(origins)]))
     return SearchResult(hits, used, note)
+
+
+def _drop_the_query_itself(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate], query: str) -> None:
+    """A prompt that is the query itself, word for word, in a session that holds nothing else yet:
+    the search is that prompt's own first look at memory (a task searched right after it was
+    typed), and finding it tells nothing and takes a place. Left out; an older prompt worded the
+    same, in a session that went on, is still found."""
+    said = " ".join(query.lower().split())
+    for key in [k for k, c in candidates.items() if c.kind == "prompt"]:
+        row = candidates[key].row
+        if " ".join(str(row.get("prompt_text") or "").lower().split()) == said and _alone(conn, str(row.get("session_id") or "")):
+            del candidates[key]
+
+
+def _alone(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute(
+        "SELECT (SELECT count(*) FROM user_prompts WHERE session_id = ?) = 1"
+        " AND NOT EXISTS (SELECT 1 FROM observations WHERE session_id = ?)"
+        " AND NOT EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?)", (session_id, session_id, session_id)).fetchone()[0] == 1

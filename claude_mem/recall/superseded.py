@@ -15,11 +15,11 @@ from claude_mem.store import marks
 from claude_mem.store.reads import KIND
 
 
-def _local(c: Candidate) -> bool:
+def local(c: Candidate) -> bool:
     return c.kind == "observation" and c.remote is None
 
 
-def _passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, Candidate]:
+def passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, Candidate]:
     """The observations among `ids` that pass the search's filters, as candidates with rows."""
     where = sql_filters("observation", f, "t")
     if not ids or where is None:
@@ -37,17 +37,17 @@ def rank_superseded(conn: sqlite3.Connection, ranked: list[tuple[Candidate, floa
     """`ranked` with what superseded each superseded observation (the current end of its chain)
     in its place and at least its score, the superseded one right after; cut to `limit`. Also
     what directly superseded each hit."""
-    present = {c.id for c, _ in ranked if _local(c)}
+    present = {c.id for c, _ in ranked if local(c)}
     direct = marks.superseded_by(conn, sorted(present))
     if not direct:
         return ranked[:limit], {}
     heads = marks.newest_heads(conn, list(direct))
-    extra = _passing(conn, {h for hs in heads.values() for h in hs} - present, f)
+    extra = passing(conn, {h for hs in heads.values() for h in hs} - present, f)
     out = list(ranked)
-    for c, score in [(c, s) for c, s in ranked if _local(c) and c.id in direct]:
+    for c, score in [(c, s) for c, s in ranked if local(c) and c.id in direct]:
         at = next(i for i, (o, _) in enumerate(out) if o is c)
         for head in heads.get(c.id, []):
-            found = next((i for i, (o, _) in enumerate(out) if _local(o) and o.id == head), None)
+            found = next((i for i, (o, _) in enumerate(out) if local(o) and o.id == head), None)
             if found is None and head in extra:
                 out.insert(at, (extra[head], score))
                 at += 1

@@ -123,18 +123,23 @@ def _read_line(sock: socket.socket, deadline: float) -> bytes:
     return data
 
 
-NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; it finds them by itself anyway
+NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; an undelivered notice is kept for it
 
 
-def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int]) -> None:
-    """Tell the memory service what a worker committed. A hint: it finds new rows by their ids
-    and catches up on start; rows rewritten in place (a summary replaced, a prompt given its
-    reply) it learns of here."""
+def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int]) -> bool:
+    """Tell the memory service what a worker committed; True when it took the notice. It finds new
+    rows by their ids and catches up on start; rows rewritten in place (a summary replaced, a prompt
+    given its reply) it learns of here, so a notice it did not take in time is kept for it
+    (service/notices.py) rather than dropped."""
     try:
         call(config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids, "prompts": prompt_ids,
                                         "settings": index_settings(config)}, timeout_s=NOTIFY_TIMEOUT_S)
+        return True
     except (ServiceUnavailable, ServiceError):
-        pass
+        from claude_mem.service import notices
+
+        notices.keep(config.data_dir, observation_ids, summary_ids, prompt_ids)
+        return False
 
 
 def index_settings(config: Any) -> dict[str, Any]:

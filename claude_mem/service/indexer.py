@@ -4,10 +4,14 @@ One background thread with its own SQLite connection. The first job catches up e
 yet indexed (SQLite is the truth: rows committed while the service was down, or killed before
 it indexed them, are found here). After that, new rows are found by id: ids only grow (migration
 0004), so every row above the highest one seen is new, whoever wrote it (a worker, an import,
-a hook storing a prompt). A worker's notice adds the ids of rows it rewrote (a summary replaced
-for the same prompt keeps its id); rows an edit rewrote are marked stale in index_state (migration
-0018) and taken on the next pass, notice or not. Jobs that queue up while one runs go in a single pass. When
-the index fails, the failure is logged once and the next job after a pause catches up fully.
+a hook storing a prompt). The highest ids are read before a catch-up starts, so that rows
+committed while it runs are new to the next job (issue 51: taken after it, they were skipped
+until a restart or the full catch-up, minutes later), and a commit seen while a job runs queues
+the next one. A worker's notice adds the ids of rows it rewrote (a summary replaced for the same
+prompt keeps its id); a notice it could not deliver waits in a file, taken on the next poll
+(notices.py); rows an edit rewrote are marked stale in index_state (migration 0018) and taken on
+the next pass, notice or not. Jobs that queue up while one runs go in a single pass. When the
+index fails, the failure is logged once and the next job after a pause catches up fully.
 The job under way (a catch-up, a rebuild, a batch of new rows) keeps a `Progress` that `status`
 and the viewer show; a rebuild asked for while one is under way is that one, not another.
 """
@@ -27,6 +31,7 @@ from claude_mem.index.chroma import IndexUnavailable
 from claude_mem.index.embedders import Choice, choose
 from claude_mem.index.semantic_index import Index
 from claude_mem.progress import Progress
+from claude_mem.service import notices
 from claude_mem.settings import Config
 from claude_mem.store.db import connect, data_version
 from claude_mem.store.reads import KINDS, TABLES
@@ -51,13 +56,6 @@ class Job:
     summary_ids: Sequence[int] = ()
     prompt_ids: Sequence[int] = ()
     done: Future[dict[str, int]] | None = None
-
-
-def unindexed_rows(conn: sqlite3.Connection) -> int:
-    """Rows SQLite has and the index does not (yet): the service's lag."""
-    return sum(conn.execute(
-        f"SELECT COUNT(*) FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
-        " WHERE s.row_id IS NULL", (kind,)).fetchone()[0] for kind in KINDS)
 
 
 class Indexer:
@@ -88,6 +86,7 @@ class Indexer:
         self._done = threading.Condition()
         self._poll_conn: sqlite3.Connection | None = None  # the event loop's, for data_version only
         self._version: int | None = None
+        self._moved = False  # a commit seen while a job ran: the next poll queues a job
         self.job: Progress | None = None  # the indexing under way, when it has rows to do
         self._rebuilding: Future[dict[str, int]] | None = None
 
@@ -122,14 +121,18 @@ class Indexer:
             version = data_version(self._poll_conn)
         except (sqlite3.Error, OSError):  # the data folder is gone or unreadable: nothing to index
             return
+        for notice in notices.take(self.config.data_dir):
+            self.notify(notice["observations"], notice["summaries"], notice["prompts"])
         due = self.failing and time.monotonic() >= self.retry_at
         stale = not self.failing and time.monotonic() - self.last_full > FULL_CATCH_UP_S
         if version != self._version or due or stale:
             self._version = version
+            self._moved = True
             if stale:
                 self.behind = True
-            if self.idle():
-                self._put(Job("rows"))
+        if self._moved and self.idle():
+            self._moved = False
+            self._put(Job("rows"))
 
     def answering(self) -> Index:
         """The index searches read: the previous one, if it holds documents, until this one
@@ -239,6 +242,7 @@ class Indexer:
             if self.previous is not None and not self.caught_up and not self._holds(self.previous):
                 self.previous = None
             self.job = Progress("catching up")
+            before = {kind: self._max_id(conn, kind) for kind in KINDS}  # what is committed from now on is new to the next job
             try:
                 counts = self.index.index_missing(conn, self.job)
             finally:
@@ -250,7 +254,7 @@ class Indexer:
                          + (f", vectors kept in SQLite for {counts['vectors']} more" if counts.get("vectors") else ""))
             self.behind = False
             self.last_full = time.monotonic()
-            self.high = {kind: self._max_id(conn, kind) for kind in KINDS}
+            self.high = before
             self.caught_up = True
             if caught_up:
                 self._judge(conn)

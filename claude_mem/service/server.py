@@ -344,7 +344,7 @@ class Service:
         return {"job": self.indexer.state()["job"] if self.indexer is not None else None}
 
     def _lag(self) -> int:
-        from claude_mem.service.indexer import unindexed_rows
+        from claude_mem.store.overview import unindexed_rows
 
         return unindexed_rows(self.conn())
 

@@ -1,10 +1,14 @@
-"""Marks (migrations 0010, 0015, 0017): "B supersedes A" and "B duplicates A", with who said so
-(the observer model, a rule, a person, the agent through the MCP tool `remember`), why, and when.
+"""Marks (migrations 0010, 0015, 0017): "B supersedes A", "B duplicates A" and "A and B conflict",
+with who said so (the observer model, a rule, a person, the agent through the MCP tool
+`remember`), why, and when.
 
-The words, the same everywhere: a *mark* is one such row; the older observation of an active mark
-is *superseded* (a duplicate too: its newest copy stands for it), and one nothing supersedes is
-*current*. A superseded observation is never pushed and leaves the digest and the memory file;
-search ranks it right after what superseded it; every view says so. Nothing is deleted, and a
+The words, the same everywhere: a *mark* is one such row; the older observation of an active
+supersedes or duplicates mark is *superseded* (a duplicate too: its newest copy stands for it),
+and one nothing supersedes is *current*. A superseded observation is never pushed and leaves the
+digest and the memory file; search ranks it right after what superseded it; every view says so.
+A *conflict* (issue 51) is two current observations with rival claims on one subject, neither
+replacing the other (old_id the earlier): it supersedes nothing, and every reader shows both with
+the conflict said, or neither, never one as fact (`conflicting`). Nothing is deleted, and a
 person's undo keeps its row so that no rule marks the pair again. Readers ask about many ids in
 one query: the hooks call `superseded_ids`, search `superseded_by`.
 
@@ -20,14 +24,20 @@ from collections import namedtuple
 from claude_mem.store.db import chunks
 from claude_mem.text.clock import local_day
 
-RELATIONS = ("supersedes", "duplicates")
+TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
+if TYPE_CHECKING:
+    from typing import Any
+
+RELATIONS = ("supersedes", "duplicates", "conflicts")
 AUTHORS = ("model", "rule", "person", "agent")
 ACTIVE = "undone_at_epoch IS NULL"
+# An active mark that makes its older side no longer current: a conflict leaves both current.
+REPLACING = "undone_at_epoch IS NULL AND relation != 'conflicts'"
 
 
 def not_superseded(alias: str = "o") -> str:
     """SQL that holds for a current observation (in `alias`): no active mark supersedes it."""
-    return f"NOT EXISTS (SELECT 1 FROM marks l WHERE l.old_id = {alias}.id AND l.{ACTIVE})"
+    return f"NOT EXISTS (SELECT 1 FROM marks l WHERE l.old_id = {alias}.id AND l.{ACTIVE} AND l.relation != 'conflicts')"
 
 
 # What superseded an observation: the newer one, how (supersedes | duplicates), who said so, and
@@ -59,13 +69,15 @@ def add(conn: sqlite3.Connection, old_id: int, new_id: int, relation: str, autho
     return bool(cur.rowcount)
 
 
-def undo(conn: sqlite3.Connection, old_id: int, new_id: int | None = None, *, now_ms: int | None = None) -> list[int]:
-    """A person takes back the marks on `old_id` (only the one by `new_id` when given); returns
-    the ids of the newer observations whose marks were undone."""
+def undo(conn: sqlite3.Connection, old_id: int, new_id: int | None = None, *, now_ms: int | None = None,
+         relation: str | None = None) -> list[int]:
+    """A person takes back the marks on `old_id` (only the one by `new_id` when given, only of
+    `relation` when given); returns the ids of the newer observations whose marks were undone."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     pair = " AND new_id = ?" if new_id is not None else ""
-    params: list[int] = [now, old_id] + ([new_id] if new_id is not None else [])
-    rows = conn.execute(f"UPDATE marks SET undone_at_epoch = ? WHERE old_id = ?{pair} AND {ACTIVE} RETURNING new_id",
+    params: list[Any] = [now, old_id] + ([new_id] if new_id is not None else []) + ([relation] if relation else [])
+    kind = " AND relation = ?" if relation else ""
+    rows = conn.execute(f"UPDATE marks SET undone_at_epoch = ? WHERE old_id = ?{pair}{kind} AND {ACTIVE} RETURNING new_id",
                         params).fetchall()
     return sorted(int(r[0]) for r in rows)
 
@@ -92,7 +104,7 @@ def superseded_ids(conn: sqlite3.Connection, ids: list[int]) -> set[int]:
     found: set[int] = set()
     for chunk in chunks(sorted({int(i) for i in ids})):
         found.update(r[0] for r in conn.execute(
-            f"SELECT DISTINCT old_id FROM marks WHERE {ACTIVE} AND old_id IN ({','.join('?' * len(chunk))})", chunk))
+            f"SELECT DISTINCT old_id FROM marks WHERE {REPLACING} AND old_id IN ({','.join('?' * len(chunk))})", chunk))
     return found
 
 
@@ -102,7 +114,7 @@ def superseded_by(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[Su
     for chunk in chunks(sorted({int(i) for i in ids})):
         rows = conn.execute(
             "SELECT l.old_id, l.new_id, l.relation, l.author, o.created_at_epoch FROM marks l"
-            f" JOIN observations o ON o.id = l.new_id WHERE l.{ACTIVE} AND l.old_id IN ({','.join('?' * len(chunk))})"
+            f" JOIN observations o ON o.id = l.new_id WHERE l.{REPLACING} AND l.old_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY o.created_at_epoch DESC, l.new_id DESC", chunk)
         for old_id, new_id, relation, author, created in rows:
             found.setdefault(int(old_id), []).append(SupersededBy(int(new_id), relation, author, int(created)))
@@ -122,6 +134,32 @@ def newest_heads(conn: sqlite3.Connection, ids: list[int], depth: int = 8) -> di
         heads = {old: list(dict.fromkeys(h for n in news for h in ([r.new_id for r in more[n]] if n in more else [n])))
                  for old, news in heads.items()}
     return heads
+
+
+def conflicting(conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[int]]:
+    """For each of `ids` in an active conflict, the current observations it conflicts with (either
+    side of the mark), oldest first. A rival that something superseded since is no rival any more."""
+    found: dict[int, list[int]] = {}
+    for chunk in chunks(sorted({int(i) for i in ids})):
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            "SELECT l.old_id, l.new_id FROM marks l"
+            f" WHERE l.relation = 'conflicts' AND l.{ACTIVE} AND (l.old_id IN ({marks}) OR l.new_id IN ({marks}))"
+            " ORDER BY l.old_id, l.new_id", [*chunk, *chunk]).fetchall()
+        gone = superseded_ids(conn, [i for r in rows for i in r])
+        wanted = set(chunk)
+        for old_id, new_id in rows:
+            if old_id in gone or new_id in gone:
+                continue
+            for this, other in ((old_id, new_id), (new_id, old_id)):
+                if this in wanted and other not in found.get(this, []):
+                    found.setdefault(int(this), []).append(int(other))
+    return found
+
+
+def conflict_text(others: list[int]) -> str:
+    """What every view says of an observation in conflict: `conflicts with obs:40 (neither replaces the other)`."""
+    return f"conflicts with {', '.join(f'obs:{o}' for o in others)} (neither replaces the other)" if others else ""
 
 
 def repeats(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[int, int]]:
@@ -177,17 +215,22 @@ def list_marks(conn: sqlite3.Connection, *, project: str | None = None, ids: lis
 
 def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
     """Each observation row (a dict with its `id`) given `superseded_by`, the refs of what
-    superseded it ([] while current), and `mark`, what views say of it: "superseded by obs:12, 2026-03-03",
-    "seen 3 times since 2026-01-08", or "". Two queries for all the rows."""
+    superseded it ([] while current), `conflicts_with`, the refs of its current rivals, and `mark`,
+    what views say of it: "superseded by obs:12, 2026-03-03", "seen 3 times since 2026-01-08",
+    "conflicts with obs:40 (neither replaces the other)", or "". A few queries for all the rows."""
     ids = [int(r["id"]) for r in rows]
     superseded = superseded_by(conn, ids)
     seen = repeats(conn, ids)
+    rivals = conflicting(conn, ids)
     for r in rows:
         reps = superseded.get(int(r["id"]), [])
         r["superseded_by"] = [f"obs:{x.new_id}" for x in reps]
+        r["conflicts_with"] = [f"obs:{o}" for o in rivals.get(int(r["id"]), [])]
         notes = [superseded_text(reps)] if reps else []
         if int(r["id"]) in seen:
             notes.append(repeats_text(*seen[int(r["id"])]))
+        if int(r["id"]) in rivals:
+            notes.append(conflict_text(rivals[int(r["id"])]))
         r["mark"] = "; ".join(notes)
     return rows
 

@@ -49,6 +49,8 @@ class Observation:
     provenance: list[str] = field(default_factory=list)  # what it was made from (kinds.Provenance values)
     guard_note: str = ""  # the write guard's note: what it withheld (then the memory is withheld), else ""
     withheld_text: str = ""  # what the guard withheld, as written (JSON of the fields), for a person
+    scope: str = ""  # a decision's component, path or area ('' = the whole project; text/scope.py)
+    conflicts: list[int] = field(default_factory=list)  # older decisions the model said this one rivals, neither replacing the other
 
     def content_hash(self) -> str:
         def norm(text: str) -> str:
@@ -85,20 +87,21 @@ def insert_observation(conn: sqlite3.Connection, session_id: str, project: str, 
     `provenance`: what it was made from (kinds.Provenance values); unknown when not given."""
     now = created_at_epoch if created_at_epoch is not None else now_ms()
     # Named only when known (so a database migrated part of the way, as tests of older schemas
-    # build, still takes the worker's observations); the write guard's note and what it withheld too.
+    # build, still takes the worker's observations): what it was made from, a decision's scope
+    # (the column's default: the whole project), the write guard's note and what it withheld.
     provenance = provenance or obs.provenance
-    named = {"provenance": _json(provenance)} if provenance else {}
+    extra = {name: value for name, value in (("provenance", _json(provenance) if provenance else ""), ("scope", obs.scope)) if value}
     if obs.guard_note:
-        named.update(guard_note=obs.guard_note, withheld_text=obs.withheld_text)
+        extra.update(guard_note=obs.guard_note, withheld_text=obs.withheld_text)
     cur = conn.execute(
         "INSERT INTO observations (session_id, project, type, raw_type, title, subtitle, narrative,"
         " facts, concepts, files_read, files_modified, prompt_number, source, model, content_hash,"
-        f" created_at, created_at_epoch{''.join(', ' + name for name in named)})"
-        f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(named)})"
+        f" created_at, created_at_epoch{''.join(', ' + name for name in extra)})"
+        f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(extra)})"
         " ON CONFLICT (session_id, content_hash) DO NOTHING",
         (session_id, project, obs.type, obs.raw_type, obs.title, obs.subtitle, obs.narrative,
          _json(obs.facts), _json(obs.concepts), _json(obs.files_read), _json(obs.files_modified),
-         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *named.values()),
+         prompt_number, source, model, obs.content_hash(), now_iso(now), now, *extra.values()),
     )
     return cur.lastrowid if cur.rowcount else None
 

@@ -27,6 +27,13 @@ def indexable_rows(conn: sqlite3.Connection) -> int:
     return c["observations"] + c["summaries"] + c["prompts"]
 
 
+def unindexed_rows(conn: sqlite3.Connection) -> int:
+    """Rows SQLite has and the semantic index does not (yet): the memory service's lag."""
+    return sum(conn.execute(
+        f"SELECT COUNT(*) FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
+        " WHERE s.row_id IS NULL", (kind,)).fetchone()[0] for kind in ("observation", "summary", "prompt"))
+
+
 def database_bytes(path: str) -> int:
     """The database with its write-ahead log: what it takes on disk."""
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))

@@ -60,10 +60,10 @@ class Kind:
         return f"{self.table} {alias}" + (f" {hint}" if hint else "") + self.session_join(alias)
 
     def row_sql(self) -> str:
-        """SELECT of what recall reads of rows by id (text, files, type, project, turn, date), with
-        a `{marks}` slot for the ids."""
+        """SELECT of what recall reads of rows by id (text, files, type, project, turn, date; an
+        observation's scope and concepts: what a stated decision is), with a `{marks}` slot for the ids."""
         columns = ["t.id", "t.session_id", f"{self.project_column()} AS project", "t.prompt_number",
-                   "t.created_at_epoch", *(["t.type"] if self.typed else []),
+                   "t.created_at_epoch", *(["t.type", "t.scope", "t.concepts"] if self.typed else []),
                    *(f"t.{c}" for c in self.text_columns + self.file_columns + self.guard_columns)]
         return f"SELECT {', '.join(columns)} FROM {self.source()} WHERE t.id IN ({{marks}})"
 

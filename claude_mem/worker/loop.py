@@ -46,7 +46,7 @@ from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import checkpoint, echoes, faults, heuristic, spawn
+from claude_mem.worker import checkpoint, echoes, faults, spawn, turns
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
 from claude_mem.worker.guarding import Guarding
@@ -229,7 +229,14 @@ class Worker:
                     return "drained but for events that wait for tomorrow's observer budget"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
-            batch = self._take_batch(rows)
+            batch = self._take_batch(rows, idle=self.drain or time.monotonic() - idle_since >= self.idle_s)
+            if batch is None:  # the heuristic waits for the turn's end (worker/turns.py), its slot given up if wanted
+                if time.monotonic() >= next_yield_check:
+                    next_yield_check = time.monotonic() + YIELD_CHECK_S
+                    if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
+                        return "idle, yielding its slot to a waiting session"
+                await asyncio.sleep(POLL_S)
+                continue
             ids = [r["id"] for r in batch]
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
@@ -255,9 +262,12 @@ class Worker:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
         return records.session_ended(self.conn, self.session_id)
 
-    def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _take_batch(self, rows: list[dict[str, Any]], idle: bool = False) -> list[dict[str, Any]] | None:
         """A finalize alone, an event that failed on its own before alone, or consecutive ready
-        tool rows of one prompt up to batch_chars."""
+        tool rows of one prompt up to batch_chars; without the model, a whole turn once it is over
+        (None until then; `idle`: take it as it is)."""
+        if not self.synthesis.use_model:
+            return turns.heuristic_batch(self.conn, self.session_id, rows, take_open=idle)
         first = rows[0]
         if first["kind"] == "finalize" or first["attempts"]:
             return [first]
@@ -336,8 +346,7 @@ class Worker:
         """The day's observer tokens are spent: heuristic observations (auto), or the events wait
         for tomorrow's budget (model), the session's later ones with them."""
         if self.mode == "auto":
-            result = (self.synthesis.heuristic(events[0]) if events[0].kind == "finalize"
-                      else Outcome(observations=heuristic.observe(events)))
+            result = self.synthesis.heuristic(events[0]) if events[0].kind == "finalize" else self.synthesis.heuristic_batch(events)
             self._store(events, result, "heuristic")
             return "done"
         with transaction(self.conn):
@@ -368,8 +377,9 @@ class Worker:
                                             source=synth, model=model)
                 if new_id is not None:
                     new_ids.append(new_id)
-                    if obs.supersedes:
-                        self.synthesis.recalled.accept(new_id, obs.supersedes, model)
+                    for relation, claimed in (("supersedes", obs.supersedes), ("conflicts", obs.conflicts)):
+                        if claimed:  # the model's marks, checked (worker/recalled.py)
+                            self.synthesis.recalled.accept(new_id, claimed, model, relation)
             if refused and self.run_id is not None:
                 runs.add_echoes(self.conn, self.run_id, refused)
             mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)

@@ -19,11 +19,12 @@ from lxml import etree
 
 from claude_mem.store.memories import Observation, Summary, known_type
 from claude_mem.store.reads import SUMMARY_FIELDS
+from claude_mem.text.scope import norm as norm_scope
 from claude_mem.text.shorten import clip, cut
 
 _Parsed = TypeVar("_Parsed", Observation, Summary)
 BLOCKS = ("observation", "summary")
-TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", *SUMMARY_FIELDS)
+TEXT_FIELDS = ("type", "title", "subtitle", "narrative", "supersedes", "conflicts", "scope", *SUMMARY_FIELDS)
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "files_edited")
 ITEMS = ("fact", "concept", "file", "item")  # interchangeable: a <file> inside <facts> is still an entry
 CAPS = {"type": 100, "title": 200, "subtitle": 500, "fact": 1000, "narrative": 5000, "summary": 5000}
@@ -271,7 +272,15 @@ def _observation(el: etree._Element, label: str, problems: list[str]) -> Observa
                        files_read=_list(kids, ("files_read",), split_commas=True),
                        files_modified=_list(kids, ("files_modified", "files_edited"), split_commas=True),
                        raw_type=raw_type if flagged else None,
-                       supersedes=[i for c in kids.get("supersedes", ()) for i in refs_in("".join(c.itertext()))])
+                       supersedes=[i for c in kids.get("supersedes", ()) for i in refs_in("".join(c.itertext()))],
+                       conflicts=[i for c in kids.get("conflicts", ()) for i in refs_in("".join(c.itertext()))],
+                       scope=_scope(_line(_field(kids, "scope"))))
+
+
+def _scope(text: str) -> str:
+    """A decision's scope as the model wrote it: a path or component, '' for the whole project."""
+    scope = norm_scope(text)[:200]
+    return "" if scope in ("", "project", "whole project", "the whole project", "all", "global", "none", "-") else scope
 
 
 def _summary(el: etree._Element, label: str, problems: list[str]) -> Summary | None:

@@ -86,18 +86,19 @@ class Recalled:
         self.shown.update(self._offered)
         self._offered = []
 
-    def accept(self, new_id: int, claimed: list[int], model: str | None) -> list[int]:
+    def accept(self, new_id: int, claimed: list[int], model: str | None, relation: str = "supersedes") -> list[int]:
         """Record the marks the model gave the observation `new_id` (inside the caller's
-        transaction), keeping only ids it was shown, of the same project, recorded before it."""
+        transaction), keeping only ids it was shown, of the same project, recorded before it.
+        `relation`: "supersedes" (<supersedes>), or "conflicts" (<conflicts>: rival decisions, issue 51)."""
         made: list[int] = []
         for old_id in claimed:
             row = self.conn.execute(
                 "SELECT o.project = n.project AND (o.created_at_epoch, o.id) < (n.created_at_epoch, n.id)"
                 " FROM observations o, observations n WHERE o.id = ? AND n.id = ?", (old_id, new_id)).fetchone()
             if old_id not in self.shown or row is None or not row[0]:
-                self.log(f"ignored <supersedes>obs:{old_id}</supersedes> of obs:{new_id}: not an earlier observation"
+                self.log(f"ignored <{relation}>obs:{old_id}</{relation}> of obs:{new_id}: not an earlier observation"
                          " of this project shown to the model")
                 continue
-            if marks.add(self.conn, old_id, new_id, "supersedes", "model", rule=model or "", reason="the observer said so"):
+            if marks.add(self.conn, old_id, new_id, relation, "model", rule=model or "", reason="the observer said so"):
                 made.append(old_id)
         return made

@@ -27,6 +27,7 @@ from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
 from claude_mem.worker.events import Event, files_touched
+from claude_mem.worker.heuristic.decisions import PROMPT_STATED
 from claude_mem.worker.parse import ParseResult, parse_reply
 from claude_mem.worker.recalled import Recalled
 from claude_mem.worker.render import fill, render_batch
@@ -61,15 +62,36 @@ class Synthesis:
         self.recalled = Recalled(conn, session_id, log)  # what memory holds about each batch, shown to the model
 
     def heuristic(self, event: Event) -> Outcome:
-        """Observations, or the turn's summary, without a model."""
+        """Observations, or the turn's summary and what its prompt and Claude's closing message
+        state, without a model."""
         if event.kind != "finalize":
-            return Outcome(observations=heuristic.observe([event]))
+            return self.heuristic_batch([event])
         request, turn_events, last_message = self._turn_context(event)
-        return Outcome(summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
+        stated = self._stated(records.prompt_text(self.conn, self.session_id, event.prompt_number) or "", turn_events, last_message)
+        if turn_events:  # the prompt's own statements went with the turn's tool events (heuristic_batch)
+            stated = [o for o in stated if not o.subtitle.startswith(PROMPT_STATED)]
+        return Outcome(observations=stated,
+                       summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
+
+    def heuristic_batch(self, events: list[Event]) -> Outcome:
+        """A batch's observations without a model, with the decisions its turn's prompt states (a
+        turn the user interrupts has no Stop to carry them; stored once either way: the same content)."""
+        prompt = records.prompt_text(self.conn, self.session_id, events[0].prompt_number) or ""
+        return Outcome(observations=heuristic.observe(events) + self._stated(prompt, events))
+
+    def _stated(self, prompt: str, events: list[Event], last_message: str = "") -> list[Observation]:
+        """The decisions, rules and conventions the prompt and Claude's closing message state
+        (worker/heuristic/decisions.py); a reply repeating the prompt's statement adds nothing."""
+        read, edited = files_touched(events)
+        files = list(dict.fromkeys(read + edited))
+        said = heuristic.stated(prompt, by="prompt", files=files)
+        agreed = heuristic.stated(last_message, by="reply", files=files)
+        agreed = [o for o in agreed if not any(_same_words(o.title, p.title) for p in said)]
+        return said + agreed
 
     async def observe(self, events: list[Event]) -> Outcome:
         if not self.use_model:
-            return Outcome(observations=heuristic.observe(events))
+            return self.heuristic_batch(events)
         prompt_number = events[0].prompt_number
         request = self._prompt_text(prompt_number)
         header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
@@ -78,7 +100,7 @@ class Synthesis:
         message = fill("observation", memory=self._memory(events, about), events=render_batch(events))
         reply = await self.conversation.send(message, request=(prompt_number, header))
         if reply.error:
-            return await self._model_failed(reply, lambda: Outcome(observations=heuristic.observe(events)))
+            return await self._model_failed(reply, lambda: self.heuristic_batch(events))
         result = parse_reply(reply.text)
         if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
             self.recalled.answered()
@@ -86,7 +108,7 @@ class Synthesis:
         # Nothing usable: ask once, firmly, before counting it against these events.
         retry = await self.conversation.send(fill("observation_retry"))
         if retry.error:
-            failed = await self._model_failed(retry, lambda: Outcome(observations=heuristic.observe(events)))
+            failed = await self._model_failed(retry, lambda: self.heuristic_batch(events))
             failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
             return failed
         second = parse_reply(retry.text)
@@ -192,3 +214,9 @@ class Synthesis:
         rows = queue.list_rows(self.conn, session_id=self.session_id)
         return [Event.from_row(r) for r in rows if r["kind"] == "tool" and r["prompt_number"] == prompt_number]
 
+
+
+def _same_words(a: str, b: str) -> bool:
+    """Two statements of one rule: most words of the shorter are in the longer."""
+    x, y = set(a.lower().split()), set(b.lower().split())
+    return bool(x and y) and len(x & y) >= 0.7 * min(len(x), len(y))

@@ -12,8 +12,11 @@ later send the same events through the model.
   outputs.py   what a command's output says (test tally, failure, exception, commit)
   edits.py     the definitions an edit touched, and the kind of change
   compose.py   grouping and the observations and summary themselves
+  paths.py     paths in what it writes, relative to the project's root
+  decisions.py the decisions, rules and conventions a prompt or Claude's closing message states
 """
 
 from claude_mem.worker.heuristic.compose import observe, summarize
+from claude_mem.worker.heuristic.decisions import stated
 
-__all__ = ["observe", "summarize"]
+__all__ = ["observe", "stated", "summarize"]

@@ -15,6 +15,7 @@ import re
 
 from claude_mem.text import shell
 from claude_mem.text.shorten import clip
+from claude_mem.worker.heuristic.paths import relative
 
 # `$(cat <<'EOF' ... EOF)`, tried where `$(cat` stands (a few places at most): searched for
 # anywhere, the lazy body made a 200 KB command of openers take 40 s.
@@ -66,9 +67,7 @@ def clean(command: str, cwd: str | None = None) -> str:
             shown.append(";" if parts[k - 1].op in (";", "\n", ";;") else " " + parts[k - 1].op)
             shown.append(" ")
         shown.append(_shown(part))
-    text = "".join(shown)
-    if cwd:
-        text = text.replace(cwd.rstrip("/") + "/", "")
+    text = relative("".join(shown), cwd)  # before it is clipped: paths from the project's root (paths.py)
     return " ".join(text.split())
 
 

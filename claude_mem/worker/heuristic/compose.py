@@ -19,7 +19,7 @@ from claude_mem.kinds import Provenance, provenance_list, tool_provenance
 from claude_mem.store.memories import Observation, Summary
 from claude_mem.text.shorten import clip
 from claude_mem.worker.events import Event, files_touched, response_text
-from claude_mem.worker.heuristic import bash, edits, outputs
+from claude_mem.worker.heuristic import bash, decisions, edits, outputs, paths
 
 TITLE_CHARS = 150
 NOTE = "Recorded from the tool events without a model."
@@ -150,7 +150,7 @@ def observe(events: list[Event]) -> list[Observation]:
             found.append((index, _made_from(obs, [e])))
     if not found and (batch.read or batch.looked):
         found.append((0, _made_from(_looked(batch), [Provenance.READ])))
-    return [obs for _, obs in sorted(found, key=lambda pair: pair[0])]
+    return [paths.tidy_observation(obs, batch.cwd) for _, obs in sorted(found, key=lambda pair: pair[0])]
 
 
 def _fixes(runs: list[Run], changes: list[Edited]) -> list[tuple[list[Run], list[Edited]]]:
@@ -375,9 +375,13 @@ def summarize(request: str, events: list[Event], last_message: str) -> Summary:
     checks = [r for r in batch.runs if r.kind in ("test", "lint", "build")]
     next_steps = f"{checks[-1].label} still fails: {checks[-1].result()}" if checks and checks[-1].failed else ""
     looked = [os.path.basename(p) for p in batch.read[:10]] + [w for _, w in batch.looked[:5]]
-    return Summary(request=clip(request, 500), investigated=clip(", ".join(looked), 500), learned=clip("; ".join(learned), 800),
-                   completed=clip("; ".join(completed), 800), next_steps=clip(next_steps, 300),
-                   notes=clip(last_message, 500) if last_message else "", files_read=batch.read, files_edited=batch.edited)
+    # What the prompt and the closing message state is a decision of its own (decisions.py), shown
+    # where it applies and with its rivals: the summary keeps what was asked and done.
+    asked, said = decisions.without_statements(request), decisions.without_statements(last_message, by="reply")
+    summary = Summary(request=clip(asked, 500), investigated=clip(", ".join(looked), 500), learned=clip("; ".join(learned), 800),
+                      completed=clip("; ".join(completed), 800), next_steps=clip(next_steps, 300),
+                      notes=clip(said, 500) if said else "", files_read=batch.read, files_edited=batch.edited)
+    return paths.tidy_summary(summary, batch.cwd)
 
 
 def _made_from(obs: Observation, sources: Sequence[Run | Edited | Event | Provenance]) -> Observation:

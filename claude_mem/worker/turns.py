@@ -1,0 +1,61 @@
+"""The heuristic synthesizer's batches: a turn's tool events whole, once the turn is over.
+
+The heuristic groups what it is given (a failing run, the edits after it and the passing re-run
+become one bugfix; runs of one check one observation), so given the events a few at a time, as
+they happen to be pending when the worker looks, it wrote other memories for the same session:
+245 observations in one replay and 315 in another (issue 51). Its batch is therefore the turn:
+every tool event of a prompt, taken once the turn has ended, so that the same events give the
+same memories whatever their timing. A turn has ended when a later row of the session is queued
+(its Stop, the next prompt's first event), when the session ended, when a compaction's checkpoint
+asks for everything queued before it (up to there), or when the worker would otherwise sit idle
+(then it takes what there is: the turn's end never came). The model's batches stay as they were
+(its conversation wants events as they come).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from claude_mem.store import checkpoints, records
+from claude_mem.store.queue import QUEUE_COLUMNS, decode_row
+
+TURN_LIMIT = 2000  # tool events of one turn taken at once: a very long turn is cut here, at the same place every time
+
+
+def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[dict[str, Any]], *,
+                    take_open: bool) -> list[dict[str, Any]] | None:
+    """What the heuristic synthesizer takes next from the session's pending `rows` (in order): the
+    first row alone unless it is a tool event, else its turn's pending tool events when the turn
+    is over (or `take_open`); None while the turn goes on."""
+    first = rows[0]
+    if first["kind"] != "tool" or first["attempts"]:
+        return [first]
+    turn = [decode_row(r) for r in conn.execute(
+        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = 'pending' AND id >= ?"
+        " ORDER BY id LIMIT ?", (session_id, first["id"], TURN_LIMIT))]
+    # The turn's events, wherever a late event of an earlier prompt fell among them.
+    run = [r for r in turn if r["kind"] == "tool" and r["prompt_number"] == first["prompt_number"] and not r["attempts"]]
+    upto = _checkpoint_upto(conn, session_id)
+    if upto is not None and upto >= first["id"]:
+        return [r for r in run if r["id"] <= upto]
+    if take_open or len(turn) == TURN_LIMIT or _ended(conn, session_id, first["prompt_number"], run[-1]["id"]):
+        return run
+    return None
+
+
+def _ended(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:
+    """Something after the turn's last event: its Stop, a later prompt's event, or the session's end.
+    (A late event of an earlier prompt says nothing about this one.)"""
+    later = conn.execute(
+        "SELECT 1 FROM observation_queue WHERE session_id = ? AND id > ? AND (prompt_number > ? OR (kind != 'tool' AND prompt_number = ?))"
+        " LIMIT 1", (session_id, last_id, prompt_number, prompt_number)).fetchone()
+    if later is not None or records.session_ended(conn, session_id):
+        return True
+    prompts = conn.execute("SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return prompts is not None and int(prompts[0] or 0) > prompt_number  # the next prompt came before any event of it
+
+
+def _checkpoint_upto(conn: sqlite3.Connection, session_id: str) -> int | None:
+    pending = checkpoints.pending(conn, session_id)
+    return int(pending["upto_queue_id"]) if pending is not None else None
