@@ -46,10 +46,9 @@ from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import checkpoint, echoes, faults, heuristic, spawn
+from claude_mem.worker import batching, checkpoint, echoes, faults, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
-from claude_mem.worker.render import render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2
@@ -80,6 +79,8 @@ class Worker:
         self.stats = {"events": 0, "observations": 0}
         self.stop_requested = False
         self._outage_due: tuple[int, str] = (0, "")  # when the rows of the current outage are due, and why
+        self._repeats: set[int] = set()  # of the rows in hand, those reading a file again as it was
+        self._waiting = 0  # the first row of the batch that waits for more (logged once)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -226,7 +227,17 @@ class Worker:
                     return "drained but for events that wait for tomorrow's observer budget"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
-            batch = self._take_batch(rows)
+            batch, self._repeats, wait = batching.choose(self.conn, self.config, self.session_id, rows,
+                                                         hold=not self.drain and self.synthesis.use_model)
+            if wait is not None:
+                # Batch by cost: a request re-reads the whole conversation, so a batch that is not
+                # full waits for its turn's end or more events (worker/batching.py).
+                if self._waiting != batch[0]["id"]:
+                    self._waiting = batch[0]["id"]
+                    self.log(f"{len(batch)} event(s) wait up to {(wait - now_ms()) / 1000:.0f} s for their turn's end or"
+                             " more events (setting batch_wait_s)")
+                await self._wait_for_more(wait, idle_since)
+                continue
             ids = [r["id"] for r in batch]
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
@@ -240,6 +251,15 @@ class Worker:
             if settled != "outage":
                 idle_since = time.monotonic()
 
+    async def _wait_for_more(self, until_ms: int, idle_since: float) -> None:
+        """Sleep until another connection commits (data_version moves) or `until_ms`; the observer
+        CLI sleeps meanwhile once it has had no batch for observer_idle_s."""
+        version = data_version(self.conn)
+        while not self.stop_requested and now_ms() < until_ms and data_version(self.conn) == version:
+            if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
+                self.log("observer CLI ended while a batch waits for more events (setting observer_idle_s)")
+            await asyncio.sleep(min(POLL_S, max(until_ms - now_ms(), 0) / 1000))
+
     async def _checkpoint(self, rows: list[dict[str, Any]]) -> bool:
         """A compaction's checkpoint, once the events queued before it are taken."""
         due = checkpoint.due(self.conn, self.session_id, rows)
@@ -252,26 +272,6 @@ class Worker:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
         return records.session_ended(self.conn, self.session_id)
 
-    def _take_batch(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A finalize alone, an event that failed on its own before alone, or consecutive ready
-        tool rows of one prompt up to batch_chars."""
-        first = rows[0]
-        if first["kind"] == "finalize" or first["attempts"]:
-            return [first]
-        batch = [first]
-        size = len(render_event(Event.from_row(first)))
-        now = now_ms()
-        for row in rows[1:]:
-            if (row["kind"] != "tool" or row["prompt_number"] != first["prompt_number"] or row["next_attempt_epoch"] > now
-                    or row["attempts"]):
-                break
-            cost = len(render_event(Event.from_row(row)))
-            if size + cost > self.config.batch_chars:
-                break
-            batch.append(row)
-            size += cost
-        return batch
-
     async def _process(self, batch: list[dict[str, Any]]) -> str:
         """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
         "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
@@ -283,10 +283,10 @@ class Worker:
             if not batch:
                 return "done"
         events = [Event.from_row(r) for r in batch]
-        if events[0].kind == "finalize":
-            outcome = await synthesis.summarize(events[0])
-        else:
-            outcome = await synthesis.observe(events)
+        if synthesis.use_model and batching.fold_if_silent(self.conn, events, self._repeats):
+            self.stats["events"] += len(events)  # a line with nothing to say: never a request of its own
+            return "done"
+        outcome = await synthesis.observe(events)
         if not outcome.error:
             self._store(events, outcome, "model" if synthesis.use_model else "heuristic")
             return "done"
@@ -333,9 +333,7 @@ class Worker:
         """The day's observer tokens are spent: heuristic observations (auto), or the events wait
         for tomorrow's budget (model), the session's later ones with them."""
         if self.mode == "auto":
-            result = (self.synthesis.heuristic(events[0]) if events[0].kind == "finalize"
-                      else Outcome(observations=heuristic.observe(events)))
-            self._store(events, result, "heuristic")
+            self._store(events, self.synthesis.heuristic(events), "heuristic")
             return "done"
         with transaction(self.conn):
             budget.wait_for_tomorrow(self.conn, self.session_id, [e.id for e in events], outcome.detail)
@@ -347,14 +345,14 @@ class Worker:
         batch also moves the point the observer conversation resumes from past it."""
         ids = [e.id for e in events]
         project = (records.get_session(self.conn, self.session_id) or {}).get("project") or "unknown"
-        prompt_number = events[0].prompt_number
+        prompts = outcome.prompts or [events[0].prompt_number] * len(outcome.observations)
         model = self.config.model if synth == "model" else None
         new_ids: list[int] = []
         summary_ids: list[int] = []
-        shown = self.conversation.recap_titles if self.conversation is not None and synth == "model" else frozenset()
+        shown = outcome.recap_titles if synth == "model" else frozenset()
         with transaction(self.conn):
             refused = 0
-            for obs in outcome.observations:
+            for obs, prompt_number in zip(outcome.observations, prompts, strict=True):
                 if echoes.repeats(self.conn, self.session_id, obs, shown):  # an echo of one this session holds
                     refused += 1
                     continue
@@ -367,10 +365,10 @@ class Worker:
             if refused and self.run_id is not None:
                 runs.add_echoes(self.conn, self.run_id, refused)
             mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
-            if outcome.summary is not None:
-                summary_model = model if outcome.summary_source == "model" else None
-                summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
-                                                  source=outcome.summary_source, model=summary_model))
+            for prompt_number, (summary, source) in sorted(outcome.summaries.items()):
+                summary_ids.append(upsert_summary(self.conn, self.session_id, project, summary, prompt_number=prompt_number,
+                                                  source=source, model=model if source == "model" else None))
+            if outcome.summaries:
                 records.complete_session(self.conn, self.session_id)
             self._keep_raw_reply(ids, outcome)
             conversation = self.conversation
@@ -379,8 +377,8 @@ class Worker:
                 conversation.fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
         self.conversation.turn = None
-        # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
-        replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
+        # The turns are over: their prompts are indexed again with Claude's reply (the Stop hook kept it).
+        replied = [i for n in outcome.summaries for i in records.replied_prompts(self.conn, self.session_id, n)]
         if self.config.semantic_index and (new_ids or summary_ids or replied):
             service.notify_index(self.config, new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
@@ -426,7 +424,7 @@ class Worker:
             self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")
         elif self.mode == "auto":
             note = f"the model failed on it {attempts} times; heuristic observations instead (last: {reason})"
-            self._store([event], self.synthesis.heuristic(event), "heuristic", note)
+            self._store([event], self.synthesis.heuristic([event]), "heuristic", note)
             self.log(f"event {event.id}: {note}; `claude-mem reprocess --session {self.session_id}` redoes it with the model")
         else:
             with transaction(self.conn):

@@ -23,8 +23,9 @@ A step is one JSON object:
   {"reply": "text"}                     the reply text ("" gives an assistant message without text)
   {"reply_template": "...{chars}..."}   {turn} {chars} {text} {session_id} are substituted
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
-  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
-                                        (the worker's nudge is answered for the events of the message before);
+  {"per_event": true}                   one <observation> per rendered event line, and a <summary> per turn the
+                                        message says has ended (the worker's nudge is answered for the events
+                                        of the message before);
                                         with "tag_project": true each title ends with " @<project>", the
                                         project named in the system prompt (which worker sent it)
   {"error": "auth"|"overloaded"|"rate_limit"|"api_error"|"invalid_request"}   an API failure shaped like the real CLI's
@@ -40,6 +41,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -184,15 +186,22 @@ def result(session_id: str, text: str, *, turn: int, started: float, status: int
     return out
 
 
+TURN_END = re.compile(r"^The turn for request #(\d+) has ended")
+HEADER = re.compile(r"^User's request #(\d+): (.*)$", re.M)
+MISSING = re.compile(r"had no <summary> block for request ((?:#\d+(?:, )?)+)")
+
+
 def per_event_reply(text: str, tag: str = "") -> str:
     """A model stand-in whose answer is a pure function of the events it was shown: one
-    observation per rendered event line (`[HH:MM:SS] headline`), a summary when asked for one.
-    However events are batched, each event yields the same observation, so tests can check
-    "exactly once" by content."""
-    if "<summary>" in text:
-        request = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("User's request:")), "")
-        return (f"<summary><request>{escape(request)}</request><investigated>the events</investigated><learned>fake</learned>"
-                f"<completed>turn done</completed><next_steps>none</next_steps><notes>per_event</notes></summary>")
+    observation per rendered event line (`[HH:MM:SS] headline`), and a summary for each turn the
+    message says has ended, right after that turn's observations (or for each one a nudge says is
+    missing). However events are batched, each event yields the same observation, so tests can
+    check "exactly once" by content."""
+    REQUESTS.update(HEADER.findall(text))  # the conversation's requests: a later message names them by number only
+    requests = REQUESTS
+    missing = MISSING.search(text)
+    if missing:
+        return "\n".join(_summary(n, requests.get(n, "")) for n in re.findall(r"\d+", missing[1]))
     blocks = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -202,7 +211,18 @@ def per_event_reply(text: str, tag: str = "") -> str:
             what = (line[11:].strip() + (" | " + detail if detail else ""))[:150] + tag
             blocks.append(f"<observation><type>change</type><title>{escape(what)}</title>"
                           f"<facts><fact>{escape(what)}</fact></facts><narrative>seen</narrative></observation>")
+        elif ended := TURN_END.match(line):
+            blocks.append(_summary(ended[1], requests.get(ended[1], "")))
+    if not blocks and "<summary>" in text:  # a summary asked for on its own (a compaction's checkpoint)
+        return _summary("", "")
     return "\n".join(blocks) or "<nothing/>"
+
+
+def _summary(number: str, request: str) -> str:
+    named = f' request="{number}"' if number else ""
+    return (f"<summary{named}><request>{escape(request)}</request><investigated>the events</investigated>"
+            f"<learned>fake</learned><completed>turn done</completed><next_steps>none</next_steps><notes>per_event</notes>"
+            "</summary>")
 
 
 def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
@@ -245,6 +265,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
 
 PROJECT = ""  # from the system prompt: 'the software project "NAME"'
 LAST_EVENTS = ""  # the last message answered per_event: a nudge is answered for the same events
+REQUESTS: dict[str, str] = {}  # request number -> its text, as this CLI process was shown them
 
 
 def main() -> int:
