@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from claude_mem.replay import run_hook
 from tests.cli_helpers import invoke_json
-from tests.hardening.support import wait_until
+from tests.hardening.support import our_processes, wait_until
 from tests.worker_helpers import fake_env, run_worker, user_messages
 
 SESSION = "sess-batch"
@@ -27,13 +28,14 @@ SESSION = "sess-batch"
 class Session:
     """Hook payloads of one session in a project folder, played through the real hook commands."""
 
-    def __init__(self, project: Path) -> None:
+    def __init__(self, project: Path, session_id: str = SESSION) -> None:
         project.mkdir(parents=True, exist_ok=True)
         self.project = project
+        self.session_id = session_id
         self.tools = 0
 
     def base(self) -> dict[str, Any]:
-        return {"session_id": SESSION, "cwd": str(self.project), "transcript_path": str(self.project / "t.jsonl")}
+        return {"session_id": self.session_id, "cwd": str(self.project), "transcript_path": str(self.project / "t.jsonl")}
 
     def play(self, command: str, payload: dict[str, Any]) -> None:
         proc = run_hook(command, {**self.base(), **payload})
@@ -45,7 +47,7 @@ class Session:
     def tool(self, name: str, tool_input: dict[str, Any], response: Any) -> None:
         self.tools += 1
         self.play("save", {"hook_event_name": "PostToolUse", "tool_name": name, "tool_input": tool_input,
-                           "tool_response": response, "tool_use_id": f"toolu_batch_{self.tools:02d}"})
+                           "tool_response": response, "tool_use_id": f"toolu_{self.session_id}_{self.tools:02d}"})
 
     def bash(self, command: str, stdout: str) -> None:
         self.tool("Bash", {"command": command}, {"stdout": stdout, "stderr": "", "interrupted": False})
@@ -159,3 +161,33 @@ def test_a_batch_crosses_into_the_next_turn_only_at_a_turns_end(tmp_path: Path, 
                       "Edit render.py": 3}
     assert [(s["prompt_number"], s["source"]) for s in invoke_json("summaries")] == [(2, "model"), (3, "model")]
     assert {r["processed_by"] for r in invoke_json("queue")} == {"model"}
+
+
+@pytest.mark.slow
+def test_a_batch_does_not_wait_for_more_while_another_session_waits_for_the_workers_slot(tmp_path: Path,
+                                                                                           data_dir: Path) -> None:
+    """max_workers=1: a worker holding a batch back for its turn's end sends it once another
+    session's events wait for its slot, then yields the slot."""
+    env = fake_env(tmp_path, [], CLAUDE_MEM_BATCH_WAIT_S="600", CLAUDE_MEM_MAX_WORKERS="1", CLAUDE_MEM_WORKER_AUTOSTART="1",
+                   CLAUDE_MEM_WORKER_IDLE_S="60")
+    a, b = Session(tmp_path / "proj-a"), Session(tmp_path / "proj-b", "sess-other")
+    os.environ.update(env)  # the hooks and the workers they start all see the cap
+    try:
+        a.prompt("why does test_add fail?")
+        a.bash("python -m pytest -q", "1 failed")
+        log = data_dir / "logs" / "claude-mem.log"
+        assert wait_until(lambda: log.exists() and "1 event(s) wait up to" in log.read_text(), 60)
+        b.prompt("rename the module")
+        b.bash("git mv calc.py arith.py", "")
+        b.stop()
+        assert wait_until(lambda: {r["status"] for r in invoke_json("queue")} == {"done"}, 120), invoke_json("queue")
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+        for proc in our_processes(data_dir):
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+        wait_until(lambda: not our_processes(data_dir), 60, step=0.2)
+    first = user_messages(tmp_path)[0]
+    assert "pytest" in first and "has ended" not in first, "session a's batch went without its turn's end"
+    assert any("git mv calc.py arith.py" in m for m in user_messages(tmp_path)[1:])

@@ -12,7 +12,8 @@ they carry (bench/observer_bill.py). Hence fewer, fuller requests:
 - A batch that is not full waits, while the turn it belongs to goes on, for up to `batch_wait_s`
   after its first event: a turn that ends, or more events, come with it in one request. It does
   not wait once a turn in it ended, once it is full, once the session ended or a compaction's
-  checkpoint waits for it, or in a worker that drains.
+  checkpoint waits for it, while another session waits for the worker's slot (worker/loop.py),
+  or in a worker that drains.
 - Events that say nothing new (worker/render.py's boring ones, and a file read again as it was)
   are one line in the next batch; never a request of their own: a batch of only those, its wait
   over, is settled without the model ("folded", as a subagent's calls are).

@@ -81,6 +81,7 @@ class Worker:
         self._outage_due: tuple[int, str] = (0, "")  # when the rows of the current outage are due, and why
         self._repeats: set[int] = set()  # of the rows in hand, those reading a file again as it was
         self._waiting = 0  # the first row of the batch that waits for more (logged once)
+        self._slot_wanted = False  # another session waits for this worker's slot: no batch waits for more
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -227,8 +228,8 @@ class Worker:
                     return "drained but for events that wait for tomorrow's observer budget"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
-            batch, self._repeats, wait = batching.choose(self.conn, self.config, self.session_id, rows,
-                                                         hold=not self.drain and self.synthesis.use_model)
+            hold = not self.drain and self.synthesis.use_model and not self._slot_wanted
+            batch, self._repeats, wait = batching.choose(self.conn, self.config, self.session_id, rows, hold=hold)
             if wait is not None:
                 # Batch by cost: a request re-reads the whole conversation, so a batch that is not
                 # full waits for its turn's end or more events (worker/batching.py).
@@ -238,6 +239,7 @@ class Worker:
                              " more events (setting batch_wait_s)")
                 await self._wait_for_more(wait, idle_since)
                 continue
+            self._slot_wanted = False
             ids = [r["id"] for r in batch]
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
@@ -255,9 +257,15 @@ class Worker:
         """Sleep until another connection commits (data_version moves) or `until_ms`; the observer
         CLI sleeps meanwhile once it has had no batch for observer_idle_s."""
         version = data_version(self.conn)
+        look_at = time.monotonic() + YIELD_CHECK_S
         while not self.stop_requested and now_ms() < until_ms and data_version(self.conn) == version:
             if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
                 self.log("observer CLI ended while a batch waits for more events (setting observer_idle_s)")
+            if time.monotonic() >= look_at:  # a session waits for this worker's slot: send what there is
+                look_at = time.monotonic() + YIELD_CHECK_S
+                if spawn.slot_wanted(self.conn, self.config.workers_dir, self.config.max_workers, self.session_id):
+                    self._slot_wanted = True
+                    return
             await asyncio.sleep(min(POLL_S, max(until_ms - now_ms(), 0) / 1000))
 
     async def _checkpoint(self, rows: list[dict[str, Any]]) -> bool:
