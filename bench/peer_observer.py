@@ -2,7 +2,8 @@
 worker (`worker-service.cjs --daemon`, private HOME, data dir and port, Chroma and telemetry
 off) and its own hook commands, its observer (the Claude Agent SDK driving the Claude Code CLI
 bundled with our claude-agent-sdk, as tests/fixtures/peer/make_peer_db.py runs it) answered by
-the fake Messages API at `api_url`. Returns once its queue is empty and the model quiet."""
+the fake Messages API at `api_url`. The hooks run at the times given (bench/pace.py); returns once
+its queue is empty and the model quiet."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.pace import play
 
 HOOK_OF = {"UserPromptSubmit": "session-init", "PostToolUse": "observation", "PostToolUseFailure": "observation",
            "Stop": "summarize", "SessionEnd": "session-end"}
@@ -48,8 +51,8 @@ def _wait(check: Any, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def run_peer(package: Path, bun: Path, payloads: list[dict[str, Any]], work: Path, api_url: str) -> int:
-    """Play the payloads through the peer; returns the observations it stored."""
+def run_peer(package: Path, bun: Path, timed: list[tuple[float, dict[str, Any]]], work: Path, api_url: str) -> int:
+    """Play the payloads through the peer, each at its time; returns the observations it stored."""
     home, data = work / "home", work / "home" / ".claude-mem"
     data.mkdir(parents=True)
     port = _free_port()
@@ -72,11 +75,14 @@ def run_peer(package: Path, bun: Path, payloads: list[dict[str, Any]], work: Pat
                                   stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait(lambda: _count(db, "SELECT COUNT(*) FROM session_summaries_fts") >= 0, 120, "its schema")
-        for payload in payloads:
+
+        def run(payload: dict[str, Any]) -> None:
             hook = HOOK_OF.get(payload.get("hook_event_name", ""))
             if hook:
                 subprocess.run([str(bun), str(service), "hook", "claude-code", hook], input=json.dumps(payload), env=env,
                                text=True, capture_output=True, timeout=120)
+
+        play(timed, run)
         last = [-2, time.monotonic()]
 
         def settled() -> bool:

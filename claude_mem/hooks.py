@@ -46,8 +46,6 @@ from claude_mem.payload import (
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store.db import NpmDatabaseError, SchemaTooNewError, connect
-from claude_mem.store.records import apply_event
-from claude_mem.worker import spawn, stranded
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -220,6 +218,8 @@ SANITIZE = {"new": sanitize_prompt, "save": sanitize_tool, "summary": sanitize_f
 def store_in_process(config: Config, conn: sqlite3.Connection, payloads: Iterable[dict[str, Any]]) -> int:
     """Store payloads the way the hook commands do (same sanitising, same rows) without a
     process per event: for benchmarks and tests that need a filled queue fast. Returns rows stored."""
+    from claude_mem.store.records import apply_event
+
     stored = 0
     for payload in payloads:
         make = SANITIZE.get(COMMAND_FOR_EVENT.get(payload.get("hook_event_name", ""), ""))
@@ -234,6 +234,10 @@ def store_in_process(config: Config, conn: sqlite3.Connection, payloads: Iterabl
 
 def run_event(config: Config, command: str, record: dict[str, Any]) -> bool:
     """Store the event (or spool it); True when it reached the database."""
+    # Here, not at the top: the SessionStart hook (the digest) needs neither the queue nor workers.
+    from claude_mem.store.records import apply_event
+    from claude_mem.worker import spawn
+
     config.ensure_dirs()
     try:
         conn = connect(config.db_path, busy_timeout_ms=config.hook_busy_ms)
@@ -286,6 +290,8 @@ def _spool_has_events(config: Config) -> bool:
 def revive_stranded(config: Config, conn: sqlite3.Connection, command: str, exclude: str | None = None) -> None:
     """Start workers for other sessions' events that no worker is left to take: this
     hook may be the only process that runs for a long time. Never fails the hook."""
+    from claude_mem.worker import stranded
+
     try:
         stranded.revive(config, conn, exclude, throttle=True)
     except (sqlite3.Error, OSError) as exc:
@@ -311,7 +317,9 @@ def run_context(config: Config, payload: dict[str, Any]) -> str | None:
         text = build_digest(conn, project, max_chars=config.context_chars, other_than=compacted)
         if compacted:
             text = _working_set(config, conn, compacted, cwd, payload) + text
-        revive_stranded(config, conn, "context")
+        # No look for other sessions' stranded events here (revive_stranded): the queue and the
+        # workers' modules would be most of the digest's imports, and the session's first prompt
+        # hook, seconds later, looks.
         # Recorded so that no push repeats what the digest gave; after a compaction even an
         # empty digest is recorded: what was pushed before it is no longer in the context.
         if session_id and (text or source == "compact"):

@@ -171,6 +171,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("retry_backoff_max_s", "float", 180.0,
                 "Longest wait between two tries of the model (an outage is probed at least this often).", minimum=0),
         Setting("batch_chars", "int", 12000, "Most characters of events sent to the model in one message.", minimum=500),
+        Setting("batch_wait_s", "float", 120.0, "Seconds a batch that is not full waits for its turn to end or more events"
+                " before it is sent (each request re-reads the whole observer conversation).", minimum=0),
         Setting("max_field_chars", "int", 16000, "Tool inputs and responses longer than this are cut to head and tail.", minimum=200),
         Setting("skip_tools", "list", DEFAULT_SKIP_TOOLS, "Tools never queued (a trailing * matches a prefix)."),
         Setting("context_chars", "int", 8000, "Most characters the SessionStart digest injects.", minimum=200),
@@ -250,6 +252,7 @@ class Config:
     retry_backoff_s: float
     retry_backoff_max_s: float
     batch_chars: int
+    batch_wait_s: float
     max_field_chars: int
     skip_tools: list[str]
     context_chars: int

@@ -272,11 +272,11 @@ def echoing_model(request: ApiRequest) -> str:
     """Answers with what it was sent (NUL and all), plus half an emoji, as a model's cut reply can."""
     content = request.messages[-1].get("content")
     text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
-    if "<summary>" in text:
-        return "<summary><request>echo</request><learned>nul\x00wombat</learned></summary>"
     seen = "nul\x00wombat" if "nul\x00wombat" in text else "the NUL was lost"
+    # The turn's end rides with its events: the summary it asks for comes after the observation.
+    summary = '<summary request="1"><request>echo</request><learned>nul\x00wombat</learned></summary>' if "<summary" in text else ""
     return (f"<observation><type>discovery</type><title>Echo of a pasted\u2028zebrafish</title>"
-            f"<narrative>{seen} and half an emoji \ud83d</narrative></observation>")
+            f"<narrative>{seen} and half an emoji \ud83d</narrative></observation>{summary}")
 
 
 @pytest.mark.slow

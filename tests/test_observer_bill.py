@@ -31,7 +31,8 @@ def test_a_repeat_of_a_stored_observation_is_refused_and_counted_and_stats_bill_
                                                                                                   data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
     echo = GOOD_XML.replace("the operator was wrong", "said again in other words")  # same type, title, facts
-    replies = [GOOD_XML, SUMMARY_XML, echo + "\n" + NEW_XML, SUMMARY_XML]
+    # Both turns in one batch: each turn's observations, then its summary.
+    replies = [GOOD_XML + SUMMARY_XML + echo + "\n" + NEW_XML + SUMMARY_XML]
     env = fake_env(tmp_path, [{"reply": r} for r in replies], CLAUDE_MEM_OBSERVER_PRICES="1,5,0.1,1.25")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
@@ -94,11 +95,14 @@ def test_a_conversation_past_observer_context_tokens_is_renewed_and_its_recap_is
     recap_echo = ("<observation><type>change</type><title>add() subtracted instead of adding</title>"
                   "<facts><fact>worded otherwise</fact></facts></observation>")
     replies = [GOOD_XML, long_reply, recap_echo + NEW_XML, SUMMARY_XML]
-    env = fake_env(tmp_path, [{"reply": r} for r in replies], CLAUDE_MEM_OBSERVER_CONTEXT_TOKENS="1000")
+    # Batches of 2,000 characters: turn 1's events (~840), then its end (1,500) with turn 2's edit,
+    # then turn 2's end, whose summary the recap's reply leaves out (asked for again).
+    env = fake_env(tmp_path, [{"reply": r} for r in replies], CLAUDE_MEM_OBSERVER_CONTEXT_TOKENS="1000",
+                   CLAUDE_MEM_BATCH_CHARS="2000")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     log = fake_log(tmp_path)
-    assert len([e for e in log if e["event"] == "start"]) == 2, "the first summary took the conversation past 1,000 tokens"
+    assert len([e for e in log if e["event"] == "start"]) == 2, "turn 1's summary took the conversation past 1,000 tokens"
     sent = [json.dumps(e) for e in log if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
     assert len(sent) == 4 and "continues an earlier observation" in sent[2] and "add() subtracted" in sent[2]
     assert not any("continues an earlier observation" in m for m in sent[:2] + sent[3:])

@@ -26,7 +26,7 @@ from tests.cli_helpers import invoke_json
 from tests.conftest import ROOT
 from tests.hardening.support import our_processes
 from tests.waiting import wait_until
-from tests.worker_helpers import fake_env, fake_log, run_worker
+from tests.worker_helpers import fake_env, fake_log, run_worker, user_messages
 
 FIXTURE = ROOT / "tests" / "fixtures" / "transcripts" / "7d3c1f0e-5b2a-4c8e-9a61-2f4e8b0c9d17.jsonl"
 
@@ -44,17 +44,6 @@ def demo_bursts(project: Path, session_id: str = "sess-demo") -> tuple[list, lis
     return steps[:cut], steps[cut:]
 
 
-def user_messages(tmp_path: Path) -> list[str]:
-    """What the fake CLIs were sent, in order."""
-    texts = []
-    for entry in fake_log(tmp_path):
-        message = entry.get("message") or {}
-        if entry["event"] == "recv" and message.get("type") == "user":
-            content = message["message"]["content"]
-            texts.append(content if isinstance(content, str) else "".join(b.get("text", "") for b in content))
-    return texts
-
-
 def all_done() -> bool:
     rows = invoke_json("queue")
     return bool(rows) and all(r["status"] == "done" for r in rows)
@@ -64,7 +53,9 @@ def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_pat
     steps = scripted_session(str(tmp_path / "proj"), "sess-demo")
     first, second = steps[:4], steps[4:]  # the first prompt's Read and failing test run; then its fix, and prompt 2
     play(first)
-    env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(tmp_path / "sessions"), CLAUDE_MEM_OBSERVER_IDLE_S="1")
+    # A batch goes at once (no waiting for its turn's end): the bursts are what this test is about.
+    env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(tmp_path / "sessions"), CLAUDE_MEM_OBSERVER_IDLE_S="1",
+                   CLAUDE_MEM_BATCH_WAIT_S="0")
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "120"],
                               env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -105,7 +96,7 @@ def test_a_conversation_that_cannot_be_resumed_starts_again_with_the_request_it_
     first, second = steps[:4], steps[4:]  # the second burst begins with more of request #1
     play(first)
     sessions = tmp_path / "sessions"
-    env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(sessions), CLAUDE_MEM_OBSERVER_IDLE_S="1")
+    env = fake_env(tmp_path, [], FAKE_CLAUDE_SESSIONS=str(sessions), CLAUDE_MEM_OBSERVER_IDLE_S="1", CLAUDE_MEM_BATCH_WAIT_S="0")
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--idle", "120"],
                               env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -129,7 +120,9 @@ def test_a_conversation_that_cannot_be_resumed_starts_again_with_the_request_it_
 def test_a_reached_budget_hands_the_rest_of_the_day_to_heuristics_and_reprocess_redoes_it(tmp_path: Path, data_dir: Path) -> None:
     first, second = demo_bursts(tmp_path / "proj")
     play(first + second)
-    env = fake_env(tmp_path, [], CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_OBSERVER_DAILY_TOKENS="100")
+    # Batches of 2,000 characters: turn 1's events, then its end with turn 2's edit, then turn 2's end.
+    env = fake_env(tmp_path, [], CLAUDE_MEM_SYNTHESIZER="auto", CLAUDE_MEM_OBSERVER_DAILY_TOKENS="100",
+                   CLAUDE_MEM_BATCH_CHARS="2000")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     # The first batch's reply alone costs more than 100 tokens: no request after it.
@@ -161,7 +154,7 @@ def test_a_reached_budget_hands_the_rest_of_the_day_to_heuristics_and_reprocess_
 def test_with_synthesizer_model_a_reached_budget_lets_events_wait_for_tomorrow(tmp_path: Path, data_dir: Path) -> None:
     first, second = demo_bursts(tmp_path / "proj")
     play(first + second)
-    env = fake_env(tmp_path, [], CLAUDE_MEM_OBSERVER_DAILY_TOKENS="100")
+    env = fake_env(tmp_path, [], CLAUDE_MEM_OBSERVER_DAILY_TOKENS="100", CLAUDE_MEM_BATCH_CHARS="2000")
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     assert len(user_messages(tmp_path)) == 1

@@ -379,6 +379,26 @@ def test_two_summaries_keep_the_last() -> None:
     assert any("2 <summary> blocks" in p for p in result.problems)
 
 
+def test_a_reply_for_several_turns_keeps_every_summary_in_order_with_the_request_it_names() -> None:
+    """A batch spanning turns asks for a <summary request="N"> after each turn's observations:
+    every summary is kept with its number, and each observation with how many came before it."""
+    reply = ("<observation><type>change</type><title>one</title></observation>"
+             "<summary request=\"3\"><request>fix it</request></summary>\nprose between blocks\n"
+             "<observation><type>change</type><title>two</title></observation>"
+             "<observation><type>change</type><title>three</title></observation>"
+             "<summary request='#4'><request>test it</request></summary><summary><request>unnamed</request></summary>"
+             "<observation><type>change</type><title>four</title></observation>")
+    result = parse_reply(reply)
+    assert [(n, s.request) for n, s in result.summaries] == [(3, "fix it"), (4, "test it"), (None, "unnamed")]
+    assert [(o.title, after) for o, after in zip(result.observations, result.after, strict=True)] == [
+        ("one", 0), ("two", 1), ("three", 1), ("four", 3)]
+    assert parse_reply('<summary request="x"><request>r</request></summary>').summaries[0][0] is None
+    hidden = parse_reply("<observation><title>\x1f</title></observation><summary request='2'><request>a\x00b</request>"
+                         "</summary><observation><title>kept</title></observation>")
+    assert [(o.title, after) for o, after in zip(hidden.observations, hidden.after, strict=True)] == [("kept", 1)]
+    assert hidden.summaries == [(2, hidden.summary)] and hidden.summary is not None and hidden.summary.request == "a\x00b"
+
+
 def test_two_summaries_last_cut_off_keeps_the_last_complete_one() -> None:
     result = parse_reply("<summary><request>first</request></summary>\n<summary><request>second</request><learned>that the")
     assert result.summary is not None and result.summary.request == "first"

@@ -3,9 +3,14 @@ fields that say what happened, responses are cut to their budget, boring events 
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
+from claude_mem import settings
+from claude_mem.store import queue, records
+from claude_mem.store.db import connect, transaction
 from claude_mem.worker.events import Event, files_touched
 from claude_mem.worker.render import RESPONSE_BUDGET, fill, is_boring, render_batch, render_event
 
@@ -85,6 +90,51 @@ def test_empty_searches_and_listings_fold_into_one_closing_line() -> None:
     parts = batch.split("\n\n")
     assert parts[0].splitlines() == [f"[{STAMP}] Grep 'def add'", "  => 1 files: calc.py"]
     assert parts[1] == f"(also, nothing found/notable: Glob '*.md' in docs; LS {{\"path\":\"{CWD}\"}})"
+
+
+def test_commands_that_say_nothing_fold_into_the_line_and_so_do_reads_of_a_file_as_it_was() -> None:
+    def bash(command: str, stdout: str = "", error: bool = False) -> Event:
+        return tool("Bash", {"command": command}, {"stdout": stdout, "stderr": ""}, error=error)
+
+    quiet = [bash("ls -la"), bash("cd src && pwd"), bash("pwd; ls docs"), bash("git status", "On branch main\nnothing to commit,"
+             " working tree clean"), bash("git -C /repo diff --stat"), bash("which python3", "/usr/bin/python3")]
+    telling = [bash("git status", "Changes not staged for commit:\n\tmodified:   calc.py"), bash("git diff", "-a\n+b"),
+               bash("ls missing", error=True), bash("echo hi | python x.py", "ok"), bash("cat calc.py", "def add"),
+               bash("cd src"), bash("git log -3", "abc fix")]
+    assert [is_boring(e) for e in quiet] == [True] * len(quiet)
+    assert [is_boring(e) for e in telling] == [False] * len(telling)
+    read = tool("Read", {"file_path": f"{CWD}/calc.py"}, {"file": {"content": "def add(a, b):"}})
+    again = tool("Read", {"file_path": f"{CWD}/calc.py"}, {"file": {"content": "def add(a, b):"}})
+    again.id = 2
+    text = render_batch([read, quiet[0], again], repeated={2})
+    assert text.count(f"[{STAMP}]") == 1 and text.endswith("(also, nothing found/notable: Bash `ls -la`; Read calc.py (again,"
+                                                             " unchanged))")
+
+
+def test_a_file_read_again_as_it_was_is_a_repeat_until_it_changes(data_dir: Path) -> None:
+    """store/queue.repeated_reads: the result the session's last read of the same file gave, read by
+    the main thread (or by a subagent when those are not folded); a file changed back is news."""
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(config.db_path)
+    read = json.dumps({"file_path": "/p/calc.py"})
+
+    def queued(response: str, agent: str | None = None, session: str = "s1", name: str = "Read") -> int:
+        with transaction(conn):
+            records.ensure_session(conn, session, project="p", cwd="/p", transcript_path=None)
+            row = queue.enqueue_tool(conn, session, tool_name=name, tool_input=read, tool_response=response,
+                                     tool_use_id=f"t{time.monotonic_ns()}", is_error=False, duration_ms=None, agent_id=agent, cwd="/p")
+        assert row is not None
+        return row
+
+    old, new = json.dumps({"file": {"content": "a - b"}}), json.dumps({"file": {"content": "a + b"}})
+    by_agent = queued(old, agent="explorer")
+    first = queued(old)
+    ids = [first, queued(old), queued(new), queued(old), queued(old), queued(old, session="s2"), queued(old, name="Write")]
+    assert queue.repeated_reads(conn, "s1", ids, subagents_seen=False) == {ids[1], ids[4]}, "as the last read left it"
+    assert queue.repeated_reads(conn, "s1", [first], subagents_seen=True) == {first}, "its subagent read it first"
+    assert queue.repeated_reads(conn, "s1", [], subagents_seen=True) == set() and by_agent
+    conn.close()
 
 
 def test_files_touched_come_from_the_events_in_order_once_each() -> None:

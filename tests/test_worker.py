@@ -32,7 +32,7 @@ from claude_mem.store.db import connect
 from tests.cli_helpers import invoke_json
 from tests.hardening.support import kill_mid_work, our_processes
 from tests.waiting import wait_until
-from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker
+from tests.worker_helpers import GOOD_XML, SUMMARY_XML, fake_env, fake_log, play_demo, run_worker, user_messages
 
 
 def db(data_dir: Path) -> sqlite3.Connection:
@@ -62,7 +62,9 @@ def test_heuristic_worker_drains_everything(tmp_path: Path, data_dir: Path) -> N
 @pytest.mark.slow
 def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
-    env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}])
+    second = SUMMARY_XML.replace("<summary>", '<summary request="2">').replace("fixed add()", "documented add()")
+    reply = GOOD_XML + SUMMARY_XML + "\n" + second
+    env = fake_env(tmp_path, [{"reply": reply}])
     proc = run_worker("sess-demo", env)
     assert proc.returncode == 0, proc.stderr
     assert all(r["status"] == "done" for r in invoke_json("queue"))
@@ -72,7 +74,9 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
     assert obs["type"] == "bugfix" and obs["source"] == "model" and obs["model"] == "claude-haiku-4-5"
     assert "&" in obs["narrative"] and obs["files_modified"] == ["calc.py"]
     summaries = invoke_json("summaries")
-    assert len(summaries) == 2 and summaries[0]["completed"] == "fixed add()"
+    assert [(s["prompt_number"], s["completed"], s["source"]) for s in summaries] == [
+        (1, "fixed add()", "model"), (2, "documented add()", "model")]
+    assert obs["prompt_number"] == 1, "placed in the turn of the summary after it"
     # files of a summary come from the events, not from the model
     assert summaries[0]["files_read"][0].endswith("calc.py") and summaries[1]["files_edited"][0].endswith("calc.py")
 
@@ -83,18 +87,19 @@ def test_model_worker_stores_observations_and_summaries(tmp_path: Path, data_dir
     assert "--model claude-haiku-4-5" in argv or "--model=claude-haiku-4-5" in argv
     assert "--setting-sources" in argv and "--tools" in argv
     assert os.path.realpath(starts[0]["cwd"]) == os.path.realpath(data_dir / "observer")
-    # the four tool events of turn 1 went out in ONE message, then the summary request
-    user_turns = [e for e in log if e["event"] == "recv" and '"type": "user"' in json.dumps(e)]
-    assert len(user_turns) == 4
-    first = json.dumps(user_turns[0])
-    assert "Read" in first and "Edit" in first and first.count("pytest") >= 2
+    # Both turns, queued before the worker ran, went out in ONE message: each turn's request,
+    # events and end, then the request for a summary per turn (it used to take four requests).
+    [text] = user_messages(tmp_path)
+    order = ["User's request #1: test_add fails", "Read calc.py", "Edit calc.py", "The turn for request #1 has ended",
+             "User's request #2: add a docstring", "The turn for request #2 has ended", '<summary request="N">']
+    assert [text.find(part) for part in order] == sorted(text.find(part) for part in order) and text.find(order[0]) >= 0
+    assert all(part in text for part in order) and text.count("pytest") >= 2
     with db(data_dir) as conn:
         assert conn.execute("SELECT sdk_session_id FROM sdk_sessions").fetchone()[0]
     # What the observer spent, as the SDK reported it per reply, is what `stats` shows.
-    replies = [GOOD_XML, SUMMARY_XML, "<nothing/>", SUMMARY_XML]
     [observer] = [s["observer"] for s in invoke_json("stats")["sessions"] if s["session_id"] == "sess-demo"]
-    assert observer["replies"] == 4 and observer["output_tokens"] == sum(max(1, len(r) // 4) for r in replies)
-    assert observer["input_tokens"] > 100  # the four messages, ~1 token per 4 characters in the fake
+    assert observer["replies"] == 1 and observer["output_tokens"] == max(1, len(reply) // 4)
+    assert observer["input_tokens"] > 100  # the message, ~1 token per 4 characters in the fake
 
 
 @pytest.mark.slow
@@ -106,11 +111,13 @@ def test_unparseable_reply_is_kept_raw_and_nudged_once(tmp_path: Path, data_dir:
     with db(data_dir) as conn:
         raw = conn.execute("SELECT reply, error, queue_ids FROM raw_replies").fetchall()
     assert len(raw) == 1 and raw[0]["reply"].startswith(garbage) and "after a nudge" in raw[0]["error"]
-    assert len(json.loads(raw[0]["queue_ids"])) == 4
+    assert len(json.loads(raw[0]["queue_ids"])) == 7, "the batch: both turns, five events and two ends"
     queue = invoke_json("queue")
     assert all(r["status"] == "done" and r["processed_by"] == "model" and r["attempts"] == 0 for r in queue)
     observations = invoke_json("observations")
-    assert len([o for o in observations if o["prompt_number"] == 1]) == 4, "the nudge was answered for the same four events"
+    assert [len([o for o in observations if o["prompt_number"] == n]) for n in (1, 2)] == [4, 1], \
+        "the nudge was answered for the same events, each in its turn"
+    assert [(s["prompt_number"], s["source"]) for s in invoke_json("summaries")] == [(1, "model"), (2, "model")]
 
 
 @pytest.mark.slow
@@ -130,19 +137,23 @@ def test_reply_unusable_after_the_nudge_counts_and_splits_the_batch(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_observation_instead_of_summary_is_retried_then_derived(tmp_path: Path, data_dir: Path) -> None:
+def test_a_summary_left_out_is_asked_for_once_then_derived(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")
+    # Both turns in one batch; the reply summarises only the second (naming it) and the firmer
+    # retry for the first is answered with an observation again.
+    docstring = GOOD_XML.replace("add() subtracted instead of adding", "add() has a docstring")
     wrong = "<observation><type>change</type><title>Wrapped up the fix</title><narrative>done</narrative></observation>"
-    env = fake_env(tmp_path, [{"per_event": True}, {"reply": wrong}, {"reply": wrong}, {"per_event": True}, {"reply": SUMMARY_XML}])
+    env = fake_env(tmp_path, [{"reply": docstring + SUMMARY_XML.replace("<summary>", "<summary request='2'>")},
+                              {"reply": wrong}])
     assert run_worker("sess-demo", env).returncode == 0
     summaries = invoke_json("summaries")
-    assert len(summaries) == 2
+    assert [(s["prompt_number"], s["source"]) for s in summaries] == [(1, "derived"), (2, "model")]
     first = summaries[0]
-    assert first["source"] == "derived" and "Wrapped up the fix" in first["completed"]
-    assert first["request"].startswith("test_add fails")
-    assert summaries[1]["source"] == "model"
-    recv = [e for e in fake_log(tmp_path) if e["event"] == "recv" and "not a <summary> block" in json.dumps(e)]
-    assert len(recv) == 1, "exactly one firmer retry"
+    assert "Wrapped up the fix" in first["completed"] and first["request"].startswith("test_add fails")
+    placed = {o["title"]: o["prompt_number"] for o in invoke_json("observations")}
+    assert placed == {"add() has a docstring": 2, "Wrapped up the fix": 1}, "by the summary after it, and by the retry's turn"
+    recv = [e for e in fake_log(tmp_path) if e["event"] == "recv" and "no <summary> block for request" in json.dumps(e)]
+    assert len(recv) == 1 and "request #1." in json.dumps(recv[0]), "exactly one firmer retry, for the turn left out"
 
 
 @pytest.mark.slow
@@ -400,7 +411,9 @@ def test_chaos_kill_9_loses_and_duplicates_nothing(tmp_path: Path, data_dir: Pat
     play_demo(tmp_path / "proj")
     turn_s = rng.choice([0.1, 0.2, 0.4])
     env = fake_env(tmp_path, [], default={"per_event": True, "sleep": turn_s},
-                   CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 12000])),
+                   # Batches small enough that the session takes several, a turn's end (worker/batching.py's
+                   # TURN_END_CHARS) always after its events: a kill between two is possible.
+                   CLAUDE_MEM_BATCH_CHARS=str(rng.choice([500, 1000])),
                    CLAUDE_MEM_SEMANTIC_INDEX="1" if run % 5 == 0 else "0")  # some kills land in Chroma writes
     worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
                               env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -55,3 +55,14 @@ def run_worker(session_id: str, env: dict[str, str], *args: str, timeout: float 
 def fake_log(tmp_path: Path) -> list[dict]:
     path = tmp_path / "fake.log"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def user_messages(tmp_path: Path) -> list[str]:
+    """What the fake CLIs were sent, in order."""
+    texts = []
+    for entry in fake_log(tmp_path):
+        message = entry.get("message") or {}
+        if entry["event"] == "recv" and message.get("type") == "user":
+            content = message["message"]["content"]
+            texts.append(content if isinstance(content, str) else "".join(b.get("text", "") for b in content))
+    return texts

@@ -52,8 +52,12 @@ def sql_filters(kind: str, f: Filters, alias: str) -> tuple[list[str], list[Any]
 
 def load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate]) -> None:
     """Read the rows of the candidates that have none yet (`KIND.row_sql`), 500 ids a query."""
+    missing: dict[str, list[int]] = {}
+    for c in candidates.values():  # one pass: a search calls this several times over hundreds of candidates
+        if not c.row:
+            missing.setdefault(c.kind, []).append(c.id)
     for kind in KINDS:
-        ids = [c.id for c in candidates.values() if c.kind == kind and not c.row]
+        ids = missing.get(kind, [])
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             sql = KIND[kind].row_sql().format(marks=",".join("?" * len(chunk)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from claude_mem.index import vectors as stored_vectors
-from claude_mem.index.documents import VectorMatch, document_texts, parse_doc_id, vector_texts
+from claude_mem.index.documents import VectorMatch, document_texts, vector_texts
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
 from claude_mem.store.reads import KIND, KINDS
@@ -102,17 +102,22 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     # one fact is nearer to that fact than to the whole observation (docs/search-tuning.md).
     local = [key for key, c in candidates.items() if key[0] == "observation" and c.remote is None
              and (fill_missing or key in reached)]
-    known = stored_vectors.of_rows(conn, raw.space, "observation", [row_id for _, row_id in local])
-    owners.update((doc_id, owner) for doc_id in known if (owner := parse_doc_id(doc_id)) is not None)
+    keys, rows, found = stored_vectors.matrix(conn, raw.space, "observation", [row_id for _, row_id in local])
+    owners.update(zip(keys, (("observation", row_id) for row_id in rows), strict=True))
     if fill_missing:
         # Keyword hits with no vector yet still need a cosine, or the blend would read "not in
         # the top N" as "unrelated": that of their document holding most query words.
         measured = set(owners.values())
         owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms))
     load_rows(conn, candidates)
-    known.update(_vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in known]))
-    set_cosines([VectorMatch(*owners[doc_id], 0.0, doc_id, vector) for doc_id, vector in known.items()],
-                raw.embedding, candidates, raw.query_cjk)
+    have = set(keys)
+    rest = _vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in have])
+    if rest:
+        import numpy as np
+
+        keys = keys + list(rest)
+        found = np.concatenate([found.reshape(-1, len(raw.embedding)), np.stack(list(rest.values())).astype(np.float32)])
+    set_cosines(keys, [owners[doc_id] for doc_id in keys], found, raw.embedding, candidates, raw.query_cjk)
 
 
 def _vectors(conn: sqlite3.Connection, index: Index, space: str, doc_ids: list[str]) -> dict[str, Any]:
@@ -271,9 +276,10 @@ def _written_cjk(c: Candidate | None) -> bool:
     return has_cjk(" ".join(str(c.row.get(k) or "") for k in ("title", "subtitle", "request", "prompt_text")))
 
 
-def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[str, int], Candidate],
-                query_cjk: bool = False) -> None:
-    """Each candidate's cosine: that of its best document, measured around the pool's centre.
+def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], docs: Any, query: Any,
+                candidates: dict[tuple[str, int], Candidate], query_cjk: bool = False) -> None:
+    """Each candidate's cosine: that of its best document (`doc_ids`, of the rows `owners`, their
+    unit vectors the rows of `docs`), measured around the pool's centre.
     Memories of one person or project share a common direction that makes raw cosines alike;
     removing CENTRING x the pool's mean keeps what sets them apart (experiment 10). Texts of one
     language share one too: a multilingual model puts a Chinese question nearer to any Chinese
@@ -281,17 +287,16 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     others are each centred on their own side's mean, the query on its side's (docs/multilingual.md)."""
     import numpy as np
 
-    with_vectors = [m for m in matches if m.embedding is not None]
-    if not with_vectors:
+    if not doc_ids:
         return
-    docs = np.stack([np.asarray(m.embedding, dtype=np.float32) for m in with_vectors])
+    docs = np.asarray(docs, dtype=np.float32)
     query = np.asarray(query, dtype=np.float32)
     raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
     pool = docs.mean(axis=0)
     q_centre: Any = pool
     centres = np.repeat(pool[None, :], len(docs), axis=0)
-    in_cjk = {key: _written_cjk(candidates.get(key)) for key in {(m.kind, m.sqlite_id) for m in with_vectors}}
-    written = np.array([in_cjk[(m.kind, m.sqlite_id)] for m in with_vectors])
+    in_cjk = {owner: _written_cjk(candidates.get(owner)) for owner in set(owners)}
+    written = np.array([in_cjk[owner] for owner in owners])
     for cjk in (True, False):
         side = written == cjk
         if side.sum() >= tuning.LANGUAGE_SIDE and not side.all():
@@ -303,10 +308,10 @@ def set_cosines(matches: list[VectorMatch], query: Any, candidates: dict[tuple[s
     q = query - tuning.CENTRING * q_centre
     q /= max(float(np.linalg.norm(q)), 1e-9)
     cosines = docs @ q
-    for match, cosine, plain in zip(with_vectors, cosines.tolist(), raw, strict=True):
-        cand = candidates.get((match.kind, match.sqlite_id))
+    for owner, doc_id, cosine, plain in zip(owners, doc_ids, cosines.tolist(), raw, strict=True):
+        cand = candidates.get(owner)
         if cand is None:
             continue
         if cand.cosine is None or cosine > cand.cosine:
-            cand.cosine, cand.doc_id = cosine, match.doc_id
+            cand.cosine, cand.doc_id = cosine, doc_id
         cand.raw_cosine = plain if cand.raw_cosine is None else max(cand.raw_cosine, plain)

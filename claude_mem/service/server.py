@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
@@ -373,7 +372,8 @@ class Service:
 
             index, note = None, NOT_BUILT_NOTE
         result = search(self.conn(), query, index=index, **filters)
-        return {"hits": [asdict(hit) for hit in result.hits], "mode": result.mode, "note": note or result.note,
+        # A hit's fields hold no dataclass: a plain copy of them, not asdict's deep one (~20 us a hit).
+        return {"hits": [dict(vars(hit)) for hit in result.hits], "mode": result.mode, "note": note or result.note,
                 "embedder": index.embedder if index is not None else None}
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:

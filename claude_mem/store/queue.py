@@ -154,6 +154,22 @@ def next_pending(conn: sqlite3.Connection, session_id: str, limit: int = 64) -> 
     return [decode_row(r) for r in rows]
 
 
+def repeated_reads(conn: sqlite3.Connection, session_id: str, ids: list[int], *, subagents_seen: bool) -> set[int]:
+    """Of the rows `ids`, the Reads whose result is the one the session's last read of the same
+    file (and lines) gave: the file is as it was, and its content was shown already.
+    (`subagents_seen`: a subagent's own reads count as shown; with fold_subagents they were not.)"""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    seen = "" if subagents_seen else " AND p.agent_id IS NULL"
+    return {r[0] for r in conn.execute(
+        f"SELECT e.id FROM observation_queue e WHERE e.id IN ({marks}) AND e.session_id = ? AND e.tool_name = 'Read'"
+        " AND e.is_error = 0 AND e.tool_response = (SELECT p.tool_response FROM observation_queue p"
+        " WHERE p.session_id = e.session_id AND p.id < e.id"
+        f" AND p.kind = 'tool' AND p.tool_name = 'Read' AND p.is_error = 0 AND p.tool_input = e.tool_input{seen}"
+        " ORDER BY p.id DESC LIMIT 1)", (*ids, session_id))}
+
+
 def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
     marks = ",".join("?" * len(ids))
     conn.execute(

@@ -111,17 +111,33 @@ class Guarding:
     def settle(self, events: list[Event]) -> None:
         """What the guard found in each of the batch's events, kept on its queue row (the pushes
         that read a past failure's output trust a row it found nothing in), and Claude's reply to
-        a finished turn screened where it is stored. Call inside the store's transaction."""
-        if events and events[0].prompt_number != self._turn:
-            self._analysed, self._turn = {}, events[0].prompt_number
+        each finished turn screened where it is stored. Call inside the store's transaction."""
         notes = {}
         for event in events:
+            if event.prompt_number != self._turn:
+                self._analysed, self._turn = {}, event.prompt_number
             if event.kind == "tool":
                 analysis = self._analysis(event)
                 notes[event.id] = " ".join(p.note for p in analysis.planted) if analysis is not None else ""
         queue.set_guard_notes(self.conn, notes)
-        if events and events[0].kind == "finalize":
-            self.reply(events[0])
+        for event in events:
+            if event.kind == "finalize":
+                self.reply(event)
+
+    def batch(self, events: list[Event], observations: list[Observation], prompts: list[int],
+              summaries: dict[int, tuple[Summary, str]]) -> list[tuple[Observation, int]]:
+        """A batch's observations (each with its turn's prompt number) and its turns' summaries
+        guarded turn by turn: a batch may span turns (worker/batching.py)."""
+        out: list[tuple[Observation, int]] = []
+        for number in dict.fromkeys(prompts):
+            turn = [e for e in events if e.prompt_number == number] or events
+            mine = [o for o, p in zip(observations, prompts, strict=True) if p == number]
+            out += [(o, number) for o in self.observations(turn, mine)]
+        for number, (summary, _) in summaries.items():
+            end = next((e for e in events if e.kind == "finalize" and e.prompt_number == number), None)
+            if end is not None:
+                self.summary(end, summary)
+        return out
 
     def observations(self, events: list[Event], observations: list[Observation]) -> list[Observation]:
         """What to store of a batch's observations: each with its provenance (the batch's, unless

@@ -46,11 +46,10 @@ from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import checkpoint, echoes, faults, spawn, turns
+from claude_mem.worker import batching, checkpoint, echoes, faults, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
 from claude_mem.worker.guarding import Guarding
-from claude_mem.worker.render import render_event
 from claude_mem.worker.synthesis import Outcome, Synthesis
 
 POLL_S = 0.2
@@ -82,6 +81,9 @@ class Worker:
         self.stats = {"events": 0, "observations": 0}
         self.stop_requested = False
         self._outage_due: tuple[int, str] = (0, "")  # when the rows of the current outage are due, and why
+        self._repeats: set[int] = set()  # of the rows in hand, those reading a file again as it was
+        self._waiting = 0  # the first row of the batch that waits for more (logged once)
+        self._slot_wanted = False  # another session waits for this worker's slot: no batch waits for more
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -229,7 +231,9 @@ class Worker:
                     return "drained but for events that wait for tomorrow's observer budget"
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
-            batch = self._take_batch(rows, idle=self.drain or time.monotonic() - idle_since >= self.idle_s)
+            take_open = self.drain or time.monotonic() - idle_since >= self.idle_s
+            batch, self._repeats, wait = batching.choose(conn, self.config, self.session_id, rows, heuristic=not self.synthesis.use_model,
+                                                         hold=not self.drain and not self._slot_wanted, take_open=take_open)
             if batch is None:  # the heuristic waits for the turn's end (worker/turns.py), its slot given up if wanted
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
@@ -237,6 +241,16 @@ class Worker:
                         return "idle, yielding its slot to a waiting session"
                 await asyncio.sleep(POLL_S)
                 continue
+            if wait is not None:
+                # Batch by cost: a request re-reads the whole conversation, so a batch that is not
+                # full waits for its turn's end or more events (worker/batching.py).
+                if self._waiting != batch[0]["id"]:
+                    self._waiting = batch[0]["id"]
+                    self.log(f"{len(batch)} event(s) wait up to {(wait - now_ms()) / 1000:.0f} s for their turn's end or"
+                             " more events (setting batch_wait_s)")
+                await self._wait_for_more(wait, idle_since)
+                continue
+            self._slot_wanted = False
             ids = [r["id"] for r in batch]
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
@@ -250,6 +264,21 @@ class Worker:
             if settled != "outage":
                 idle_since = time.monotonic()
 
+    async def _wait_for_more(self, until_ms: int, idle_since: float) -> None:
+        """Sleep until another connection commits (data_version moves) or `until_ms`; the observer
+        CLI sleeps meanwhile once it has had no batch for observer_idle_s."""
+        version = data_version(self.conn)
+        look_at = time.monotonic() + YIELD_CHECK_S
+        while not self.stop_requested and now_ms() < until_ms and data_version(self.conn) == version:
+            if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
+                self.log("observer CLI ended while a batch waits for more events (setting observer_idle_s)")
+            if time.monotonic() >= look_at:  # a session waits for this worker's slot: send what there is
+                look_at = time.monotonic() + YIELD_CHECK_S
+                if spawn.slot_wanted(self.conn, self.config.workers_dir, self.config.max_workers, self.session_id):
+                    self._slot_wanted = True
+                    return
+            await asyncio.sleep(min(POLL_S, max(until_ms - now_ms(), 0) / 1000))
+
     async def _checkpoint(self, rows: list[dict[str, Any]]) -> bool:
         """A compaction's checkpoint, once the events queued before it are taken."""
         due = checkpoint.due(self.conn, self.session_id, rows)
@@ -262,29 +291,6 @@ class Worker:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
         return records.session_ended(self.conn, self.session_id)
 
-    def _take_batch(self, rows: list[dict[str, Any]], idle: bool = False) -> list[dict[str, Any]] | None:
-        """A finalize alone, an event that failed on its own before alone, or consecutive ready
-        tool rows of one prompt up to batch_chars; without the model, a whole turn once it is over
-        (None until then; `idle`: take it as it is)."""
-        if not self.synthesis.use_model:
-            return turns.heuristic_batch(self.conn, self.session_id, rows, take_open=idle)
-        first = rows[0]
-        if first["kind"] == "finalize" or first["attempts"]:
-            return [first]
-        batch = [first]
-        size = len(render_event(Event.from_row(first)))
-        now = now_ms()
-        for row in rows[1:]:
-            if (row["kind"] != "tool" or row["prompt_number"] != first["prompt_number"] or row["next_attempt_epoch"] > now
-                    or row["attempts"]):
-                break
-            cost = len(render_event(Event.from_row(row)))
-            if size + cost > self.config.batch_chars:
-                break
-            batch.append(row)
-            size += cost
-        return batch
-
     async def _process(self, batch: list[dict[str, Any]]) -> str:
         """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
         "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
@@ -292,14 +298,15 @@ class Worker:
         synthesis = self.synthesis
         assert synthesis is not None
         if self.config.fold_subagents and synthesis.use_model:
-            batch = self._fold_subagents(batch)
+            batch, folded = batching.fold_subagents(self.conn, batch)
+            self.stats["events"] += folded
             if not batch:
                 return "done"
         events = [Event.from_row(r) for r in batch]
-        if events[0].kind == "finalize":
-            outcome = await synthesis.summarize(events[0])
-        else:
-            outcome = await synthesis.observe(events)
+        if synthesis.use_model and batching.fold_if_silent(self.conn, events, self._repeats):
+            self.stats["events"] += len(events)  # a line with nothing to say: never a request of its own
+            return "done"
+        outcome = await synthesis.observe(events)
         if not outcome.error:
             self._store(events, outcome, "model" if synthesis.use_model else "heuristic")
             return "done"
@@ -331,23 +338,11 @@ class Worker:
         self._failed_alone(batch[0], events[0], outcome)
         return "failed"
 
-    def _fold_subagents(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Settle a subagent's own tool calls without the model (setting fold_subagents): the
-        result of the Task call that ran it tells what it found (the heuristic synthesizer, which
-        costs no tokens, still sees them). Returns the rest of the batch."""
-        folded = [r["id"] for r in batch if r["kind"] == "tool" and r.get("agent_id")]
-        if folded:
-            with transaction(self.conn):
-                queue.mark_done(self.conn, folded, "folded")
-            self.stats["events"] += len(folded)
-        return [r for r in batch if r["id"] not in folded]
-
     def _over_budget(self, events: list[Event], outcome: Outcome) -> str:
         """The day's observer tokens are spent: heuristic observations (auto), or the events wait
         for tomorrow's budget (model), the session's later ones with them."""
         if self.mode == "auto":
-            result = self.synthesis.heuristic(events[0]) if events[0].kind == "finalize" else self.synthesis.heuristic_batch(events)
-            self._store(events, result, "heuristic")
+            self._store(events, self.synthesis.heuristic(events), "heuristic")
             return "done"
         with transaction(self.conn):
             budget.wait_for_tomorrow(self.conn, self.session_id, [e.id for e in events], outcome.detail)
@@ -359,17 +354,16 @@ class Worker:
         batch also moves the point the observer conversation resumes from past it."""
         ids = [e.id for e in events]
         project = (records.get_session(self.conn, self.session_id) or {}).get("project") or "unknown"
-        prompt_number = events[0].prompt_number
+        prompts = outcome.prompts or [events[0].prompt_number] * len(outcome.observations)
         model = self.config.model if synth == "model" else None
         new_ids: list[int] = []
         summary_ids: list[int] = []
-        shown = self.conversation.recap_titles if self.conversation is not None and synth == "model" else frozenset()
-        observations = self.guarding.observations(events, outcome.observations)  # provenance; the write guard
-        if outcome.summary is not None:
-            self.guarding.summary(events[0], outcome.summary)
+        shown = outcome.recap_titles if synth == "model" else frozenset()
+        # Provenance and the write guard, turn by turn (a batch may span turns).
+        guarded = self.guarding.batch(events, outcome.observations, prompts, outcome.summaries)
         with transaction(self.conn):
             refused = 0
-            for obs in observations:
+            for obs, prompt_number in guarded:
                 if echoes.repeats(self.conn, self.session_id, obs, shown):  # an echo of one this session holds
                     refused += 1
                     continue
@@ -383,10 +377,10 @@ class Worker:
             if refused and self.run_id is not None:
                 runs.add_echoes(self.conn, self.run_id, refused)
             mark_stored_guarded(self.conn, new_ids, self.log)  # what they make no longer true (marks/rules.py)
-            if outcome.summary is not None:
-                summary_model = model if outcome.summary_source == "model" else None
-                summary_ids.append(upsert_summary(self.conn, self.session_id, project, outcome.summary, prompt_number=prompt_number,
-                                                  source=outcome.summary_source, model=summary_model))
+            for prompt_number, (summary, source) in sorted(outcome.summaries.items()):
+                summary_ids.append(upsert_summary(self.conn, self.session_id, project, summary, prompt_number=prompt_number,
+                                                  source=source, model=model if source == "model" else None))
+            if outcome.summaries:
                 records.complete_session(self.conn, self.session_id)
             self.guarding.settle(events)  # what the guard found in each event's output; Claude's reply screened
             self._keep_raw_reply(ids, outcome)
@@ -396,8 +390,8 @@ class Worker:
                 conversation.fresh = False
             queue.mark_done(self.conn, ids, synth, given_up)
         self.conversation.turn = None
-        # The turn is over: its prompt is indexed again with Claude's reply (the Stop hook kept it).
-        replied = records.replied_prompts(self.conn, self.session_id, prompt_number) if events[0].kind == "finalize" else []
+        # The turns are over: their prompts are indexed again with Claude's reply (the Stop hook kept it).
+        replied = [i for n in outcome.summaries for i in records.replied_prompts(self.conn, self.session_id, n)]
         if self.config.semantic_index and (new_ids or summary_ids or replied):
             service.notify_index(self.config, new_ids, summary_ids, replied)
         self.stats["events"] += len(ids)
@@ -443,7 +437,7 @@ class Worker:
             self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")
         elif self.mode == "auto":
             note = f"the model failed on it {attempts} times; heuristic observations instead (last: {reason})"
-            self._store([event], self.synthesis.heuristic(event), "heuristic", note)
+            self._store([event], self.synthesis.heuristic([event]), "heuristic", note)
             self.log(f"event {event.id}: {note}; `claude-mem reprocess --session {self.session_id}` redoes it with the model")
         else:
             with transaction(self.conn):

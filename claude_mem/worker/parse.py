@@ -6,6 +6,10 @@ mid-block. A recovering XML parser alone drops text after a stray `<`, so the re
 rewritten into well-formed XML: only our own tags, where they make structural sense, stay
 markup; every other `<`, `>` and `&` (bar valid entities) is escaped so it survives verbatim.
 lxml then decodes entities and builds the tree.
+
+A reply to a batch that spans turns holds a <summary request="N"> per turn that ended, each after
+that turn's observations: every summary is kept, in order, with the request it names, and every
+observation with how many summaries came before it (worker/synthesis.py places them in turns).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ _CUT_TAG = re.compile(r"</?([A-Za-z_]{0,14})$")
 _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_REQUEST_ATTR = re.compile(r"""\brequest\s*=\s*["']#?([0-9]{1,9})["']""")
 _OBS_REF = re.compile(r"\bobs:\s*([1-9][0-9]{0,17})\b|^\s*#?([1-9][0-9]{0,17})\s*$", re.IGNORECASE)
 
 _CANON = {n: "item" if n in ITEMS else n for n in (*BLOCKS, *TEXT_FIELDS, *LIST_FIELDS, *ITEMS)}
@@ -59,8 +64,11 @@ _PARSER = etree.XMLParser(recover=True, resolve_entities=False, no_network=True,
 @dataclass
 class ParseResult:
     observations: list[Observation] = field(default_factory=list)
-    summary: Summary | None = None
+    summary: Summary | None = None  # the last complete one (a reply asked for one summary)
     problems: list[str] = field(default_factory=list)  # what was repaired, flagged or dropped
+    # Every summary in order, with the request number its tag names (<summary request="N">) if any.
+    summaries: list[tuple[int | None, Summary]] = field(default_factory=list)
+    after: list[int] = field(default_factory=list)  # per observation: how many summaries came before it
 
     def usable(self) -> bool:
         return bool(self.observations) or self.summary is not None
@@ -94,21 +102,25 @@ def parse_reply(text: str) -> ParseResult:
             obs = _observation(el, label, result.problems)
             if obs is not None:
                 result.observations.append(obs)
+                result.after.append(len(summaries))
         elif (summary := _summary(el, label, result.problems)) is not None:
             summaries.append((summary, whole))
+            result.summaries.append((int(el.get("request")) if el.get("request") else None, summary))
     if summaries:
         finished = [s for s, whole in summaries if whole]
         result.summary = finished[-1] if finished else summaries[-1][0]
         if len(summaries) > 1:
             result.problems.append(f"{len(summaries)} <summary> blocks; kept the last {'complete ' if finished else ''}one")
     if hidden:
-        revealed = [_reveal(o) for o in result.observations]
+        revealed = [(_reveal(o), after) for o, after in zip(result.observations, result.after, strict=True)]
         # Python counts \x1c-\x1f, \x0b and \x0c as whitespace: a title of those alone is none.
-        result.observations = [o for o in revealed if o.title.strip()]
-        if len(result.observations) < len(revealed):
-            result.problems.append(f"{len(revealed) - len(result.observations)} <observation> dropped: a title of control"
+        kept = [(o, after) for o, after in revealed if o.title.strip()]
+        result.observations, result.after = [o for o, _ in kept], [after for _, after in kept]
+        if len(kept) < len(revealed):
+            result.problems.append(f"{len(revealed) - len(kept)} <observation> dropped: a title of control"
                                    " characters only")
         result.summary = _reveal(result.summary) if result.summary is not None else None
+        result.summaries = [(number, _reveal(summary)) for number, summary in result.summaries]
     return result
 
 
@@ -216,7 +228,7 @@ class _Rewrite:
         while True:
             if ((stack[-1] if stack else None), name, closing) in _MARKUP:
                 if not closing:
-                    self.out.append(f'<{name} n="{len(self.complete)}">' if name in BLOCKS else f"<{name}>")
+                    self.out.append(self.opening(name, i))
                     self.complete.extend([False] if name in BLOCKS else [])
                     stack.append(name)
                     self.opened.append(i)
@@ -228,6 +240,13 @@ class _Rewrite:
             if not stack or not any([(outer, name, closing) in _MARKUP for outer in (None, *stack[:-1])]) or self.sealed():
                 return False
             self.close()  # never closed explicitly: ended by markup that belongs further out
+
+    def opening(self, name: str, i: int) -> str:
+        """The tag that opens `name`: a block is numbered, and a summary keeps the request it names."""
+        if name not in BLOCKS:
+            return f"<{name}>"
+        named = _REQUEST_ATTR.search(self.matches[i].group()) if name == "summary" else None
+        return f'<{name} n="{len(self.complete)}"' + (f' request="{int(named[1])}"' if named else "") + ">"
 
     def close(self) -> None:
         self.out.append(f"</{self.stack.pop()}>")

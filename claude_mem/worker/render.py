@@ -3,8 +3,10 @@
 Cost is the point: the best-known system sends one message per event with each field cut at
 16,000 characters. Here each tool keeps only the fields that say what happened (a Read's path,
 an Edit's old/new text, a command and the tail of its output), responses are cut to small
-head+tail budgets per tool, several events share one message, and boring events (empty
-searches, listings) are folded into a single line. `bench/model_cost.py` measures the ratio.
+head+tail budgets per tool, several events share one message, and events that say nothing new
+(empty searches, listings, a command that only looks around, a git status or diff with nothing
+to report, a file read again as it was) are folded into a single line. `bench/model_cost.py`
+measures the ratio.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from claude_mem.payload import head_tail
 from claude_mem.resources import resource_dir
+from claude_mem.text import shell
 from claude_mem.worker.events import Event, response_text, text_of
 
 # Budgets in characters: the response is where the bulk is, and its end (errors, test
@@ -25,6 +28,9 @@ RESPONSE_BUDGET = {"Read": 600, "Write": 0, "Edit": 0, "MultiEdit": 0, "Notebook
 DEFAULT_RESPONSE_BUDGET = 800
 INPUT_TEXT_BUDGET = 700
 BORING_TOOLS = ("Glob", "Grep", "LS")
+# Shell commands that only look around: what they print is where Claude is, not what it learned.
+LOOKING = frozenset(("ls", "pwd", "tree", "which", "whoami", "echo", "date", "true", "clear", "type"))
+CLEAN_TREE = "nothing to commit"  # a git status that has nothing to report
 
 
 def load_template(name: str) -> Template:
@@ -80,8 +86,12 @@ def _input_summary(event: Event) -> tuple[str, list[str]]:
 
 
 def is_boring(event: Event) -> bool:
-    """An empty search or a plain listing: worth a word, not a paragraph."""
-    if event.is_error or event.tool_name not in BORING_TOOLS:
+    """An empty search, a plain listing, or a command that says nothing: worth a word, not a paragraph."""
+    if event.is_error or event.kind != "tool":
+        return False
+    if event.tool_name == "Bash":
+        return _says_nothing(event)
+    if event.tool_name not in BORING_TOOLS:
         return False
     r = event.tool_response
     if isinstance(r, dict):
@@ -90,6 +100,25 @@ def is_boring(event: Event) -> bool:
         if "filenames" in r and not r.get("filenames") and not r.get("content"):
             return True
     return not response_text(event).strip() or event.tool_name == "LS"
+
+
+def _says_nothing(event: Event) -> bool:
+    """`ls`, `pwd` and the like (after any `cd`), or a git status or diff with nothing to report."""
+    given = event.tool_input if isinstance(event.tool_input, dict) else {}
+    ran = [c for c in shell.commands(text_of(given.get("command"))) if not c.setup and c.program]
+    if not ran:
+        return False
+    if all(c.program in LOOKING for c in ran):
+        return True
+    if len(ran) != 1 or ran[0].program != "git" or not ran[0].args:
+        return False
+    said = response_text(event).strip()
+    return (ran[0].args[0] == "status" and CLEAN_TREE in said) or (ran[0].args[0] == "diff" and not said)
+
+
+def folded_line(event: Event) -> str:
+    """How an event that says nothing new is named in the batch's closing line."""
+    return _input_summary(event)[0]
 
 
 def render_event(event: Event) -> str:
@@ -109,14 +138,14 @@ def render_event(event: Event) -> str:
     return "\n".join(lines)
 
 
-def render_batch(events: list[Event]) -> str:
-    """Several events as one message body, boring ones folded into a closing line."""
+def render_batch(events: list[Event], repeated: frozenset[int] | set[int] = frozenset()) -> str:
+    """Several events as one message body; boring ones, and the reads `repeated` names (a file
+    read again as it was: store/queue.repeated_reads), folded into a closing line."""
     rendered: list[str] = []
     folded: list[str] = []
     for event in events:
-        if is_boring(event):
-            headline, _ = _input_summary(event)
-            folded.append(headline)
+        if is_boring(event) or event.id in repeated:
+            folded.append(folded_line(event) + (" (again, unchanged)" if event.id in repeated else ""))
         else:
             rendered.append(render_event(event))
     if folded:

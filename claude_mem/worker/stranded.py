@@ -1,7 +1,8 @@
 """Rows no worker is left to take: a session's due events with no live worker (its worker was
 killed, stopped, or exited idle while its events waited out an outage's backoff, and its own
-session may never send another hook). Whatever runs next — any hook of this data dir, `status`,
-the viewer, `doctor --fix` — calls `revive`, which starts their workers.
+session may never send another hook). Whatever runs next — any hook of this data dir but
+SessionStart's (the digest stays light, and the first prompt's hook follows), `status`, the
+viewer, `doctor --fix` — calls `revive`, which starts their workers.
 
 On the hook path: standard library only, and cheap: one index-only range scan, then a lock probe
 per candidate session.

@@ -1,12 +1,20 @@
-"""Turning a batch of events into observations, or a turn into its summary: through the
-observer conversation (worker/conversation.py), or by the heuristic synthesizer.
+"""Turning a batch into observations and summaries: through the observer conversation
+(worker/conversation.py), or by the heuristic synthesizer.
 
-A reply with nothing usable is answered with one firm nudge; a summary request answered with
-observations is retried once, then derived from the turn's observations. A missing login or a
-CLI that cannot start at all (not one killed or failing while it starts: that is an outage) with
-synthesizer=auto switches the session to the heuristic synthesizer, reported once. What fails
-otherwise comes back as an Outcome with an error, for the worker to settle (worker/loop.py,
-worker/faults.py).
+A batch is a run of queue rows in order (worker/loop.py chooses it): the events of one turn or
+of several, each turn that ended with its end (the finalize row). It is one message: per turn,
+its request (the first turn's only if the conversation has not seen it), its events, and "the
+turn has ended" with Claude's last message; then, when a turn ended, the request for one
+<summary request="N"> per turn, each after that turn's observations. The reply's blocks are
+placed in turns by that order (worker/parse.py keeps it): an observation belongs to the turn of
+the summary after it, or, after the last one, to the batch's last turn. A turn's summary rides
+with its last events instead of a request of its own.
+
+A reply with nothing usable is answered with one firm nudge; a summary still missing is asked
+for once, then derived from the turn's observations. A missing login or a CLI that cannot start
+at all (not one killed or failing while it starts: that is an outage) with synthesizer=auto
+switches the session to the heuristic synthesizer, reported once. What fails otherwise comes back
+as an Outcome with an error, for the worker to settle (worker/loop.py, worker/faults.py).
 """
 
 from __future__ import annotations
@@ -39,14 +47,40 @@ NOTHING_MARK = "<nothing/>"  # compared with whitespace removed
 
 
 @dataclass
+class Turn:
+    """The part of a batch that belongs to one prompt: its events, and its end when it ended."""
+
+    prompt_number: int
+    events: list[Event] = field(default_factory=list)
+    end: Event | None = None  # the finalize row: the turn ended, a summary is wanted
+
+
+def turns_of(events: list[Event]) -> list[Turn]:
+    """A batch's rows as turns, in order (a turn ends at its finalize row)."""
+    turns: list[Turn] = []
+    for event in events:
+        if not turns or turns[-1].prompt_number != event.prompt_number or turns[-1].end is not None:
+            turns.append(Turn(event.prompt_number))
+        if event.kind == "finalize":
+            turns[-1].end = event
+        else:
+            turns[-1].events.append(event)
+    return turns
+
+
+@dataclass
 class Outcome:
     observations: list[Observation] = field(default_factory=list)
-    summary: Summary | None = None
-    summary_source: str = "model"
+    prompts: list[int] = field(default_factory=list)  # each observation's prompt number (empty: the batch's first)
+    # A turn's summary and who wrote it ("model", "derived", "heuristic"), by prompt number.
+    summaries: dict[int, tuple[Summary, str]] = field(default_factory=dict)
     raw: str | None = None  # a reply kept because it yielded nothing usable
     raw_error: str = ""
     error: Failure | None = None
     detail: str = ""
+    # The titles a recap in the batch's message showed as recorded: a careless model writes them
+    # down again in its reply, or in the answer to a nudge that follows.
+    recap_titles: frozenset[str] = frozenset()
 
 
 class Synthesis:
@@ -61,23 +95,29 @@ class Synthesis:
         self.log = log
         self.recalled = Recalled(conn, session_id, log)  # what memory holds about each batch, shown to the model
 
-    def heuristic(self, event: Event) -> Outcome:
-        """Observations, or the turn's summary and what its prompt and Claude's closing message
-        state, without a model."""
-        if event.kind != "finalize":
-            return self.heuristic_batch([event])
-        request, turn_events, last_message = self._turn_context(event)
-        stated = self._stated(records.prompt_text(self.conn, self.session_id, event.prompt_number) or "", turn_events, last_message)
-        if turn_events:  # the prompt's own statements went with the turn's tool events (heuristic_batch)
-            stated = [o for o in stated if not o.subtitle.startswith(PROMPT_STATED)]
-        return Outcome(observations=stated,
-                       summary=heuristic.summarize(request, turn_events, last_message), summary_source="heuristic")
+    def heuristic(self, events: list[Event]) -> Outcome:
+        """Observations, what each turn's prompt and Claude's closing message state, and the
+        summaries of the turns that ended, without a model."""
+        outcome = Outcome()
+        for turn in turns_of(events):
+            found: list[Observation] = []
+            if turn.events:
+                # The prompt's statements go with its turn's tool events (a turn the user interrupts
+                # has no end to carry them; stored once either way: the same content).
+                found = heuristic.observe(turn.events) + self._stated(self._prompt(turn.prompt_number), turn.events)
+            if turn.end is not None:
+                request, turn_events, last_message = self._turn_context(turn.end)
+                stated = self._stated(self._prompt(turn.prompt_number), turn_events, last_message)
+                if turn_events:  # the prompt's own statements went with the turn's tool events
+                    stated = [o for o in stated if not o.subtitle.startswith(PROMPT_STATED)]
+                found += stated
+                outcome.summaries[turn.prompt_number] = (heuristic.summarize(request, turn_events, last_message), "heuristic")
+            outcome.observations += found
+            outcome.prompts += [turn.prompt_number] * len(found)
+        return outcome
 
-    def heuristic_batch(self, events: list[Event]) -> Outcome:
-        """A batch's observations without a model, with the decisions its turn's prompt states (a
-        turn the user interrupts has no Stop to carry them; stored once either way: the same content)."""
-        prompt = records.prompt_text(self.conn, self.session_id, events[0].prompt_number) or ""
-        return Outcome(observations=heuristic.observe(events) + self._stated(prompt, events))
+    def _prompt(self, prompt_number: int) -> str:
+        return records.prompt_text(self.conn, self.session_id, prompt_number) or ""
 
     def _stated(self, prompt: str, events: list[Event], last_message: str = "") -> list[Observation]:
         """The decisions, rules and conventions the prompt and Claude's closing message state
@@ -91,35 +131,121 @@ class Synthesis:
 
     async def observe(self, events: list[Event]) -> Outcome:
         if not self.use_model:
-            return self.heuristic_batch(events)
-        prompt_number = events[0].prompt_number
-        request = self._prompt_text(prompt_number)
-        header = f"User's request #{prompt_number}: {request}\n\n" if request else ""
-        # What memory holds about the request is looked up once, with the request's first batch.
-        about = request if prompt_number != self.conversation.last_request_number else ""
-        message = fill("observation", memory=self._memory(events, about), events=render_batch(events))
-        reply = await self.conversation.send(message, request=(prompt_number, header))
+            return self.heuristic(events)
+        turns = turns_of(events)
+        message, header = self._message(turns)
+        reply = await self.conversation.send(message, request=(turns[0].prompt_number, header))
         if reply.error:
-            return await self._model_failed(reply, lambda: self.heuristic_batch(events))
+            return await self._model_failed(reply, lambda: self.heuristic(events))
         result = parse_reply(reply.text)
+        extra: dict[str, Any] = {"recap_titles": self.conversation.recap_titles}
         if result.usable() or NOTHING_MARK in "".join(reply.text.split()):
             self.recalled.answered()
-            return Outcome(observations=result.observations, **self._keep_raw(reply.text, result))
-        # Nothing usable: ask once, firmly, before counting it against these events.
-        retry = await self.conversation.send(fill("observation_retry"))
-        if retry.error:
-            failed = await self._model_failed(retry, lambda: self.heuristic_batch(events))
-            failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
-            return failed
-        second = parse_reply(retry.text)
-        both = reply.text + "\n---\n" + retry.text
-        if second.usable() or NOTHING_MARK in "".join(retry.text.split()):
+            extra.update(self._keep_raw(reply.text, result))
+        else:
+            # Nothing usable: ask once, firmly, before counting it against these events.
+            retry = await self.conversation.send(fill("observation_retry", summaries=self._summaries_wanted(turns)))
+            if retry.error:
+                failed = await self._model_failed(retry, lambda: self.heuristic(events))
+                failed.raw, failed.raw_error = reply.text, f"no usable block; the nudge failed ({retry.error})"
+                return failed
+            second = parse_reply(retry.text)
+            both = reply.text + "\n---\n" + retry.text
+            if not second.usable() and NOTHING_MARK not in "".join(retry.text.split()):
+                problems = "; ".join(second.problems)[:300] or "no usable block"
+                await self.conversation.drop()  # the next try resumes the conversation before this batch
+                return Outcome(error=Failure.UNPARSEABLE, detail=f"no usable reply after a nudge ({problems})", raw=both,
+                               raw_error=problems)
             self.recalled.answered()
-            return Outcome(observations=second.observations, raw=both, raw_error="first reply unusable; answered after a nudge")
-        problems = "; ".join(second.problems)[:300] or "no usable block"
-        await self.conversation.drop()  # the next try resumes the conversation before this batch
-        return Outcome(error=Failure.UNPARSEABLE, detail=f"no usable reply after a nudge ({problems})", raw=both,
-                       raw_error=problems)
+            result = second
+            extra.update(raw=both, raw_error="first reply unusable; answered after a nudge")
+        self.conversation.last_request_number = turns[-1].prompt_number
+        outcome = Outcome(**extra)
+        await self._place(turns, result, outcome)
+        return outcome
+
+    def _message(self, turns: list[Turn]) -> tuple[str, str]:
+        """The batch's message, and the header of its first turn's request (the conversation puts
+        it in front when it has not seen that request; a later turn's it cannot have seen)."""
+        tools = [e for t in turns for e in t.events]
+        repeated = queue.repeated_reads(self.conn, self.session_id, [e.id for e in tools if e.tool_name == "Read"],
+                                        subagents_seen=not self.config.fold_subagents)
+        parts: list[str] = []
+        unseen: list[str] = []
+        for k, turn in enumerate(turns):
+            request = self._prompt_text(turn.prompt_number)
+            if k and request:
+                parts.append(self._header(turn.prompt_number, request).rstrip())
+            if k or turn.prompt_number != self.conversation.last_request_number:
+                unseen.append(request)
+            if turn.events:
+                parts.append(render_batch(turn.events, repeated))
+            if turn.end is not None:
+                parts.append(fill("turn_end", prompt_number=turn.prompt_number,
+                                  last_message=cut(_last_message(turn.end), 1500) or "(none)").rstrip())
+        if any(t.end is not None for t in turns):
+            parts.append(fill("summaries", requests=_numbers(turns)).rstrip())
+        # What memory holds about the batch, and about each request it is the first to show.
+        memory = self._memory(tools, " ".join(r for r in unseen if r))
+        message = fill("observation", memory=memory, events="\n\n".join(parts))
+        return message, self._header(turns[0].prompt_number, self._prompt_text(turns[0].prompt_number))
+
+    @staticmethod
+    def _header(prompt_number: int, request: str) -> str:
+        return f"User's request #{prompt_number}: {request}\n\n" if request else ""
+
+    def _summaries_wanted(self, turns: list[Turn]) -> str:
+        """The nudge's line asking for the summaries too, when a turn ended."""
+        if not any(t.end is not None for t in turns):
+            return ""
+        return f", then one <summary request=\"N\"> block for each turn that ended ({_numbers(turns)})"
+
+    async def _place(self, turns: list[Turn], result: ParseResult, outcome: Outcome) -> None:
+        """Put the reply's observations and summaries in their turns; a summary still missing is
+        asked for once, then derived from the turn's observations."""
+        ended = [t.prompt_number for t in turns if t.end is not None]
+        free = list(ended)
+        owners: list[int | None] = []  # each summary's turn, in the reply's order
+        for number, _ in result.summaries:
+            owner = number if number in free else (free[0] if free else None)
+            if owner is not None:
+                free.remove(owner)
+            owners.append(owner)
+        for obs, after in zip(result.observations, result.after, strict=True):
+            owner = next((o for o in owners[after:] if o is not None), turns[-1].prompt_number)
+            outcome.observations.append(obs)
+            outcome.prompts.append(owner)
+        for owner, (_, summary) in zip(owners, result.summaries, strict=True):
+            if owner is not None:
+                outcome.summaries[owner] = (summary, "model")
+        if free:
+            await self._missing_summaries(free, outcome)
+        for turn in turns:
+            if turn.end is not None:
+                summary = outcome.summaries[turn.prompt_number][0]
+                summary.files_read, summary.files_edited = files_touched(self._turn_events(turn.prompt_number))
+
+    async def _missing_summaries(self, missing: list[int], outcome: Outcome) -> None:
+        # Models sometimes answer a summary request with observations only: ask once, firmly.
+        # (If that fails, the summaries are derived: the conversation resumes after the first reply.)
+        retry = await self.conversation.send(fill("summary_retry", requests=", ".join(f"#{n}" for n in missing)))
+        if not retry.error:
+            second = parse_reply(retry.text)
+            outcome.observations += second.observations
+            outcome.prompts += [missing[0]] * len(second.observations)
+            left = list(missing)
+            for number, summary in second.summaries:
+                owner = number if number in left else (left[0] if left else None)
+                if owner is not None:
+                    left.remove(owner)
+                    outcome.summaries[owner] = (summary, "model")
+            kept = self._keep_raw(retry.text, second) if left else {}
+            if kept and outcome.raw is None:
+                outcome.raw, outcome.raw_error = kept["raw"], kept["raw_error"]
+        for number in missing:
+            if number not in outcome.summaries:
+                fresh = [o for o, p in zip(outcome.observations, outcome.prompts, strict=True) if p == number]
+                outcome.summaries[number] = (self._derive_summary(number, self._prompt_text(number), fresh), "derived")
 
     def _memory(self, events: list[Event], request: str) -> str:
         """What memory holds about the batch; nothing (logged) when it cannot be read."""
@@ -131,41 +257,7 @@ class Synthesis:
 
     def _turn_context(self, finalize: Event) -> tuple[str, list[Event], str]:
         """What a turn's summary is made from: the request, the turn's events, Claude's last message."""
-        request = self._prompt_text(finalize.prompt_number)
-        last_message = ""
-        if isinstance(finalize.tool_response, dict):
-            last_message = str(finalize.tool_response.get("last_assistant_message") or "")
-        return request, self._turn_events(finalize.prompt_number), last_message
-
-    async def summarize(self, finalize: Event) -> Outcome:
-        prompt_number = finalize.prompt_number
-        request, turn_events, last_message = self._turn_context(finalize)
-        read, edited = files_touched(turn_events)
-        if not self.use_model:
-            return self.heuristic(finalize)
-        message = fill("summary", prompt_number=prompt_number, request=request or "(unknown)",
-                       last_message=cut(last_message, 1500) or "(none)")
-        reply = await self.conversation.send(message)
-        if reply.error:
-            return await self._model_failed(reply, lambda: self.heuristic(finalize))
-        result = parse_reply(reply.text)
-        observations = list(result.observations)
-        extra: dict[str, Any] = {}
-        if result.summary is None:
-            # Models sometimes answer a summary request with observations: ask once, firmly.
-            # (If that fails, the summary is derived: the conversation resumes after the first reply.)
-            retry = await self.conversation.send(fill("summary_retry"))
-            if not retry.error:
-                second = parse_reply(retry.text)
-                observations += second.observations
-                result = second if second.summary is not None else result
-                if second.summary is None:
-                    extra = self._keep_raw(reply.text + "\n---\n" + retry.text, second)
-        summary, source = result.summary, "model"
-        if summary is None:
-            summary, source = self._derive_summary(prompt_number, request, observations), "derived"
-        summary.files_read, summary.files_edited = read, edited
-        return Outcome(observations=observations, summary=summary, summary_source=source, **extra)
+        return self._prompt_text(finalize.prompt_number), self._turn_events(finalize.prompt_number), _last_message(finalize)
 
     def _derive_summary(self, prompt_number: int, request: str, fresh: list[Observation]) -> Summary:
         """A summary built from the turn's observations when the model would not write one."""
@@ -214,6 +306,17 @@ class Synthesis:
         rows = queue.list_rows(self.conn, session_id=self.session_id)
         return [Event.from_row(r) for r in rows if r["kind"] == "tool" and r["prompt_number"] == prompt_number]
 
+
+
+def _last_message(finalize: Event) -> str:
+    """Claude's last message in the turn (the Stop hook kept it)."""
+    if isinstance(finalize.tool_response, dict):
+        return str(finalize.tool_response.get("last_assistant_message") or "")
+    return ""
+
+
+def _numbers(turns: list[Turn]) -> str:
+    return ", ".join(f"#{t.prompt_number}" for t in turns if t.end is not None)
 
 
 def _same_words(a: str, b: str) -> bool:

@@ -25,11 +25,12 @@ A step is one JSON object:
   {"echo": true}                        "ECHO turn=N chars=L" and then the received text
   {"copy": true}                        a model that was fooled: copies what it is shown into its answer: one
                                         <observation> per rendered event whose narrative and facts are the event's
-                                        lines as they came (tool output included), a <summary> whose fields repeat
-                                        the request and Claude's final message, and for an `ask` the records it was
-                                        given, word for word
-  {"per_event": true}                   one <observation> per rendered event line, or a <summary> when asked
-                                        (the worker's nudge is answered for the events of the message before);
+                                        lines as they came (tool output included), a <summary> per ended turn whose
+                                        fields repeat the request and Claude's final message, and for an `ask` the
+                                        records it was given, word for word
+  {"per_event": true}                   one <observation> per rendered event line, and a <summary> per turn the
+                                        message says has ended (the worker's nudge is answered for the events
+                                        of the message before);
                                         with "tag_project": true each title ends with " @<project>", the
                                         project named in the system prompt (which worker sent it)
   {"error": "auth"|"overloaded"|"rate_limit"|"api_error"|"invalid_request"}   an API failure shaped like the real CLI's
@@ -47,10 +48,12 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import sys
 import time
 import uuid
+from itertools import pairwise
 from xml.sax.saxutils import escape
 
 VERSION = "2.1.330"
@@ -191,15 +194,22 @@ def result(session_id: str, text: str, *, turn: int, started: float, status: int
     return out
 
 
+TURN_END = re.compile(r"^The turn for request #(\d+) has ended")
+HEADER = re.compile(r"^User's request #(\d+): (.*)$", re.M)
+MISSING = re.compile(r"had no <summary> block for request ((?:#\d+(?:, )?)+)")
+
+
 def per_event_reply(text: str, tag: str = "") -> str:
     """A model stand-in whose answer is a pure function of the events it was shown: one
-    observation per rendered event line (`[HH:MM:SS] headline`), a summary when asked for one.
-    However events are batched, each event yields the same observation, so tests can check
-    "exactly once" by content."""
-    if "<summary>" in text:
-        request = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("User's request:")), "")
-        return (f"<summary><request>{escape(request)}</request><investigated>the events</investigated><learned>fake</learned>"
-                f"<completed>turn done</completed><next_steps>none</next_steps><notes>per_event</notes></summary>")
+    observation per rendered event line (`[HH:MM:SS] headline`), and a summary for each turn the
+    message says has ended, right after that turn's observations (or for each one a nudge says is
+    missing). However events are batched, each event yields the same observation, so tests can
+    check "exactly once" by content."""
+    REQUESTS.update(HEADER.findall(text))  # the conversation's requests: a later message names them by number only
+    requests = REQUESTS
+    missing = MISSING.search(text)
+    if missing:
+        return "\n".join(_summary(n, requests.get(n, "")) for n in re.findall(r"\d+", missing[1]))
     blocks = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -209,29 +219,58 @@ def per_event_reply(text: str, tag: str = "") -> str:
             what = (line[11:].strip() + (" | " + detail if detail else ""))[:150] + tag
             blocks.append(f"<observation><type>change</type><title>{escape(what)}</title>"
                           f"<facts><fact>{escape(what)}</fact></facts><narrative>seen</narrative></observation>")
+        elif ended := TURN_END.match(line):
+            blocks.append(_summary(ended[1], requests.get(ended[1], "")))
+    if not blocks and "<summary>" in text:  # a summary asked for on its own (a compaction's checkpoint)
+        return _summary("", "")
     return "\n".join(blocks) or "<nothing/>"
+
+
+def _summary(number: str, request: str) -> str:
+    named = f' request="{number}"' if number else ""
+    return (f"<summary{named}><request>{escape(request)}</request><investigated>the events</investigated>"
+            f"<learned>fake</learned><completed>turn done</completed><next_steps>none</next_steps><notes>per_event</notes>"
+            "</summary>")
 
 
 def copy_reply(text: str) -> str:
     """What a model that repeats its input writes (see the docstring's "copy")."""
     if text.startswith("Question:"):  # ask: the records, as given
         return "\n".join(line for line in text.splitlines()[2:] if line.strip())
-    if "<summary>" in text:
-        fields = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in text.splitlines() if ":" in line}
+    REQUESTS.update(HEADER.findall(text))
+    lines = text.splitlines()
+    if not any(_is_event(line) or TURN_END.match(line) for line in lines) and "<summary>" in text:  # a checkpoint
+        fields = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in lines if ":" in line}
         request = fields.get("User's request") or fields.get("User's current request") or ""
-        last = fields.get("Claude's final message", "")
-        return (f"<summary><request>{escape(request)}</request><investigated>{escape(last)}</investigated>"
-                f"<learned>{escape(last)}</learned><completed>{escape(last)}</completed><next_steps></next_steps>"
-                f"<notes>{escape(last)}</notes></summary>")
-    blocks, lines = [], text.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("[") and len(line) > 11 and line[9] == "]"]
-    for n, i in enumerate(starts):
-        detail = [line.strip().removeprefix("=> ").strip() for line in lines[i + 1:starts[n + 1] if n + 1 < len(starts) else None]]
-        detail = [line for line in detail if line]
-        facts = "".join(f"<fact>{escape(line)}</fact>" for line in detail[:12])
-        blocks.append(f"<observation><type>discovery</type><title>{escape(lines[i][11:].strip()[:150])}</title>"
-                      f"<facts>{facts}</facts><narrative>{escape(chr(10).join(detail))}</narrative></observation>")
+        return _copied_summary("", request, fields.get("Claude's final message", ""))
+    bounds = [i for i, line in enumerate(lines) if _is_event(line) or TURN_END.match(line) or HEADER.match(line)
+              or line.startswith("Write the <observation>")] + [len(lines)]
+    blocks = []
+    for start, stop in pairwise(bounds):
+        line = lines[start]
+        detail = [d.strip().removeprefix("=> ").strip() for d in lines[start + 1:stop]]
+        detail = [d for d in detail if d]
+        if _is_event(line):
+            facts = "".join(f"<fact>{escape(d)}</fact>" for d in detail[:12])
+            blocks.append(f"<observation><type>discovery</type><title>{escape(line[11:].strip()[:150])}</title>"
+                          f"<facts>{facts}</facts><narrative>{escape(chr(10).join(detail))}</narrative></observation>")
+        elif ended := TURN_END.match(line):
+            last = "\n".join([line.split("Claude's final message:", 1)[-1].strip(), *detail]).strip()
+            blocks.append(_copied_summary(ended[1], REQUESTS.get(ended[1], ""), last))
     return "\n".join(blocks) or "<nothing/>"
+
+
+def _is_event(line: str) -> bool:
+    return line.startswith("[") and len(line) > 11 and line[9] == "]"
+
+
+def _copied_summary(number: str, request: str, last: str) -> str:
+    named = f' request="{number}"' if number else ""
+    return (f"<summary{named}><request>{escape(request)}</request><investigated>{escape(last)}</investigated>"
+            f"<learned>{escape(last)}</learned><completed>{escape(last)}</completed><next_steps></next_steps>"
+            f"<notes>{escape(last)}</notes></summary>")
+
+
 
 
 def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str) -> None:
@@ -279,6 +318,7 @@ def answer(step: dict, message: dict, *, turn: int, session_id: str, model: str)
 
 PROJECT = ""  # from the system prompt: 'the software project "NAME"'
 LAST_EVENTS = ""  # the last message answered per_event: a nudge is answered for the same events
+REQUESTS: dict[str, str] = {}  # request number -> its text, as this CLI process was shown them
 
 
 def main() -> int:

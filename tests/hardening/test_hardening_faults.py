@@ -193,8 +193,9 @@ def test_model_failures_lose_nothing(tmp_path: Path, data_dir: Path) -> None:
                 {"sleep": 5, "reply": "too late"}, {"reply": CUT_MID_XML}, {"error": "rate_limit"}, {"error": "auth"},
                 {"error": "api_error"}, {"error": "invalid_request"}]
     # Two attempts: under the old policy the crash and the timeout in a row used up a batch's.
+    # Small batches: the session takes enough requests for every failure to be met.
     env = model_env(tmp_path, steps=failures, CLAUDE_MEM_OBSERVER_TIMEOUT_S="2", CLAUDE_MEM_MAX_ATTEMPTS="2",
-                    CLAUDE_MEM_SEMANTIC_INDEX="0")
+                    CLAUDE_MEM_SEMANTIC_INDEX="0", CLAUDE_MEM_BATCH_CHARS="1000")
     store(data_dir, events)
     first = drain(data_dir, session, env)
     assert first.returncode == 0, first.stderr[-2000:]
