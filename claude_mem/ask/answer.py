@@ -23,6 +23,7 @@ from claude_mem.ask import decisions, extract
 from claude_mem.payload import redact
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
+from claude_mem.store import recall_rows
 from claude_mem.store.reads import KIND
 from claude_mem.text.terms import query_terms, stem, words
 
@@ -103,9 +104,7 @@ def rows_of(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> list[tuple
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for kind in KIND:
         ids = [i for k, i in keys if k == kind]
-        if ids:
-            sql = KIND[kind].row_sql().format(marks=",".join("?" * len(ids)))
-            rows.update(((kind, int(r["id"])), dict(r)) for r in conn.execute(sql, ids))
+        rows.update(((kind, int(r["id"])), dict(r)) for r in recall_rows.by_id(conn, kind, ids))
     return [(kind, row_id, rows[(kind, row_id)]) for kind, row_id in keys if (kind, row_id) in rows]
 
 

@@ -15,6 +15,7 @@ import sqlite3
 from typing import Any
 
 from claude_mem.ask.extract import Evidence
+from claude_mem.store import push_reads
 from claude_mem.text.clock import local_day
 from claude_mem.text.scope import in_scope
 from claude_mem.text.shorten import clip
@@ -30,9 +31,7 @@ def _decision(item: Found) -> bool:
 def arrange(conn: sqlite3.Connection, question: str, found: list[Found], rivals: dict[int, list[int]]) -> list[Found]:
     """`found` (search's order) with decisions out of scope and lone rivals left out, decisions first."""
     projects = {str(row.get("project") or "") for _, _, row in found}
-    known = [r[0] for r in conn.execute(
-        f"SELECT DISTINCT scope FROM observations WHERE scope != '' AND project IN ({','.join('?' * len(projects))})",
-        sorted(projects))] if projects else []
+    known = push_reads.known_scopes(conn, projects)
     kept = [f for f in found if not _decision(f) or in_scope(str(f[2].get("scope") or ""), question, (), known) is not False]
     ids = {row_id for kind, row_id, _ in kept if kind == "observation"}
     kept = [f for f in kept if not (f[0] == "observation" and any(o not in ids for o in rivals.get(f[1], [])))]

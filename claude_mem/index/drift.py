@@ -10,7 +10,8 @@ from typing import Any, Protocol
 
 from claude_mem.identity import Installation
 from claude_mem.index.documents import parse_doc_id, split_doc_id
-from claude_mem.store.reads import JSON_LIST_COLUMNS, KIND, KINDS, TABLES
+from claude_mem.store import index_state
+from claude_mem.store.reads import KINDS
 
 
 class Measured(Protocol):
@@ -46,12 +47,13 @@ def drift_report(index: Measured, conn: sqlite3.Connection) -> dict[str, Any]:
     report: dict[str, Any] = {}
     in_sync = True
     for kind in KINDS:
-        sqlite_ids = {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")}
-        empty = rows_without_documents(conn, kind) | rows_kept_local(conn, kind, index.local_projects)
+        sqlite_ids = index_state.row_ids(conn, kind)
+        # A row with no text has no documents by design, and one of a project setting local_projects
+        # keeps off a server has none there: neither is "missing".
+        empty = index_state.rows_without_documents(conn, kind) | index_state.rows_of_projects(conn, kind, index.local_projects)
         missing = len(sqlite_ids - chroma_ids[kind] - empty)
         stale = len(chroma_ids[kind] - sqlite_ids)
-        unfilled = conn.execute("SELECT COUNT(*) FROM index_state s JOIN " + TABLES[kind] + " t ON t.id = s.row_id"
-                                " WHERE s.kind = ? AND s.vectors = 0", (kind,)).fetchone()[0]
+        unfilled = index_state.unfilled_count(conn, kind)
         in_sync = in_sync and not missing and not stale and not unfilled
         report[kind] = {"sqlite": len(sqlite_ids), "indexed": len(chroma_ids[kind]), "missing": missing, "stale": stale,
                         "unfilled": unfilled}
@@ -63,20 +65,3 @@ def drift_report(index: Measured, conn: sqlite3.Connection) -> dict[str, Any]:
                             "local_projects": sorted(index.local_projects)}
     return report
 
-
-def rows_without_documents(conn: sqlite3.Connection, kind: str) -> set[int]:
-    # A row with no text has no documents by design; it is not "missing". Blank means what
-    # document_texts means (Python's strip): SQL's trim() strips spaces only.
-    conn.create_function("blank", 1, lambda text: not isinstance(text, str) or not text.strip(), deterministic=True)
-    blanks = [f"NOT EXISTS (SELECT 1 FROM json_each({c}) WHERE NOT blank(value))" if c in JSON_LIST_COLUMNS
-              else f"blank({c})" for c in KIND[kind].text_columns]
-    return {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE " + " AND ".join(blanks))}
-
-
-def rows_kept_local(conn: sqlite3.Connection, kind: str, projects: frozenset[str]) -> set[int]:
-    """Rows of projects that setting local_projects keeps off a server: not missing there."""
-    if not projects:
-        return set()
-    marks = ",".join("?" * len(projects))
-    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE {KIND[kind].project_column()} IN ({marks})"
-    return {r[0] for r in conn.execute(sql, sorted(projects))}

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.jsonfile import write_json_atomic
+from claude_mem.store import index_state
 from claude_mem.text.cjk import written_in_cjk
 
 if TYPE_CHECKING:
@@ -138,10 +139,7 @@ def share_of(texts: Iterable[str]) -> Share:
 def store_share(conn: sqlite3.Connection) -> Share:
     """The share among this store's newest prompts and observations (what the user writes, and
     what the observer wrote of it)."""
-    texts = [r[0] for r in conn.execute("SELECT prompt_text FROM user_prompts ORDER BY id DESC LIMIT ?", (WINDOW,))]
-    texts += [r[0] for r in conn.execute(
-        "SELECT title || ' ' || subtitle || ' ' || narrative FROM observations ORDER BY id DESC LIMIT ?", (WINDOW,))]
-    return share_of(texts)
+    return share_of(index_state.newest_texts(conn, WINDOW))
 
 
 def _setting(config: Any) -> str:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from claude_mem.identity import Installation
 from claude_mem.index import vectors as stored_vectors
 from claude_mem.index.documents import document_id, document_texts, kind_where, parse_doc_id, split_doc_id, vector_texts
+from claude_mem.store import index_state, recall_rows
 from claude_mem.store.db import chunks, transaction
-from claude_mem.store.reads import KIND, KINDS, TABLES
+from claude_mem.store.reads import KINDS
 
 if TYPE_CHECKING:
     from claude_mem.index.chroma import Store
@@ -48,8 +49,7 @@ def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str
     and its rows sent again (their state keeps the bare id, which counts as missing)."""
     if index.url:
         for kind in KINDS:
-            rows = [r[0] for r in conn.execute(
-                "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ?", (kind, collection_id))]
+            rows = index_state.indexed_ids(conn, kind, collection_id)
             for chunk in chunks(rows, 500):
                 with contextlib.nullcontext(store) if store else index._use("upgrade", write=True) as held:
                     found = held.collection.get(where=kind_where(kind, chunk), include=[])["ids"]
@@ -58,7 +58,7 @@ def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str
                         held.collection.delete(ids=legacy)
         return
     legacy = [doc_id for page in index.id_pages(None, "upgrade") for doc_id in page if split_doc_id(doc_id)[1] is None]
-    live = {kind: {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]}")} for kind in KINDS}
+    live = {kind: index_state.row_ids(conn, kind) for kind in KINDS}
     owner = {"installation": index.installation.id, "origin": index.installation.name}
     for chunk in chunks(legacy, 1024):
         with index._use("upgrade", write=True) as held:
@@ -72,8 +72,7 @@ def upgrade_legacy(index: Upgraded, conn: sqlite3.Connection, collection_id: str
                                        metadatas=[{**(got["metadatas"][n] or {}), **owner} for n in keep])
             held.collection.delete(ids=list(chunk))
     with transaction(conn):
-        conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ?",
-                     (index._state_key(collection_id, 1), collection_id))  # renamed, not laid out anew
+        index_state.rename(conn, collection_id, index._state_key(collection_id, 1))  # renamed, not laid out anew
 
 
 def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str) -> None:
@@ -82,18 +81,14 @@ def upgrade_layout(index: Upgraded, conn: sqlite3.Connection, collection_id: str
     facts now share their document, are embedded again by the catch-up."""
     old, new = index._state_key(collection_id, 1), index._state_key(collection_id)
     with transaction(conn):
-        conn.execute("UPDATE index_state SET collection_id = ? WHERE collection_id = ? AND (kind != 'observation' OR"
-                     " row_id IN (SELECT id FROM observations WHERE NOT EXISTS (SELECT 1 FROM json_each("
-                     "CASE WHEN json_valid(facts) THEN facts ELSE '[]' END) WHERE trim(value) != '')))", (new, old))
+        index_state.rename_laid_out(conn, old, new)
 
 
 def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: Progress | None) -> int:
     """Rows indexed without their vectors in SQLite (before migration 0016): the stored ones
     copied from Chroma, the facts that have no document embedded. No write to Chroma, so
     searches go on meanwhile. Returns how many rows were filled."""
-    todo = {kind: [r[0] for r in conn.execute(
-        "SELECT row_id FROM index_state WHERE kind = ? AND collection_id = ? AND vectors = 0 ORDER BY row_id",
-        (kind, cid))] for kind in KINDS}
+    todo = {kind: index_state.unfilled_ids(conn, kind, cid) for kind in KINDS}
     if progress is not None:
         progress.grow(sum(len(ids) for ids in todo.values()))
     filled = 0
@@ -101,7 +96,7 @@ def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: 
         for chunk in chunks(ids, FILL_BATCH):
             if progress is not None and progress.stopping:
                 return filled
-            rows = conn.execute(KIND[kind].row_sql().format(marks=",".join("?" * len(chunk))), list(chunk)).fetchall()
+            rows = recall_rows.by_id(conn, kind, chunk)
             sent = [row for row in rows if not index._kept_local(row)]
             documents = {key for row in sent for key, _, _ in document_texts(kind, row)}
             texts = [pair for row in sent for pair in vector_texts(kind, row)]
@@ -112,8 +107,7 @@ def fill_vectors(index: Upgraded, conn: sqlite3.Connection, cid: str, progress: 
                 found.update(zip((key for key, _ in new), index._embed([t for _, t in new]), strict=True))
             with transaction(conn):
                 stored_vectors.write(conn, cid, kind, chunk, found)
-                conn.execute(f"UPDATE index_state SET vectors = 1 WHERE kind = ? AND collection_id = ?"
-                             f" AND row_id IN ({','.join('?' * len(chunk))})", [kind, cid, *chunk])
+                index_state.mark_filled(conn, kind, cid, chunk)
             filled += len(chunk)
             if progress is not None:
                 progress.advance(len(chunk))

@@ -44,8 +44,9 @@ from claude_mem.index.documents import (
 from claude_mem.index.embedders import Embedder, embedder_for
 from claude_mem.index.legacy import fill_vectors, upgrade_layout, upgrade_legacy
 from claude_mem.index.locking import FileLock
+from claude_mem.store import index_state, recall_rows
 from claude_mem.store.db import chunks, now_ms, transaction
-from claude_mem.store.reads import KIND, KINDS, TABLES
+from claude_mem.store.reads import KINDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -145,8 +146,7 @@ class Index(IndexConnection):
         for chunk in chunks(wanted, UPSERT_BATCH):
             if progress is not None and progress.stopping:
                 break
-            marks = ",".join("?" * len(chunk))
-            rows = conn.execute(KIND[kind].row_sql().format(marks=marks), list(chunk)).fetchall()
+            rows = recall_rows.by_id(conn, kind, chunk)
             alive = {int(r["id"]) for r in rows}
             sent = [row for row in rows if not self._kept_local(row)]
             owners = [(int(row["id"]), self._owned_document(doc)) for row in sent for doc in BUILD[kind](row)]
@@ -160,9 +160,7 @@ class Index(IndexConnection):
                 cid = self._state_key(str(store.collection.id))
                 # Rows indexed before (in this collection, in either layout; an empty id means "maybe still held",
                 # store/forget.py) may have documents no longer made (old facts). New rows (the worker's) skip the look.
-                held = [r[0] for r in conn.execute(
-                    f"SELECT row_id FROM index_state WHERE kind = ? AND collection_id IN (?, ?, '') AND row_id IN ({marks})",
-                    [kind, cid, self._state_key(str(store.collection.id), 1), *chunk])]
+                held = index_state.held_ids(conn, kind, (cid, self._state_key(str(store.collection.id), 1)), chunk)
                 if held:
                     stale = stale_documents(store.collection, kind, held, {d.id for d in docs}, self.installation.id)
                     if stale:
@@ -172,7 +170,7 @@ class Index(IndexConnection):
                                             metadatas=[d.metadata for d in docs])
                     # A row forgotten since it was read above (forget deletes rows, then takes this
                     # lock to delete documents) must not keep the documents just written.
-                    alive &= {r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id IN ({marks})", chunk)}
+                    alive &= index_state.alive_ids(conn, kind, chunk)
                     late = [doc.id for row_id, doc in owners if row_id not in alive]
                     if late:
                         store.collection.delete(ids=late)
@@ -181,11 +179,8 @@ class Index(IndexConnection):
             found += len(present)
             with transaction(conn):
                 now = now_ms()
-                conn.executemany(
-                    "INSERT INTO index_state (kind, row_id, indexed_at, collection_id, vectors) VALUES (?, ?, ?, ?, 1)"
-                    " ON CONFLICT (kind, row_id) DO UPDATE SET indexed_at = excluded.indexed_at,"
-                    " collection_id = excluded.collection_id, vectors = 1", [(kind, row_id, now, cid) for row_id in present])
-                conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, g) for g in gone])
+                index_state.record_indexed(conn, kind, present, now, cid)
+                index_state.forget(conn, kind, gone)
                 stored_vectors.write(conn, cid, kind, chunk, by_key, alive=alive)
             if progress is not None:
                 progress.advance(len(chunk))
@@ -211,7 +206,7 @@ class Index(IndexConnection):
                 store.collection.delete(where=self._owned(kind_where(kind, chunk)))
             if conn is not None:
                 with transaction(conn):
-                    conn.executemany("DELETE FROM index_state WHERE kind = ? AND row_id = ?", [(kind, i) for i in chunk])
+                    index_state.forget(conn, kind, chunk)
                     stored_vectors.delete(conn, kind, chunk)
             if progress is not None:
                 progress.advance(len(chunk))
@@ -229,22 +224,17 @@ class Index(IndexConnection):
         with self._use("open", recover=True) as store:
             collection_id = str(store.collection.id)
         cid = self._state_key(collection_id)
-        if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
+        if index_state.has_collection(conn, collection_id):
             upgrade_legacy(self, conn, collection_id)
         upgrade_layout(self, conn, collection_id)
-        missing = {kind: [r[0] for r in conn.execute(
-            f"SELECT t.id FROM {TABLES[kind]} t LEFT JOIN index_state s ON s.kind = ? AND s.row_id = t.id"
-            " WHERE s.row_id IS NULL OR s.collection_id != ? ORDER BY t.id", (kind, cid))] for kind in KINDS}
+        missing = {kind: index_state.not_indexed(conn, kind, cid) for kind in KINDS}
         if progress is not None:
             progress.grow(sum(len(ids) for ids in missing.values()))
         counts: dict[str, int] = {}
         removed = 0
         for kind in KINDS:
-            table = TABLES[kind]
             counts[kind] = self._index(conn, kind, missing[kind], progress) if missing[kind] else 0
-            orphans = [r[0] for r in conn.execute(
-                f"SELECT s.row_id FROM index_state s LEFT JOIN {table} t ON t.id = s.row_id"
-                " WHERE s.kind = ? AND t.id IS NULL", (kind,))]
+            orphans = index_state.orphans(conn, kind)
             if orphans:
                 self.delete(kind, orphans, conn)
                 removed += len(orphans)
@@ -278,15 +268,14 @@ class Index(IndexConnection):
         with self._use("reset", write=True, recover=True) as store:
             if self.url:
                 collection_id = str(store.collection.id)
-                if conn.execute("SELECT 1 FROM index_state WHERE collection_id = ? LIMIT 1", (collection_id,)).fetchone():
+                if index_state.has_collection(conn, collection_id):
                     upgrade_legacy(self, conn, collection_id, store)
                 store.collection.delete(where={"installation": self.installation.id})
             else:
                 store.client.delete_collection(self.collection_name)
                 store.drop()
         with transaction(conn):
-            conn.execute("DELETE FROM index_state")
-            conn.execute("DELETE FROM vectors")
+            index_state.clear(conn)
         return self.index_missing(conn, progress)
 
     def space(self) -> str:

@@ -8,7 +8,8 @@ Search reads a candidate's vectors here by row (a few hundred a query: 1.3 ms at
 vector_texts). A row's vectors are written with its index_state row, in the caller's transaction,
 for the collection it names (`space`, Index.space), and read for one: after a switch of model,
 the rows not yet indexed again into the new collection have none.
-Stored as float16: 768 bytes for MiniLM's 384 dimensions, and a cosine within ~1e-3 of float32's."""
+Stored as float16: 768 bytes for MiniLM's 384 dimensions, and a cosine within ~1e-3 of float32's
+(the statements: store/vector_rows.py)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.index.documents import parse_doc_id, split_doc_id
-from claude_mem.store.db import chunks
+from claude_mem.store import vector_rows
 from claude_mem.store.reads import REF_PREFIX
 
 if TYPE_CHECKING:
     import numpy as np
-
-CHUNK = 500  # ids per IN (...): under SQLite's variable limit with room for the other parameters
-
 
 def key_parts(key: str) -> tuple[str, int, str] | None:
     """("observation", 12, "fact:0") of `obs:12:fact:0`; None for anything else (a teammate's
@@ -36,13 +34,6 @@ def key_parts(key: str) -> tuple[str, int, str] | None:
 
 def key_of(kind: str, row_id: int, part: str) -> str:
     return f"{REF_PREFIX[kind]}:{row_id}" + (f":{part}" if part else "")
-
-
-def _space_id(conn: sqlite3.Connection, space: str, *, create: bool = False) -> int | None:
-    if create:
-        conn.execute("INSERT OR IGNORE INTO vector_spaces (name) VALUES (?)", (space,))
-    found = conn.execute("SELECT id FROM vector_spaces WHERE name = ?", (space,)).fetchone()
-    return int(found[0]) if found else None
 
 
 def write(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int], vectors: Mapping[str, Any],
@@ -60,21 +51,12 @@ def write(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int
         parts = key_parts(key)
         if parts is not None and parts[0] == kind and parts[1] in wanted:
             rows.append((kind, parts[1], parts[2], np.asarray(vector, dtype=np.float16).tobytes()))
-    if rows:
-        number = _space_id(conn, space, create=True)
-        conn.executemany("INSERT OR REPLACE INTO vectors (kind, row_id, part, space, vector) VALUES (?, ?, ?, ?, ?)",
-                         [(*row[:3], number, row[3]) for row in rows])
+    vector_rows.put(conn, space, rows)
 
 
 def delete(conn: sqlite3.Connection, kind: str, row_ids: Iterable[int]) -> None:
     """Drop the vectors of these rows (inside the caller's transaction)."""
-    for chunk in chunks(sorted({int(i) for i in row_ids}), CHUNK):
-        conn.execute(f"DELETE FROM vectors WHERE kind = ? AND row_id IN ({','.join('?' * len(chunk))})", [kind, *chunk])
-
-
-def _select(count: int, parts: int = 0) -> str:
-    return (f"SELECT row_id, part, vector FROM vectors WHERE kind = ? AND row_id IN ({','.join('?' * count)}) AND space = ?"
-            + (f" AND part IN ({','.join('?' * parts)})" if parts else ""))
+    vector_rows.delete(conn, kind, row_ids)
 
 
 def of_rows(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[int],
@@ -89,12 +71,7 @@ def matrix(conn: sqlite3.Connection, space: str, kind: str, row_ids: Iterable[in
     """`of_rows` as search wants it: the keys, the row ids and one float32 matrix (a vector a row)."""
     import numpy as np
 
-    number = _space_id(conn, space)
-    only = sorted(set(parts)) if parts is not None else []
-    rows: list[tuple[int, str, bytes]] = []
-    if number is not None:
-        for chunk in chunks(sorted({int(i) for i in row_ids}), CHUNK):
-            rows += conn.execute(_select(len(chunk), len(only)), [kind, *chunk, number, *only]).fetchall()
+    rows = vector_rows.of_rows(conn, space, kind, row_ids, sorted(set(parts)) if parts is not None else None)
     if not rows:
         return [], [], np.empty((0, 0), dtype=np.float32)
     # Decoded at once: a search reads a few hundred.

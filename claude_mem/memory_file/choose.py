@@ -18,9 +18,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.store.marks import not_superseded, repeats, superseding_ids
-from claude_mem.store.reads import decode
-from claude_mem.store.withheld import shown
+from claude_mem.store import project_memory
+from claude_mem.store.marks import repeats, superseding_ids
 
 DAY_MS = 86_400_000
 HIDDEN_BELOW = 0.3  # seed 001: a faded memory under this weight leaves the file (still searchable)
@@ -88,16 +87,12 @@ def weight(spec: KindSpec, age_ms: int) -> float:
 def observation_entries(conn: sqlite3.Connection, project: str) -> tuple[list[dict[str, Any]], set[int]]:
     """The project's current observations (none the write guard withheld), and those of them that
     superseded another."""
-    rows = [decode(r) for r in conn.execute(
-        f"SELECT t.* FROM observations t WHERE t.project = ? AND {not_superseded('t')} AND {shown('t')} ORDER BY t.id", (project,))]
-    return rows, superseding_ids(conn, project)
+    return project_memory.current_observations(conn, project), superseding_ids(conn, project)
 
 
 def latest_summaries(conn: sqlite3.Connection, project: str, limit: int = 50) -> list[dict[str, Any]]:
     """The newest summary of each of the project's latest sessions."""
-    return [decode(r) for r in conn.execute(
-        "SELECT t.* FROM session_summaries t WHERE t.project = ? AND t.id = (SELECT max(u.id) FROM session_summaries u"
-        f" WHERE u.session_id = t.session_id) AND {shown('t')} ORDER BY t.created_at_epoch DESC, t.id DESC LIMIT ?", (project, limit))]
+    return project_memory.latest_summaries(conn, project, limit)
 
 
 def summary_text(s: dict[str, Any]) -> str:

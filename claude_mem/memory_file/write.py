@@ -17,6 +17,7 @@ from claude_mem.memory_file.section import HEADER_LINES, START_PREFIX, MemoryFil
 from claude_mem.processes import take_lock
 from claude_mem.project import find_git_root, project_for
 from claude_mem.settings import Config
+from claude_mem.store import project_memory
 
 OFF = ("", "off")
 NEW_FILE_MODE = 0o644  # a file of the project, read by the user's tools and teammates: not our 0600
@@ -93,11 +94,11 @@ def for_session(conn: sqlite3.Connection, config: Config, session_id: str) -> Ou
     once the session's events, its summary included, are stored); None when off or nothing to do."""
     if is_off(config.memory_file):
         return None
-    row = conn.execute("SELECT project, cwd FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    if row is None or not row[1] or not os.path.isdir(row[1]):
+    place = project_memory.session_place(conn, session_id)
+    if place is None or not place[1] or not os.path.isdir(place[1]):
         return None
-    return update(conn, setting=config.memory_file, lines=config.memory_file_lines, start_dir=row[1],
-                  data_dir=config.data_dir, project=row[0])
+    return update(conn, setting=config.memory_file, lines=config.memory_file_lines, start_dir=place[1],
+                  data_dir=config.data_dir, project=place[0])
 
 
 def after_session(conn: sqlite3.Connection, config: Config, session_id: str, log: Callable[[str], None]) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 
+from claude_mem.store import push_reads
+
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     import sqlite3
@@ -28,19 +30,15 @@ if TYPE_CHECKING:
 def has_memory(conn: sqlite3.Connection, project: str, session_id: str) -> bool:
     """Anything from another session of this project: without it there is nothing to find, and
     no reason to start the memory service."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM observations WHERE project = ? AND session_id != ?)"
-        " OR EXISTS (SELECT 1 FROM session_summaries WHERE project = ? AND session_id != ?)",
-        (project, session_id, project, session_id)).fetchone()
-    return bool(row[0])
+    return push_reads.has_memory(conn, project, session_id)
 
 
 def project_of(conn: sqlite3.Connection, session_id: str, cwd: str | None) -> str:
     """The project the session's memories are filed under (its row, made by its first prompt),
     else the one its working directory names."""
-    row = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    if row:
-        return str(row[0])
+    found = push_reads.session_project(conn, session_id)
+    if found is not None:
+        return found
     from claude_mem.project import project_for
 
     return project_for(cwd or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())

@@ -14,7 +14,7 @@ Standard library only (the prompt hook).
 from __future__ import annotations
 
 from claude_mem.push.lines import memory_line
-from claude_mem.store import marks, withheld
+from claude_mem.store import marks, push_reads
 from claude_mem.text.clock import local_day
 from claude_mem.text.scope import in_scope
 from claude_mem.text.shorten import cut
@@ -36,8 +36,7 @@ def of_sessions(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: s
     closed the investigation a prompt matches bears on it, though its own words rarely match the
     prompt's (a rule, not the story of how it was found)."""
     found = list(dict.fromkeys(str(h["session_id"]) for h in hits if h.get("session_id") and h.get("session_id") != session_id))
-    where = f"o.session_id IN ({','.join('?' * len(found[:sessions]))})"
-    return _decisions(conn, project, where, found[:sessions], current=False) if found else []
+    return _hits(push_reads.decisions_of_sessions(conn, project, found[:sessions])) if found else []
 
 
 def named(conn: sqlite3.Connection, project: str, prompt: str) -> list[dict[str, Any]]:
@@ -45,31 +44,17 @@ def named(conn: sqlite3.Connection, project: str, prompt: str) -> list[dict[str,
     a rule for the part of the project the task is in applies to it, whatever else matched."""
     known = known_scopes(conn, project)
     wanted = [s for s in known if in_scope(s, prompt, (), known) is True]
-    return _decisions(conn, project, f"o.scope IN ({','.join('?' * len(wanted))})", wanted) if wanted else []
+    return _hits(push_reads.decisions_for_scopes(conn, project, wanted)) if wanted else []
 
 
-def _decisions(conn: sqlite3.Connection, project: str, where: str, params: list[str], *, current: bool = True) -> list[dict[str, Any]]:
-    now = f" AND {marks.not_superseded('o')}" if current else ""
-    rows = conn.execute(
-        "SELECT o.id, o.session_id, o.type, o.title, o.created_at_epoch FROM observations o WHERE o.type = 'decision'"
-        f" AND o.project = ? AND {where}{now} AND {withheld.shown('o')} ORDER BY o.created_at_epoch DESC, o.id DESC",
-        [project, *params]).fetchall()
+def _hits(rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
     return [{"kind": "observation", "id": r["id"], "session_id": r["session_id"], "type": "decision", "title": r["title"],
              "snippet": "", "created_at_epoch": r["created_at_epoch"], "score": None} for r in rows]
 
 
 def known_scopes(conn: sqlite3.Connection, project: str) -> list[str]:
     """The scopes the project's decisions were stated for."""
-    return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM observations WHERE project = ? AND scope != ''", (project,))]
-
-
-def _rows(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    wanted = sorted({int(i) for i in ids})
-    if not wanted:
-        return {}
-    return {int(r["id"]): dict(r) for r in conn.execute(
-        "SELECT id, session_id, project, type, title, subtitle, scope, created_at_epoch FROM observations o"
-        f" WHERE id IN ({','.join('?' * len(wanted))}) AND {withheld.shown('o')}", wanted)}
+    return push_reads.known_scopes(conn, [project])
 
 
 def arrange(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, prompt: str,
@@ -77,7 +62,7 @@ def arrange(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, 
     """The hits with decisions out of scope left out, rivals joined to the first of them found
     (`rivals` on that hit: their rows), decisions first."""
     observed = [int(h["id"]) for h in hits if h.get("kind") == "observation"]
-    rows = _rows(conn, observed)
+    rows = push_reads.decision_rows(conn, observed)
     known = known_scopes(conn, project)
     files = list(files)
 
@@ -87,7 +72,7 @@ def arrange(conn: sqlite3.Connection, hits: list[dict[str, Any]], project: str, 
     kept = [h for h in hits if h.get("kind") != "observation" or applies(rows.get(int(h["id"])))]
     rivals = marks.conflicting(conn, [int(h["id"]) for h in kept if h.get("kind") == "observation"
                                       and (rows.get(int(h["id"])) or {}).get("type") == "decision"])
-    others = _rows(conn, {o for found in rivals.values() for o in found})
+    others = push_reads.decision_rows(conn, {o for found in rivals.values() for o in found})
     joined: set[int] = set()
     out: list[dict[str, Any]] = []
     for h in kept:

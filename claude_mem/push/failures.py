@@ -12,7 +12,7 @@ import json
 
 from claude_mem.push import project_of
 from claude_mem.push.lines import hook_answer
-from claude_mem.store import injections, marks, withheld
+from claude_mem.store import injections, push_reads
 from claude_mem.store.reads import like_escape
 from claude_mem.store.working_set import output_text
 from claude_mem.text.clock import local_day
@@ -54,26 +54,13 @@ def _like(key: str) -> str:
 
 def _latest_failure(conn: sqlite3.Connection, project: str, session_id: str, key: str) -> dict[str, Any] | None:
     pattern = _like(key)
-    rows = conn.execute(
-        "SELECT q.id, q.session_id, q.tool_input, q.tool_response, q.created_at_epoch, q.prompt_number, q.guard_note"
-        " FROM observation_queue q INDEXED BY observation_queue_failures"
-        " JOIN sdk_sessions s ON s.claude_session_id = q.session_id"
-        " WHERE q.tool_name = 'Bash' AND q.is_error = 1 AND s.project = ? AND q.session_id != ?"
-        " AND q.tool_input LIKE ? ESCAPE '\\' ORDER BY q.id DESC LIMIT ?",
-        (project, session_id, pattern, CANDIDATES))
-    for row in rows:
+    for row in push_reads.failed_commands(conn, project, session_id, pattern, CANDIDATES):
         if _key_of(row["tool_input"]) == key:
             failure = dict(row)
             # What fixed it: a bugfix the worker recorded after it, in that turn or the next.
-            failure["fix"] = conn.execute(
-                "SELECT id, title FROM observations o WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
-                f" AND created_at_epoch >= ? AND {marks.not_superseded('o')} AND {withheld.shown('o')}"
-                " ORDER BY created_at_epoch, id LIMIT 1",
-                (row["session_id"], row["prompt_number"], row["prompt_number"] + 1, row["created_at_epoch"])).fetchone()
-            failure["passed_later"] = any(_key_of(r[0]) == key for r in conn.execute(
-                "SELECT tool_input FROM observation_queue WHERE session_id = ? AND id > ? AND tool_name = 'Bash'"
-                " AND is_error = 0 AND tool_input LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
-                (row["session_id"], row["id"], pattern, CANDIDATES)))
+            failure["fix"] = push_reads.bugfix_after(conn, row["session_id"], row["prompt_number"], row["created_at_epoch"])
+            failure["passed_later"] = any(_key_of(tool_input) == key for tool_input in
+                                          push_reads.passed_commands(conn, row["session_id"], row["id"], pattern, CANDIDATES))
             return failure
     return None
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from claude_mem.logs import log_line
 from claude_mem.push import decisions, has_memory
 from claude_mem.push.lines import fit_lines, hook_answer, label_of
-from claude_mem.store import injections, marks, withheld
+from claude_mem.store import fts, injections, marks, push_reads, withheld
 from claude_mem.store.reads import REF_PREFIX, json_list
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.shorten import cut
@@ -123,9 +123,7 @@ def newest_in_place(conn: sqlite3.Connection, hits: list[dict[str, Any]], projec
         return hits
     heads = marks.newest_heads(conn, sorted(superseded))
     wanted = sorted({h for hs in heads.values() for h in hs})
-    rows = {r["id"]: dict(r) for r in conn.execute(
-        f"SELECT id, session_id, type, title, subtitle, created_at_epoch FROM observations WHERE id IN ({','.join('?' * len(wanted))})"
-        f" AND project = ? AND session_id != ? AND {withheld.shown('observations')}", [*wanted, project, session_id])} if wanted else {}
+    rows = {r["id"]: r for r in push_reads.observation_heads(conn, wanted, project, session_id)}
     out: list[dict[str, Any]] = []
     for h in hits:
         if h.get("kind") != "observation" or int(h["id"]) not in superseded:
@@ -166,20 +164,6 @@ def _semantic(config: Config, project: str, query: str) -> list[dict[str, Any]] 
 
 # --- the fallback: FTS5 from SQLite -----------------------------------------------------------
 
-_FTS_SQL = {
-    "observation": "SELECT t.id, t.session_id, t.type, t.title, t.subtitle, t.narrative, t.facts, t.concepts,"
-                   " t.created_at_epoch, -bm25(observations_fts) AS score FROM observations_fts"
-                   " JOIN observations t ON t.id = observations_fts.rowid"
-                   " WHERE observations_fts MATCH ? AND t.project = ? AND t.session_id != ?"
-                   f" AND {withheld.shown('t')} ORDER BY score DESC LIMIT ?",
-    "summary": "SELECT t.id, t.session_id, NULL AS type, t.request, t.investigated, t.learned, t.completed, t.next_steps,"
-               " t.notes, t.created_at_epoch, -bm25(session_summaries_fts) AS score FROM session_summaries_fts"
-               " JOIN session_summaries t ON t.id = session_summaries_fts.rowid"
-               " WHERE session_summaries_fts MATCH ? AND t.project = ? AND t.session_id != ?"
-               f" AND {withheld.shown('t')} ORDER BY score DESC LIMIT ?",
-}
-
-
 def keyword_hits(conn: sqlite3.Connection, project: str, session_id: str, query: str) -> list[dict[str, Any]]:
     """Memories holding at least FTS_MIN_WORDS of the prompt's words and FTS_MIN_SHARE of them,
     most words first, then by BM25."""
@@ -189,8 +173,8 @@ def keyword_hits(conn: sqlite3.Connection, project: str, session_id: str, query:
     stems = {stem(t) for t in terms}
     need = max(FTS_MIN_WORDS, FTS_MIN_SHARE * len(stems))
     found = []
-    for kind, sql in _FTS_SQL.items():
-        for row in conn.execute(sql, (fts_match(terms), project, session_id, FTS_POOL)):
+    for kind in fts.PUSH_KINDS:
+        for row in fts.push_matches(conn, kind, fts_match(terms), project, session_id, FTS_POOL):
             if kind == "observation":
                 title = " ".join(p for p in (row["title"], row["subtitle"]) if p)
                 pieces = [row["narrative"] or "", *json_list(row["facts"]), *json_list(row["concepts"])]

@@ -7,7 +7,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_mem.store.reads import KIND, KINDS, filter_clauses
+from claude_mem.store import recall_rows
+from claude_mem.store.reads import KINDS, filter_clauses
 
 if TYPE_CHECKING:
     from claude_mem.recall.teammates import RemoteRow
@@ -51,15 +52,11 @@ def sql_filters(kind: str, f: Filters, alias: str) -> tuple[list[str], list[Any]
 
 
 def load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate]) -> None:
-    """Read the rows of the candidates that have none yet (`KIND.row_sql`), 500 ids a query."""
+    """Read the rows of the candidates that have none yet (`recall_rows.by_id`, 500 ids a query)."""
     missing: dict[str, list[int]] = {}
     for c in candidates.values():  # one pass: a search calls this several times over hundreds of candidates
         if not c.row:
             missing.setdefault(c.kind, []).append(c.id)
     for kind in KINDS:
-        ids = missing.get(kind, [])
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            sql = KIND[kind].row_sql().format(marks=",".join("?" * len(chunk)))
-            for row in conn.execute(sql, chunk):
-                candidates[(kind, int(row["id"]))].row = dict(row)
+        for row in recall_rows.by_id(conn, kind, missing.get(kind, [])):
+            candidates[(kind, int(row["id"]))].row = dict(row)

@@ -1,5 +1,5 @@
 """The keyword side of search: SQLite FTS5 (BM25) with the filters applied in its SQL, within a
-row budget so common words do not make it rank most of the table."""
+row budget so common words do not make it rank most of the table (the statements: store/fts.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sqlite3
 
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Filters, sql_filters
-from claude_mem.store.reads import KIND
+from claude_mem.store import fts
 from claude_mem.text.terms import fts_match
 
 # How many rows match each word, kept between searches of a large memory (~0.2 ms a word a kind,
@@ -18,13 +18,6 @@ from claude_mem.text.terms import fts_match
 _COUNTS: dict[tuple[str, str, str], tuple[int, int]] = {}
 STALE_ROWS = 100
 MAX_COUNTS = 50_000
-
-
-def _fts_sql(kind: str) -> str:
-    described = KIND[kind]
-    fts = described.fts
-    return (f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {described.table} t ON t.id = {fts}.rowid"
-            f"{described.session_join()} WHERE {fts} MATCH ?")
 
 
 def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: Filters,
@@ -39,9 +32,7 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
         where = sql_filters(kind, f, "t")
         if where is None:
             continue
-        clauses, params = where
-        sql = _fts_sql(kind) + "".join(f" AND {c}" for c in clauses) + " ORDER BY score DESC LIMIT ?"
-        largest = conn.execute(f"SELECT max(rowid) FROM {KIND[kind].fts}").fetchone()[0] or 0
+        largest = fts.largest_rowid(conn, kind)
         rare, common = _split_by_frequency(conn, kind, terms, largest, database)
         if rare:
             match = fts_match(rare)
@@ -51,8 +42,8 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
             match = " AND ".join(fts_match([t]) for t in common)
             if not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
                 continue
-        for row_id, score in conn.execute(sql, [match, *params, pool]):
-            found[(kind, int(row_id))] = float(score)
+        for row_id, score in fts.best_matches(conn, kind, match, where, pool):
+            found[(kind, row_id)] = score
     return found
 
 
@@ -81,9 +72,7 @@ def _count(conn: sqlite3.Connection, kind: str, match: str, largest: int, databa
     known = _COUNTS.get(key) if database else None
     if known is not None and 0 <= largest - known[1] < STALE_ROWS:
         return known[0]
-    table = KIND[kind].fts
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    count = int(conn.execute(sql, (match, tuning.FTS_BUDGET + 1)).fetchone()[0])
+    count = fts.count_matches(conn, kind, match, tuning.FTS_BUDGET + 1)
     if database:
         if len(_COUNTS) >= MAX_COUNTS:
             _COUNTS.clear()
@@ -99,7 +88,7 @@ def _database(conn: sqlite3.Connection) -> str:
         return known[1]
     if len(_FILES) >= 16:
         _FILES.clear()
-    name = str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
+    name = fts.database_file(conn)
     _FILES[id(conn)] = (conn, name)
     return name
 

@@ -34,6 +34,7 @@ from claude_mem.recall.rivals import rank_rivals
 from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.superseded import rank_superseded
 from claude_mem.recall.turns import add_neighbours, forward
+from claude_mem.store import recall_rows
 from claude_mem.store.reads import KINDS, session_hosts
 from claude_mem.text.terms import query_terms
 
@@ -146,7 +147,4 @@ def _drop_the_query_itself(conn: sqlite3.Connection, candidates: dict[tuple[str,
 
 
 def _alone(conn: sqlite3.Connection, session_id: str) -> bool:
-    return conn.execute(
-        "SELECT (SELECT count(*) FROM user_prompts WHERE session_id = ?) = 1"
-        " AND NOT EXISTS (SELECT 1 FROM observations WHERE session_id = ?)"
-        " AND NOT EXISTS (SELECT 1 FROM session_summaries WHERE session_id = ?)", (session_id, session_id, session_id)).fetchone()[0] == 1
+    return recall_rows.holds_one_prompt_alone(conn, session_id)

@@ -14,7 +14,8 @@ from claude_mem.index import vectors as stored_vectors
 from claude_mem.index.documents import VectorMatch, document_texts, vector_texts
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, has_filters, load_rows, sql_filters
-from claude_mem.store.reads import KIND, KINDS
+from claude_mem.store import recall_rows
+from claude_mem.store.reads import KINDS
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.terms import stem
 
@@ -40,17 +41,6 @@ def _start(call: Callable[..., T], *args: Any) -> Future[T]:
     except BaseException as exc:  # noqa: BLE001 - raised by .result(), as from a thread
         done.set_exception(exc)
     return done
-
-
-# Rows checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
-# the whole project through its index.
-def _source_by_id(kind: str) -> str:
-    return KIND[kind].source("t", "NOT INDEXED")
-
-
-def _text_columns(kind: str) -> str:
-    """The columns `documents.document_texts` needs to name a row's documents."""
-    return ", ".join(f"t.{c}" for c in ("id", *KIND[kind].text_columns))
 
 
 @dataclass
@@ -202,12 +192,9 @@ def _passing(conn: sqlite3.Connection, matches: list[VectorMatch], kinds: tuple[
         ids = sorted({m.sqlite_id for m in wanted if m.kind == kind and m.origin is None})
         if where is None or not ids:
             continue
-        clauses, params = where
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            sql = (f"SELECT t.id FROM {_source_by_id(kind)} WHERE t.id IN ({','.join('?' * len(chunk))})"
-                   + "".join(f" AND {c}" for c in clauses))
-            ok.update((kind, int(r[0])) for r in conn.execute(sql, [*chunk, *params]))
+        # Checked by id: NOT INDEXED keeps SQLite on rowid lookups, where it would otherwise walk
+        # the whole project through its index.
+        ok.update((kind, i) for i in recall_rows.passing(conn, kind, ids, where, hint="NOT INDEXED"))
     return [m for m in wanted if ((m.kind, m.sqlite_id) in ok if m.origin is None
                                   else teammates.passes(m.origin.metadata, m.kind, f))]
 
@@ -220,10 +207,7 @@ def _filtered_rows(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters,
         where = sql_filters(kind, f, "t")
         if where is None:
             continue
-        clauses, params = where
-        sql = (f"SELECT {_text_columns(kind)} FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-               + " LIMIT ?")
-        out.extend((kind, dict(r)) for r in conn.execute(sql, [*params, limit + 1 - len(out)]))
+        out.extend((kind, row) for row in recall_rows.text_rows(conn, kind, where, limit + 1 - len(out)))
         if len(out) > limit:
             return None
     return out
@@ -237,9 +221,7 @@ def _matching_ids(conn: sqlite3.Connection, kind: str, f: Filters) -> list[int] 
     where = sql_filters(kind, f, "t")
     if where is None:
         return []
-    clauses, params = where
-    sql = f"SELECT t.id FROM {KIND[kind].source()} WHERE " + " AND ".join(clauses)
-    return [r[0] for r in conn.execute(sql, params)]
+    return recall_rows.matching(conn, kind, where)
 
 
 def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters) -> dict[str, Any] | None:

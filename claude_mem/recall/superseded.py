@@ -11,8 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from claude_mem.recall.candidates import Candidate, Filters, load_rows, sql_filters
-from claude_mem.store import marks
-from claude_mem.store.reads import KIND
+from claude_mem.store import marks, recall_rows
 
 
 def local(c: Candidate) -> bool:
@@ -24,10 +23,7 @@ def passing(conn: sqlite3.Connection, ids: set[int], f: Filters) -> dict[int, Ca
     where = sql_filters("observation", f, "t")
     if not ids or where is None:
         return {}
-    clauses, params = where
-    qs = ",".join("?" * len(ids))
-    sql = f"SELECT t.id FROM {KIND['observation'].source()} WHERE t.id IN ({qs})" + "".join(f" AND {c}" for c in clauses)
-    found = {("observation", int(r[0])): Candidate("observation", int(r[0])) for r in conn.execute(sql, [*sorted(ids), *params])}
+    found = {("observation", i): Candidate("observation", i) for i in recall_rows.passing(conn, "observation", ids, where)}
     load_rows(conn, found)
     return {key[1]: c for key, c in found.items() if c.row}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows, sql_filters
-from claude_mem.store.reads import KIND
+from claude_mem.store import recall_rows
 
 
 def add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candidate], f: Filters,
@@ -25,14 +25,7 @@ def add_neighbours(conn: sqlite3.Connection, candidates: dict[tuple[str, int], C
     where = sql_filters("prompt", f, "t")
     if not matched or where is None:
         return
-    clauses, params = where
-    marks = ",".join("?" * len(matched))
-    sql = ("SELECT p.id, t.id FROM user_prompts p JOIN user_prompts t ON t.session_id = p.session_id"
-           " AND t.prompt_number IN (p.prompt_number - 1, p.prompt_number + 1)"
-           f"{KIND['prompt'].session_join()} WHERE p.id IN ({marks})"
-           + "".join(f" AND {c}" for c in clauses))
-    pairs = conn.execute(sql, [*matched, *params]).fetchall()
-    for matched_id, neighbour_id in pairs:
+    for matched_id, neighbour_id in recall_rows.prompt_neighbours(conn, list(matched), where):
         if ("prompt", int(neighbour_id)) in excluded:
             continue
         neighbour = candidates.setdefault(("prompt", int(neighbour_id)), Candidate("prompt", int(neighbour_id)))
@@ -74,10 +67,7 @@ def _turn_observations(conn: sqlite3.Connection, prompt: Candidate, where: tuple
                        by_key: dict[tuple[str, int], Candidate], scores: dict[tuple[str, int], float]) -> list[Candidate]:
     """The observations of a prompt's turn that pass the filters: candidates best first, then
     up to TURN_SPREAD others in the order they were stored (rows loaded)."""
-    clauses, params = where
-    sql = (f"SELECT t.id FROM {KIND['observation'].source()} WHERE t.session_id = ? AND t.prompt_number = ?"
-           + "".join(f" AND {c}" for c in clauses) + " ORDER BY t.id")
-    ids = [int(r[0]) for r in conn.execute(sql, [prompt.row["session_id"], prompt.row["prompt_number"], *params])]
+    ids = recall_rows.turn_observations(conn, prompt.row["session_id"], prompt.row["prompt_number"], where)
     known = sorted((by_key[("observation", i)] for i in ids if ("observation", i) in by_key),
                    key=lambda o: -scores[(o.kind, o.id)])
     rest = {("observation", i): Candidate("observation", i) for i in ids if ("observation", i) not in by_key}

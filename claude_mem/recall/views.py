@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any
 
 from claude_mem.recall.hits import Hit
-from claude_mem.store import marks
+from claude_mem.store import marks, recall_rows
 from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, get_observations, json_list, ref
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
@@ -70,11 +70,10 @@ def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
     """A header and one `ref | date | type (made from) | title | files | ~tokens` row per hit; a superseded
     observation's title ends with what superseded it."""
     costs: dict[tuple[str, int], int] = {}
-    for kind, table in TABLES.items():
+    for kind in TABLES:
         ids = [h.id for h in hits if h.kind == kind and h.origin is None]
-        if ids:
-            for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(ids))})", ids):
-                costs[(kind, row["id"])] = tokens(record_chars(kind, row))
+        for row in recall_rows.whole(conn, kind, ids):
+            costs[(kind, row["id"])] = tokens(record_chars(kind, row))
     notes = superseded_notes(conn, hits)
     lines = ["ref | date | type (made from) | title | files | ~tokens"]
     for h in hits:
@@ -174,15 +173,12 @@ def summary_lines(row: dict[str, Any], width: int) -> list[str]:
 def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict[str, Any]] | None:
     """Everything stored for the anchor's session, in the order it happened (by turn: the
     prompt, its observations, its summary), or None when the anchor does not exist."""
-    found = conn.execute(f"SELECT session_id FROM {TABLES[kind]} WHERE id = ?", (row_id,)).fetchone()
-    if found is None:
+    session_id = recall_rows.session_of(conn, kind, row_id)
+    if session_id is None:
         return None
-    session_id = found[0]
-    project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    items: list[dict[str, Any]] = []
-    for item_kind, table in TABLES.items():
-        for row in conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,)):
-            items.append({"project": project[0] if project else "?", **dict(row), "kind": item_kind})
+    project, rows = recall_rows.session_rows(conn, session_id)
+    items = [{"project": project if project is not None else "?", **dict(row), "kind": item_kind}
+             for item_kind, found in rows.items() for row in found]
     items.sort(key=lambda i: (i["prompt_number"], TURN_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
     marks.annotate(conn, [i for i in items if i["kind"] == "observation"])
     return items
@@ -238,13 +234,7 @@ def timeline_lines(items: list[dict[str, Any]], kind: str, anchor_id: int, befor
 def latest_summaries(conn: sqlite3.Connection, project: str | None, limit: int) -> list[dict[str, Any]]:
     """Per session, its most recent summary (with the number of turns summarized and of
     observations), newest sessions first."""
-    where = "WHERE s.project = ?" if project else ""
-    sql = (f"SELECT s.*, (SELECT COUNT(*) FROM session_summaries c WHERE c.session_id = s.session_id) AS turns,"
-           f" (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.session_id) AS observation_count"
-           f" FROM session_summaries s {where} {'AND' if where else 'WHERE'} s.id = (SELECT l.id FROM session_summaries l"
-           " WHERE l.session_id = s.session_id ORDER BY l.created_at_epoch DESC, l.id DESC LIMIT 1)"
-           " ORDER BY s.created_at_epoch DESC, s.id DESC LIMIT ?")
-    return [dict(r) for r in conn.execute(sql, [project, limit] if project else [limit])]
+    return recall_rows.latest_summaries(conn, project, limit)
 
 
 def recent_session_lines(rows: list[dict[str, Any]], all_projects: bool) -> list[str]:

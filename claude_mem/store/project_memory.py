@@ -1,0 +1,30 @@
+"""A project's memory as the memory file takes it (memory_file/choose.py, write.py): its current
+observations, its sessions' latest summaries, and where a session ran."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from claude_mem.store.marks import not_superseded
+from claude_mem.store.reads import decode
+from claude_mem.store.withheld import shown
+
+
+def current_observations(conn: sqlite3.Connection, project: str) -> list[dict[str, Any]]:
+    """The project's observations no mark supersedes and the write guard did not withhold, decoded, by id."""
+    return [decode(r) for r in conn.execute(
+        f"SELECT t.* FROM observations t WHERE t.project = ? AND {not_superseded('t')} AND {shown('t')} ORDER BY t.id", (project,))]
+
+
+def latest_summaries(conn: sqlite3.Connection, project: str, limit: int) -> list[dict[str, Any]]:
+    """The newest summary of each of the project's `limit` latest sessions (none withheld), decoded, newest first."""
+    return [decode(r) for r in conn.execute(
+        "SELECT t.* FROM session_summaries t WHERE t.project = ? AND t.id = (SELECT max(u.id) FROM session_summaries u"
+        f" WHERE u.session_id = t.session_id) AND {shown('t')} ORDER BY t.created_at_epoch DESC, t.id DESC LIMIT ?", (project, limit))]
+
+
+def session_place(conn: sqlite3.Connection, session_id: str) -> tuple[str, str | None] | None:
+    """(project, working directory) of a session; None for a session never recorded."""
+    row = conn.execute("SELECT project, cwd FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return None if row is None else (str(row[0]), row[1])
