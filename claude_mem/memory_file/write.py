@@ -95,10 +95,10 @@ def for_session(conn: sqlite3.Connection, config: Config, session_id: str) -> Ou
     if is_off(config.memory_file):
         return None
     place = project_memory.session_place(conn, session_id)
-    if place is None or not place[1] or not os.path.isdir(place[1]):
+    if place is None or not place.cwd or not os.path.isdir(place.cwd):
         return None
-    return update(conn, setting=config.memory_file, lines=config.memory_file_lines, start_dir=place[1],
-                  data_dir=config.data_dir, project=place[0])
+    return update(conn, setting=config.memory_file, lines=config.memory_file_lines, start_dir=place.cwd,
+                  data_dir=config.data_dir, project=place.project)
 
 
 def after_session(conn: sqlite3.Connection, config: Config, session_id: str, log: Callable[[str], None]) -> None:

@@ -40,7 +40,7 @@ def run(conn: sqlite3.Connection, session_id: str, cwd: str | None, command: str
     if failure is None:
         return None
     text = _describe(conn, key, failure)
-    ref = [f"obs:{failure['fix']['id']}"] if failure.get("fix") else []
+    ref = [f"obs:{failure['fix'].id}"] if failure.get("fix") else []
     injections.record(conn, session_id, project, "command", ref, len(text), note=key)
     return hook_answer("PreToolUse", text)
 
@@ -87,7 +87,7 @@ def _describe(conn: sqlite3.Connection, key: str, failure: dict[str, Any]) -> st
     fix = failure.get("fix")
     tail = ""
     if fix is not None:
-        tail = f" Fixed then: obs:{fix['id']} {cut(fix['title'], 90)}."
+        tail = f" Fixed then: obs:{fix.id} {cut(fix.title, 90)}."
     if failure.get("passed_later"):
         tail += " It passed later in that session."
     why = error_line(failure.get("tool_response"))

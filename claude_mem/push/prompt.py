@@ -24,7 +24,7 @@ from __future__ import annotations
 from claude_mem.logs import log_line
 from claude_mem.push import decisions, has_memory
 from claude_mem.push.lines import fit_lines, hook_answer, label_of
-from claude_mem.store import fts, injections, marks, push_reads, withheld
+from claude_mem.store import injections, marks, push_reads, withheld
 from claude_mem.store.reads import REF_PREFIX, json_list
 from claude_mem.text.cjk import has_cjk
 from claude_mem.text.shorten import cut
@@ -173,8 +173,8 @@ def keyword_hits(conn: sqlite3.Connection, project: str, session_id: str, query:
     stems = {stem(t) for t in terms}
     need = max(FTS_MIN_WORDS, FTS_MIN_SHARE * len(stems))
     found = []
-    for kind in fts.PUSH_KINDS:
-        for row in fts.push_matches(conn, kind, fts_match(terms), project, session_id, FTS_POOL):
+    for kind in push_reads.PUSH_KINDS:
+        for row in push_reads.push_matches(conn, kind, fts_match(terms), project, session_id, FTS_POOL):
             if kind == "observation":
                 title = " ".join(p for p in (row["title"], row["subtitle"]) if p)
                 pieces = [row["narrative"] or "", *json_list(row["facts"]), *json_list(row["concepts"])]

@@ -1,21 +1,14 @@
-"""The FTS5 statements: search's keyword side (recall/keyword.py: BM25 within a row budget, the
-filters applied in the same statement) and the prompt push's keyword fallback (push/prompt.py).
-What a match expression is made of is text/terms.py's (`fts_match`); the choice of words is the
-callers'.
-
-Standard library only: the prompt hook reads through here.
-"""
+"""The FTS5 statements of search's keyword side (recall/keyword.py: BM25 within a row budget, the
+filters applied in the same statement). What a match expression is made of is text/terms.py's
+(`fts_match`); the choice of words is the caller's. The prompt push's own keyword statements are
+in store/push_reads.py, which the hook loads alone."""
 
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from claude_mem.store.reads import KIND
-from claude_mem.store.withheld import shown
-
-TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def largest_rowid(conn: sqlite3.Connection, kind: str) -> int:
@@ -47,25 +40,3 @@ def database_file(conn: sqlite3.Connection) -> str:
     """The main database's file ("" in memory)."""
     return str(conn.execute("PRAGMA database_list").fetchone()[2] or "")
 
-
-# What the prompt push shows of a keyword match (title, detail), other sessions' and given ones alone.
-_PUSH_SQL = {
-    "observation": "SELECT t.id, t.session_id, t.type, t.title, t.subtitle, t.narrative, t.facts, t.concepts,"
-                   " t.created_at_epoch, -bm25(observations_fts) AS score FROM observations_fts"
-                   " JOIN observations t ON t.id = observations_fts.rowid"
-                   " WHERE observations_fts MATCH ? AND t.project = ? AND t.session_id != ?"
-                   f" AND {shown('t')} ORDER BY score DESC LIMIT ?",
-    "summary": "SELECT t.id, t.session_id, NULL AS type, t.request, t.investigated, t.learned, t.completed, t.next_steps,"
-               " t.notes, t.created_at_epoch, -bm25(session_summaries_fts) AS score FROM session_summaries_fts"
-               " JOIN session_summaries t ON t.id = session_summaries_fts.rowid"
-               " WHERE session_summaries_fts MATCH ? AND t.project = ? AND t.session_id != ?"
-               f" AND {shown('t')} ORDER BY score DESC LIMIT ?",
-}
-PUSH_KINDS = tuple(_PUSH_SQL)
-
-
-def push_matches(conn: sqlite3.Connection, kind: str, match: str, project: str, session_id: str,
-                 pool: int) -> list[sqlite3.Row]:
-    """The `pool` best observations or summaries (`kind`) of `project` matching, none of this
-    session's nor withheld, best first: their text columns, `type` (NULL for a summary) and `score`."""
-    return conn.execute(_PUSH_SQL[kind], (match, project, session_id, pool)).fetchall()

@@ -4,6 +4,7 @@ observations, its sessions' latest summaries, and where a session ran."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.store.marks import not_superseded
@@ -24,7 +25,15 @@ def latest_summaries(conn: sqlite3.Connection, project: str, limit: int) -> list
         f" WHERE u.session_id = t.session_id) AND {shown('t')} ORDER BY t.created_at_epoch DESC, t.id DESC LIMIT ?", (project, limit))]
 
 
-def session_place(conn: sqlite3.Connection, session_id: str) -> tuple[str, str | None] | None:
-    """(project, working directory) of a session; None for a session never recorded."""
+@dataclass(frozen=True)
+class SessionPlace:
+    """Where a session ran: its project, and the folder Claude Code ran in (None when unknown)."""
+
+    project: str
+    cwd: str | None
+
+
+def session_place(conn: sqlite3.Connection, session_id: str) -> SessionPlace | None:
+    """Where a session ran; None for a session never recorded."""
     row = conn.execute("SELECT project, cwd FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    return None if row is None else (str(row[0]), row[1])
+    return None if row is None else SessionPlace(str(row[0]), row[1])

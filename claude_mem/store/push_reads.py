@@ -1,7 +1,7 @@
 """What the hooks' pushes read (push/): whether a project has memory from other sessions, a
 session's project, the rows that replaced superseded ones, a command's earlier failures and what
-came of them, and stated decisions (by session, by scope, with their scopes). The prompt push's
-keyword statements are store/fts.py's.
+came of them, stated decisions (by session, by scope, with their scopes), and the prompt push's
+keyword matches (FTS5: search's own keyword side is store/fts.py's).
 
 Standard library only: the prompt and pre-tool hooks read through here.
 """
@@ -48,6 +48,31 @@ def observation_heads(conn: sqlite3.Connection, ids: list[int], project: str, se
         f" AND project = ? AND session_id != ? AND {shown('observations')}", [*ids, project, session_id])]
 
 
+# --- the prompt push's keyword fallback (push/prompt.py) ----------------------------------------
+
+# The columns the prompt push makes a match's line of (title, detail): other sessions' rows only, none withheld.
+_PUSH_SQL = {
+    "observation": "SELECT t.id, t.session_id, t.type, t.title, t.subtitle, t.narrative, t.facts, t.concepts,"
+                   " t.created_at_epoch, -bm25(observations_fts) AS score FROM observations_fts"
+                   " JOIN observations t ON t.id = observations_fts.rowid"
+                   " WHERE observations_fts MATCH ? AND t.project = ? AND t.session_id != ?"
+                   f" AND {shown('t')} ORDER BY score DESC LIMIT ?",
+    "summary": "SELECT t.id, t.session_id, NULL AS type, t.request, t.investigated, t.learned, t.completed, t.next_steps,"
+               " t.notes, t.created_at_epoch, -bm25(session_summaries_fts) AS score FROM session_summaries_fts"
+               " JOIN session_summaries t ON t.id = session_summaries_fts.rowid"
+               " WHERE session_summaries_fts MATCH ? AND t.project = ? AND t.session_id != ?"
+               f" AND {shown('t')} ORDER BY score DESC LIMIT ?",
+}
+PUSH_KINDS = tuple(_PUSH_SQL)
+
+
+def push_matches(conn: sqlite3.Connection, kind: str, match: str, project: str, session_id: str,
+                 pool: int) -> list[sqlite3.Row]:
+    """The `pool` best observations or summaries (`kind`) of `project` matching, none of this
+    session's nor withheld, best first: their text columns, `type` (NULL for a summary) and `score`."""
+    return conn.execute(_PUSH_SQL[kind], (match, project, session_id, pool)).fetchall()
+
+
 # --- a command's failures (push/failures.py) ------------------------------------------------------
 
 def failed_commands(conn: sqlite3.Connection, project: str, session_id: str, like: str, limit: int) -> list[sqlite3.Row]:
@@ -63,14 +88,25 @@ def failed_commands(conn: sqlite3.Connection, project: str, session_id: str, lik
         (project, session_id, like, limit)).fetchall()
 
 
-def bugfix_after(conn: sqlite3.Connection, session_id: str, prompt_number: int, since_ms: int) -> sqlite3.Row | None:
-    """(id, title) of the first current, shown bugfix the session recorded from `since_ms` on, in
-    that turn or the next."""
-    return conn.execute(
+class Fix:
+    """A bugfix observation recorded after a failure: what the push names of it. A plain class:
+    dataclasses cost the hook their import."""
+
+    __slots__ = ("id", "title")
+
+    def __init__(self, id: int, title: str) -> None:
+        self.id = id
+        self.title = title
+
+
+def bugfix_after(conn: sqlite3.Connection, session_id: str, prompt_number: int, since_ms: int) -> Fix | None:
+    """The first current, shown bugfix the session recorded from `since_ms` on, in that turn or the next."""
+    row = conn.execute(
         "SELECT id, title FROM observations o WHERE session_id = ? AND type = 'bugfix' AND prompt_number BETWEEN ? AND ?"
         f" AND created_at_epoch >= ? AND {not_superseded('o')} AND {shown('o')}"
         " ORDER BY created_at_epoch, id LIMIT 1",
         (session_id, prompt_number, prompt_number + 1, since_ms)).fetchone()
+    return None if row is None else Fix(int(row[0]), str(row[1] or ""))
 
 
 def passed_commands(conn: sqlite3.Connection, session_id: str, after_id: int, like: str, limit: int) -> list[str]:
