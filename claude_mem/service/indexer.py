@@ -134,6 +134,14 @@ class Indexer:
             self._moved = False
             self._put(Job("rows"))
 
+    def wait_first_catch_up(self, timeout_s: float) -> None:
+        """Until the first catch-up is done or failed, at most `timeout_s`. A fresh store has no
+        index until it writes one (a first `remember` started this service: the model loads
+        meanwhile), and a search that may wait (the CLI's, the MCP tools'; a hook's push never
+        does) is answered by meaning then rather than by keywords at once."""
+        with self._done:
+            self._done.wait_for(lambda: self.caught_up or self.failing, timeout=max(timeout_s, 0.0))
+
     def answering(self) -> Index:
         """The index searches read: the previous one, if it holds documents, until this one
         holds every row."""
