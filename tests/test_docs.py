@@ -246,15 +246,6 @@ def _code_map() -> dict[str, str]:
     return entries
 
 
-def test_the_floors_are_stated_as_the_layout_test_keeps_them() -> None:
-    """docs/how-it-works.md states the import order; tests/test_layout.py enforces it: the same."""
-    from tests.test_layout import FLOORS
-
-    block = PAGES["how-it-works.md"].split("## Who may import what", 1)[1].split("```", 2)[1]
-    stated = tuple(tuple(line.split("(", 1)[0].split()) for line in block.strip().splitlines())
-    assert stated == FLOORS
-
-
 def test_the_code_map_names_every_module() -> None:
     """Every module of claude_mem/ is named in the code map: a top-level one anywhere in it, one
     inside a package (or a package inside a package) in its package's entry, by its file name."""

@@ -210,6 +210,13 @@ def test_no_floor_imports_one_above_it_or_beside_it() -> None:
     assert wrong == []
 
 
+def test_the_floors_are_stated_in_the_docs_as_kept_here() -> None:
+    """docs/how-it-works.md states the import order for people; this file keeps it: the same."""
+    page = (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+    block = page.split("## Who may import what", 1)[1].split("```", 2)[1]
+    assert tuple(tuple(line.split("(", 1)[0].split()) for line in block.strip().splitlines()) == FLOORS
+
+
 def test_no_room_imports_one_its_walls_forbid() -> None:
     wrong = [f"{i.source}:{i.line} imports {i.target}" for i in IMPORTS
              if i.source.startswith("claude_mem") and room(i.target) in NEVER.get(room(i.source), ())]
