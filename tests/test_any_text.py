@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_mem import hooks
-from claude_mem.payload import clean_text
 from claude_mem.replay import run_hook
 from claude_mem.store.db import connect
+from claude_mem.text.caps import clean_text
 from claude_mem.text.storable import dumps_line, split_lines, storable
 from tests.cli_helpers import invoke, invoke_json, one_error_line, table_rows
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI

@@ -234,7 +234,7 @@ def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_servic
 
 
 def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
-    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp_server, claude_mem.service.search;"
+    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp.server, claude_mem.service.search;"
             "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

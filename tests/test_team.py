@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from claude_mem.index.documents import split_doc_id
 from claude_mem.index.semantic_index import Index
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.project import project_for
 from claude_mem.recall.search import search
 from claude_mem.settings import Config

@@ -85,7 +85,7 @@ def test_a_row_forgotten_or_indexed_again_keeps_no_stale_vector(conn: sqlite3.Co
     assert ("observation", o1) not in parts(conn)
     with transaction(conn):
         conn.execute("UPDATE observations SET facts = '[]' WHERE id = ?", (o2,))
-    index.index_observations(conn, [o2])
+    index.index_rows(conn, "observation", [o2])
     assert parts(conn)[("observation", o2)] == ["main"]
 
 

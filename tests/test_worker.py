@@ -556,10 +556,10 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
     connect(config.db_path).close()
     lines: list[str] = []
     indexer = Indexer(config, Index(config), lines.append)
-    assert indexer.wait_idle(0.01), "nothing handed over yet"
+    assert indexer.idle(), "nothing handed over yet"
     indexer.start()
     indexer.notify([], [])
-    assert indexer.wait_idle(60) and indexer._unfinished == 0
+    assert wait_until(indexer.idle, 60) and indexer._unfinished == 0
     assert indexer.close(10) and not indexer.thread.is_alive()
     assert not any("failed" in line or "unavailable" in line for line in lines), lines
 

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from claude_mem import mcp_shim, settings
-from claude_mem.mcp_host import write_current_description
+from claude_mem import settings
+from claude_mem.mcp import shim
+from claude_mem.mcp.host import write_current_description
 from claude_mem.service.control import stop_service
 from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect
@@ -160,11 +161,11 @@ def test_the_agent_remembers_through_claude_mem_mcp(tmp_path: Path, data_dir: Pa
 
 def test_the_shims_description_lists_remember_as_the_one_write(data_dir: Path) -> None:
     """What `claude-mem mcp` answers Claude Code's first tools/list from (written by install,
-    doctor --fix and the service, keyed to the code: mcp_args.py is part of the key)."""
+    doctor --fix and the service, keyed to the code: mcp/args.py is part of the key)."""
     config = settings.load()
     write_current_description(config)
-    answers = mcp_shim.read_description(config.data_dir)
-    assert os.path.join("claude_mem", "mcp_args.py") in mcp_shim.fingerprint()
+    answers = shim.read_description(config.data_dir)
+    assert os.path.join("claude_mem", "mcp", "args.py") in shim.fingerprint()
     listed = [a for key, a in answers.items() if key.startswith("tools/list ")]
     assert listed
     for answer in listed:

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.ask import decisions, extract
-from claude_mem.payload import redact
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.reads import KIND
+from claude_mem.text.redact import redact
 from claude_mem.text.terms import query_terms, stem, words
 
 if TYPE_CHECKING:

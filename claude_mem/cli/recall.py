@@ -198,6 +198,6 @@ def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
     recent_sessions, ask, and remember, the one that writes). `claude-mem install` registers it."""
     # entry.py runs it before click is loaded; this is the same server, for `claude-mem mcp` reached here.
-    from claude_mem.mcp_shim import serve
+    from claude_mem.mcp.shim import serve
 
     raise SystemExit(serve())

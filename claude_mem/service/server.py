@@ -41,7 +41,7 @@ IDLE_CHECK_S = 1.0
 class Service:
     def __init__(self, config: Config, *, idle_s: float | None = None, mcp_host: Any = None) -> None:
         self.config = config
-        self.mcp_host = mcp_host  # hosts the sessions' MCP servers (mcp_host.py), given by entry.py
+        self.mcp_host = mcp_host  # hosts the sessions' MCP servers (mcp/host.py), given by entry.py
         self.idle_s = config.service_idle_s if idle_s is None else idle_s
         self.started = time.time()
         self.last_request = time.monotonic()
@@ -404,7 +404,7 @@ class Service:
                 "resumed": self.indexer.index.resumed}
 
     async def op_mcp(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Turn this connection into one session's MCP server (mcp_shim.py asks; _connection serves it)."""
+        """Turn this connection into one session's MCP server (mcp/shim.py asks; _connection serves it)."""
         await self.mcp_host.loaded()
         return {"pid": os.getpid()}
 

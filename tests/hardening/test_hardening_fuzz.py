@@ -20,7 +20,7 @@ from mcp import Client
 
 from claude_mem import hooks
 from claude_mem.cli.app import cli
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.worker.parse import parse_reply
 from tests.hardening.support import record
 from tests.stores import build_indexed

@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from claude_mem import settings
 from claude_mem.cli.app import cli
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.replay import play_subprocess
 from claude_mem.viewer.app import create_app
 from tests.hardening.support import FIXTURES, leftover_processes, model_env, record, rows, session_events, transcripts

@@ -1,6 +1,6 @@
 """The MCP tools' arguments, typed and checked at the edge (pydantic constraints, Literal choices):
 a bad call comes back as an `is_error` result naming each problem in one short line, never a
-traceback. The tool registry is mcp_server.py.
+traceback. The tool registry is mcp/server.py.
 """
 
 from __future__ import annotations
