@@ -48,10 +48,10 @@ def cm(cwd: Path, *args: str, code: int = 0) -> str:
 
 def vector_hits(cwd: Path, query: str) -> list[str]:
     """`search --mode vector`'s refs, best first ([] while the service answers by keywords only)."""
-    proc = subprocess.run([str(CLAUDE_MEM), "search", query, "--mode", "vector", "--json"], cwd=cwd, capture_output=True,
+    proc = subprocess.run([str(CLAUDE_MEM), "search", query, "--mode", "semantic", "--json"], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
     found = json.loads(proc.stdout) if proc.stdout.strip() else {"mode": None, "hits": []}
-    return [f"obs:{h['id']}" for h in found["hits"] if h["kind"] == "observation"] if found["mode"] == "vector" else []
+    return [f"obs:{h['id']}" for h in found["hits"] if h["kind"] == "observation"] if found["mode"] == "semantic" else []
 
 
 def stale(row_id: int) -> bool:
@@ -78,7 +78,7 @@ def test_remembered_edited_and_forgotten_memory_is_found_by_meaning_at_once(proj
     # it answers by meaning (before, by keywords, saying so).
     conn = connect(settings.load().db_path)
     try:
-        assert wait_until(lambda: search_memory(settings.load(), conn, "cores", timeout_s=WARM_UP_S, mode="vector").mode == "vector",
+        assert wait_until(lambda: search_memory(settings.load(), conn, "cores", timeout_s=WARM_UP_S, mode="semantic").mode == "semantic",
                           WARM_UP_S)
     finally:
         conn.close()
