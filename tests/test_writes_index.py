@@ -46,8 +46,8 @@ def cm(cwd: Path, *args: str, code: int = 0) -> str:
     return proc.stdout
 
 
-def vector_hits(cwd: Path, query: str) -> list[str]:
-    """`search --mode vector`'s refs, best first ([] while the service answers by keywords only)."""
+def semantic_hits(cwd: Path, query: str) -> list[str]:
+    """`search --mode semantic`'s refs, best first ([] while the service answers by keywords only)."""
     proc = subprocess.run([str(CLAUDE_MEM), "search", query, "--mode", "semantic", "--json"], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
     found = json.loads(proc.stdout) if proc.stdout.strip() else {"mode": None, "hits": []}
@@ -74,36 +74,38 @@ def test_remembered_edited_and_forgotten_memory_is_found_by_meaning_at_once(proj
     assert not data_dir.exists()  # a fresh data folder
     for text in DISTRACTORS:
         cm(project, "remember", text)
-    # The first `remember` started the memory service: once its first catch-up has built the index,
-    # it answers by meaning (before, by keywords, saying so).
+    # The first `remember` started the memory service; a search that may wait is answered by
+    # meaning once its first catch-up has built the index, not by keywords because it is not there yet.
     conn = connect(settings.load().db_path)
     try:
-        assert wait_until(lambda: search_memory(settings.load(), conn, "cores", timeout_s=WARM_UP_S, mode="semantic").mode == "semantic",
-                          WARM_UP_S)
+        first = search_memory(settings.load(), conn, "how many processors does the build machine have", timeout_s=WARM_UP_S,
+                              mode="semantic")
     finally:
         conn.close()
+    assert first.mode == "semantic" and first.note is None, (first.mode, first.note)
+    assert wait_until(lambda: semantic_hits(project, "how many processors does the build machine have")[:1] == ["obs:1"], INDEXED_S)
 
     said = cm(project, "remember", "We ship to production with `just release`, every Thursday afternoon")
     ref = said.split()[2]
     assert said.startswith(f"remembered as {ref} in kiln") and ref.startswith("obs:")
     returned = time.monotonic()
-    assert wait_until(lambda: vector_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
+    assert wait_until(lambda: semantic_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
     print(f"\nremember -> first hit by meaning: {time.monotonic() - returned:.2f} s")
 
     cm(project, "edit", ref, "--title", "Invoices go out as PDF", "--text", "Customer invoices are emailed as PDF files on the"
        " first day of each month")
     edited = time.monotonic()
-    assert wait_until(lambda: not stale(int(ref[4:])) and vector_hits(project, "when are bills sent to clients?")[:1] == [ref],
+    assert wait_until(lambda: not stale(int(ref[4:])) and semantic_hits(project, "when are bills sent to clients?")[:1] == [ref],
                       INDEXED_S)
     print(f"edit -> first hit by meaning: {time.monotonic() - edited:.2f} s")
     assert json.loads(cm(project, "show", ref, "--json"))["title"] == "Invoices go out as PDF"
 
     cm(project, "edit", ref, "--undo")
-    assert wait_until(lambda: vector_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
+    assert wait_until(lambda: semantic_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
 
     cm(project, "forget", ref, "--yes")
-    assert vector_hits(project, "how and when do we deploy to prod?") == []
-    assert vector_hits(project, "how many CPU cores does the CI machine have?")[:1] == ["obs:1"]  # the others are still found
+    assert semantic_hits(project, "how and when do we deploy to prod?") == []
+    assert semantic_hits(project, "how many CPU cores does the CI machine have?")[:1] == ["obs:1"]  # the others are still found
     stop_service(str(data_dir))
 
 
