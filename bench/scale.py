@@ -390,7 +390,7 @@ def make_queries(seed: int, n: int) -> list[dict[str, Any]]:
 
 
 def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[str, Any]]) -> dict[str, Any]:
-    modes = ("fts", "vector", "hybrid")
+    modes = ("keyword", "semantic", "hybrid")
     for q in queries[:5]:  # loading the model and opening the collection is not search latency
         for mode in modes:
             search(conn, q["query"], index=index, project=q["project"], mode=mode)
@@ -539,7 +539,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         ("ingest, build (obs/s)", lambda r: f"{r['build']['obs_per_s']:.0f}" if r.get("build") else "-"),
         ("ingest, worker (obs/s)", lambda r: f"{r['worker_ingest']['obs_per_s']:.0f}"),
     ]
-    for mode in ("fts", "vector", "hybrid"):
+    for mode in ("keyword", "semantic", "hybrid"):
         rows.append((f"search {mode} p50 / p95 ms", lambda r, m=mode: f"{r['search'][m]['p50_ms']:.1f} / {r['search'][m]['p95_ms']:.1f}"))
         # A query that found nothing is timed too, but is not a comparable search: say how many.
         rows.append((f"  {mode} queries with no hit", lambda r, m=mode: f"{r['search'][m]['empty']}"))

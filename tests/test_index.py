@@ -222,7 +222,7 @@ def test_a_multilingual_index_finds_a_fact_by_its_own_vector(conn: sqlite3.Conne
     assert docs == {f"obs:{login}:main": "Fixed login crash\nauth\nThe refresh token was null after logout\n"
                                          "token refresh raced with logout\na lock now guards the refresh"}
     assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0, "vectors": 0}
-    hits = search(conn, "a lock guards the refresh", index=index, mode="vector").hits
+    hits = search(conn, "a lock guards the refresh", index=index, mode="semantic").hits
     assert hits[0].id == login and hits[0].snippet == "a lock now guards the refresh"  # the fact that matched
 
 

@@ -502,9 +502,9 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
     conn = connect(str(data_dir / "claude-mem.db"))
     try:
         # Words the observation does not contain: only the vector side can find it.
-        result = search_memory(settings.load(), conn, "arithmetic operator mistake", mode="vector", kinds=("observation",),
+        result = search_memory(settings.load(), conn, "arithmetic operator mistake", mode="semantic", kinds=("observation",),
                                limit=3)
-        assert result.mode == "vector" and result.note is None
+        assert result.mode == "semantic" and result.note is None
         assert [h.id for h in result.hits] == [obs["id"]]
         index = Index(settings.load())
         assert index.drift(conn)["in_sync"]

@@ -83,7 +83,7 @@ class Indexer:
         self.indexed = 0
         self.last_error: str | None = None
         self._unfinished = 0
-        self._unfinished_lock = threading.Lock()
+        self._unfinished_lock = threading.Condition()  # notified as jobs end (wait_first_catch_up)
         self._poll_conn: sqlite3.Connection | None = None  # the event loop's, for data_version only
         self._version: int | None = None
         self._moved = False  # a commit seen while a job ran: the next poll queues a job
@@ -139,8 +139,8 @@ class Indexer:
         index until it writes one (a first `remember` started this service: the model loads
         meanwhile), and a search that may wait (the CLI's, the MCP tools'; a hook's push never
         does) is answered by meaning then rather than by keywords at once."""
-        with self._done:
-            self._done.wait_for(lambda: self.caught_up or self.failing, timeout=max(timeout_s, 0.0))
+        with self._unfinished_lock:
+            self._unfinished_lock.wait_for(lambda: self.caught_up or self.failing, timeout=max(timeout_s, 0.0))
 
     def answering(self) -> Index:
         """The index searches read: the previous one, if it holds documents, until this one
@@ -199,6 +199,7 @@ class Indexer:
                 finally:
                     with self._unfinished_lock:
                         self._unfinished -= sum(job.kind != "stop" for job in jobs)
+                        self._unfinished_lock.notify_all()
         finally:
             if self.conn is not None:
                 self.conn.close()

@@ -113,7 +113,7 @@ def test_injection_strings_are_harmless(tmp_path: Path, data_dir: Path) -> None:
     # and ran the same statements.
     runner = CliRunner()
     for text in INJECTIONS:
-        for argv in (["search", text, "--json"], ["search", text, "--mode", "fts", "--json"], ["show", text],
+        for argv in (["search", text, "--json"], ["search", text, "--mode", "keyword", "--json"], ["show", text],
                      ["observations", "--project", text],
                      ["observations", "--file", text, "--json"], ["forget", text]):
             result = runner.invoke(cli, argv, catch_exceptions=True)
