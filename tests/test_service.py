@@ -163,7 +163,7 @@ def test_a_search_request_carries_every_filter_of_search_there_and_back() -> Non
     keywords = [p.name for p in inspect.signature(search).parameters.values() if p.kind is p.KEYWORD_ONLY]
     assert sorted(protocol.SEARCH_ARGS) == sorted(set(keywords) - {"index"}), "a filter the service would drop"
     filters = {"project": "shop", "type_": "bugfix", "session_id": "s1", "since_ms": 1, "until_ms": 2, "file": "a.py",
-               "kinds": ("observation", "prompt"), "limit": 7, "mode": "fts", "exclude": [("prompt", 3)]}
+               "kinds": ("observation", "prompt"), "limit": 7, "mode": "keyword", "exclude": [("prompt", 3)]}
     wire = json.loads(json.dumps(protocol.encode_search("login crash", filters)))
     assert protocol.decode_search(wire) == ("login crash", filters)
     assert protocol.decode_search(protocol.encode_search("q", {"project": None})) == ("q", {})
@@ -213,7 +213,7 @@ def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: sto
         assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
                           60), "the kill"
         while_down = search_memory(config, conn, "runner cache evicted", timeout_s=0.2)
-        assert while_down.mode == "fts" and "keyword results only" in (while_down.note or "") and while_down.hits
+        assert while_down.mode == "keyword" and "keyword results only" in (while_down.note or "") and while_down.hits
         # The next request restarts it; it catches up from SQLite.
         assert client.call(service, "ping", timeout_s=30, wait=True)["pid"] != pid
         assert wait_until(lambda: _lag(Path(service)) == 0, 60), "the catch-up after the kill"
@@ -230,11 +230,11 @@ def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_servic
         result = search_memory(config, conn, "login crash", timeout_s=0.0005)
     finally:
         conn.close()
-    assert result.mode == "fts" and result.hits and "keyword results only" in (result.note or "")
+    assert result.mode == "keyword" and result.hits and "keyword results only" in (result.note or "")
 
 
 def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
-    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp_server, claude_mem.service.search;"
+    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp.server, claude_mem.service.search;"
             "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

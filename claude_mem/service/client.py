@@ -64,7 +64,7 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
 
 def connect(data_dir: str, *, timeout_s: float, start: bool = True) -> socket.socket:
     """A connection to the service, started (and waited for) when it is missing: for a
-    conversation of more than one request (the MCP server, mcp_shim.py)."""
+    conversation of more than one request (the MCP server, mcp/shim.py)."""
     return _connect(data_dir, time.monotonic() + timeout_s, start=start, wait=True)
 
 
