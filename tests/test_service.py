@@ -350,3 +350,43 @@ def test_a_service_whose_index_is_away_still_exits_when_idle(stored: stores.Stor
                             stderr=subprocess.DEVNULL)
     assert proc.wait(60) == 0
     assert "semantic index unavailable" in (data_dir / "logs" / "claude-mem.log").read_text()
+
+
+OLDER_SERVICE = """
+import json, os, signal, socket, sys
+from claude_mem.processes import take_lock
+from claude_mem.service import protocol
+data_dir = sys.argv[1]
+fd = take_lock(protocol.lock_path(data_dir))
+os.pwrite(fd, str(os.getpid()).encode(), 0)
+path = protocol.socket_path(data_dir)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen()
+signal.signal(signal.SIGTERM, lambda *_: (os.unlink(path), sys.exit(0)))
+print("listening", flush=True)
+while True:
+    conn, _ = server.accept()
+    request = json.loads(conn.makefile().readline())
+    conn.sendall((json.dumps({"ok": False, "error": f"protocol version {request['v']!r} is not 1"}) + "\\n").encode())
+    conn.close()
+"""
+
+
+def test_a_service_an_earlier_release_started_is_replaced_by_a_client_that_may_wait(data_dir: Path) -> None:
+    """After an upgrade the running service speaks the older protocol: a hook (which never waits)
+    gets an error and carries on; the CLI's call stops that service and is answered by a new one."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    older = subprocess.Popen([sys.executable, "-c", OLDER_SERVICE, str(data_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert older.stdout is not None and older.stdout.readline().strip() == "listening"
+        with pytest.raises(client.ServiceError, match="protocol version"):
+            client.call(str(data_dir), "ping", timeout_s=5, start=False)
+        assert older.poll() is None, "a call that does not wait leaves it be"
+        answer = client.call(str(data_dir), "ping", timeout_s=60, wait=True)
+        assert answer["version"] == protocol.VERSION and answer["pid"] != older.pid
+        assert older.wait(timeout=10) == 0
+    finally:
+        if older.poll() is None:
+            older.kill()
+        control.stop_service(str(data_dir))
