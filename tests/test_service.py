@@ -126,18 +126,21 @@ def test_socket_is_owner_only(shared_service: str) -> None:
     assert mode == 0o600
 
 
+V = b'{"v": ' + str(protocol.VERSION).encode() + b", "  # a request's start, in the protocol's version
+
+
 @pytest.mark.parametrize(("payload", "says"), [
     (b"not json\n", "not JSON"),
     (b"[1, 2]\n", "JSON object"),
     (b'{"v": 99, "op": "ping"}\n', "protocol version"),
-    (b'{"v": 1, "op": "drop_tables"}\n', "unknown op"),
-    (b'{"v": 1, "op": "search", "args": []}\n', "args must be"),
-    (b'{"v": 1, "op": "search", "args": {"query": 5}}\n', "query must be a string"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
+    (V + b'"op": "drop_tables"}\n', "unknown op"),
+    (V + b'"op": "search", "args": []}\n', "args must be"),
+    (V + b'"op": "search", "args": {"query": 5}}\n', "query must be a string"),
+    (V + b'"op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
+    (V + b'"op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
+    (V + b'"op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
     (b"\n", "empty request"),
-    (b'{"v": 1, "op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
+    (V + b'"op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
 ])
 def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, payload: bytes, says: str) -> None:
     answer = raw_request(protocol.socket_path(shared_service), payload)
@@ -147,7 +150,7 @@ def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, 
 
 def test_a_lone_surrogate_in_a_query_is_replaced_not_a_failure(shared_service: str) -> None:
     # An MCP argument's escape, or argv's undecodable byte: the search is still answered.
-    escaped = b'{"v": 1, "op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
+    escaped = V + b'"op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
     assert "\\ud83d" in escaped.decode()
     answer = raw_request(protocol.socket_path(shared_service), escaped)
     assert answer["ok"] is True and "Fixed login crash" in {h["title"] for h in answer["result"]["hits"]}, answer
@@ -350,3 +353,43 @@ def test_a_service_whose_index_is_away_still_exits_when_idle(stored: stores.Stor
                             stderr=subprocess.DEVNULL)
     assert proc.wait(60) == 0
     assert "semantic index unavailable" in (data_dir / "logs" / "claude-mem.log").read_text()
+
+
+OLDER_SERVICE = """
+import json, os, signal, socket, sys
+from claude_mem.processes import take_lock
+from claude_mem.service import protocol
+data_dir = sys.argv[1]
+fd = take_lock(protocol.lock_path(data_dir))
+os.pwrite(fd, str(os.getpid()).encode(), 0)
+path = protocol.socket_path(data_dir)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen()
+signal.signal(signal.SIGTERM, lambda *_: (os.unlink(path), sys.exit(0)))
+print("listening", flush=True)
+while True:
+    conn, _ = server.accept()
+    request = json.loads(conn.makefile().readline())
+    conn.sendall((json.dumps({"ok": False, "error": f"protocol version {request['v']!r} is not 1"}) + "\\n").encode())
+    conn.close()
+"""
+
+
+def test_a_service_an_earlier_release_started_is_replaced_by_a_client_that_may_wait(data_dir: Path) -> None:
+    """After an upgrade the running service speaks the older protocol: a hook (which never waits)
+    gets an error and carries on; the CLI's call stops that service and is answered by a new one."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    older = subprocess.Popen([sys.executable, "-c", OLDER_SERVICE, str(data_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert older.stdout is not None and older.stdout.readline().strip() == "listening"
+        with pytest.raises(client.ServiceError, match="protocol version"):
+            client.call(str(data_dir), "ping", timeout_s=5, start=False)
+        assert older.poll() is None, "a call that does not wait leaves it be"
+        answer = client.call(str(data_dir), "ping", timeout_s=60, wait=True)
+        assert answer["version"] == protocol.VERSION and answer["pid"] != older.pid
+        assert older.wait(timeout=10) == 0
+    finally:
+        if older.poll() is None:
+            older.kill()
+        control.stop_service(str(data_dir))
