@@ -100,7 +100,7 @@ def _stranded(config: Config, conn: sqlite3.Connection, fix: bool, said: list[st
 
     # Due rows only: events waiting out an outage's backoff need no worker until they are due.
     waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
-    stuck = queue.counts_by_status(conn)["processing"]
+    stuck = queue.counts_by_status(conn)[queue.QueueStatus.PROCESSING]
     fixed = ""
     if waiting and fix:
         with transaction(conn):
