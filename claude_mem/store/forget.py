@@ -216,3 +216,40 @@ def compact(conn: sqlite3.Connection) -> str | None:
     except sqlite3.OperationalError as exc:
         return str(exc)
     return None
+
+
+@dataclass(frozen=True)
+class SessionLine:
+    """A session as a plan's preview shows it."""
+
+    session_id: str
+    project: str
+    started_at_epoch: int
+    first_prompt: str
+
+
+@dataclass(frozen=True)
+class ObservationLine:
+    """An observation as a plan's preview shows it."""
+
+    id: int
+    type: str
+    project: str
+    title: str
+
+
+def session_lines(conn: sqlite3.Connection, session_ids: Sequence[str]) -> list[SessionLine]:
+    """The sessions `session_ids`, oldest first."""
+    if not session_ids:
+        return []
+    return [SessionLine(r[0], r[1], r[2], r[3] or "") for r in conn.execute(
+        f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
+        f" ({','.join('?' * len(session_ids))}) ORDER BY started_at_epoch", list(session_ids))]
+
+
+def observation_lines(conn: sqlite3.Connection, ids: Sequence[int]) -> list[ObservationLine]:
+    """The observations `ids`, in id order."""
+    if not ids:
+        return []
+    return [ObservationLine(*r) for r in conn.execute(
+        f"SELECT id, type, project, title FROM observations WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id", list(ids))]
