@@ -74,14 +74,16 @@ def test_remembered_edited_and_forgotten_memory_is_found_by_meaning_at_once(proj
     assert not data_dir.exists()  # a fresh data folder
     for text in DISTRACTORS:
         cm(project, "remember", text)
-    # The first `remember` started the memory service: once its first catch-up has built the index,
-    # it answers by meaning (before, by keywords, saying so).
+    # The first `remember` started the memory service; a search that may wait is answered by
+    # meaning once its first catch-up has built the index, not by keywords because it is not there yet.
     conn = connect(settings.load().db_path)
     try:
-        assert wait_until(lambda: search_memory(settings.load(), conn, "cores", timeout_s=WARM_UP_S, mode="vector").mode == "vector",
-                          WARM_UP_S)
+        first = search_memory(settings.load(), conn, "how many processors does the build machine have", timeout_s=WARM_UP_S,
+                              mode="vector")
     finally:
         conn.close()
+    assert first.mode == "vector" and first.note is None, (first.mode, first.note)
+    assert wait_until(lambda: vector_hits(project, "how many processors does the build machine have")[:1] == ["obs:1"], INDEXED_S)
 
     said = cm(project, "remember", "We ship to production with `just release`, every Thursday afternoon")
     ref = said.split()[2]

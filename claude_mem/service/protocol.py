@@ -75,7 +75,7 @@ def decode_search(args: dict) -> tuple[str, dict]:
     query = args.get("query")
     if not isinstance(query, str):
         raise ValueError("query must be a string")
-    unknown = sorted(set(args) - set(SEARCH_ARGS) - {"query", "settings"})
+    unknown = sorted(set(args) - set(SEARCH_ARGS) - {"query", "settings", "wait_s"})
     if unknown:
         raise ValueError(f"not a search argument: {', '.join(unknown)}")
     filters = {key: args[key] for key in SEARCH_ARGS if args.get(key) is not None}

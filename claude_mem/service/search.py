@@ -44,7 +44,9 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, index
         if mode != "fts":
             result.note = OFF_NOTE
         return result
-    args = {**protocol.encode_search(query, {"mode": mode, **filters}), "settings": client.index_settings(config)}
+    # A caller that waits for the service also waits for a fresh store's first index (wait_s).
+    args = {**protocol.encode_search(query, {"mode": mode, **filters}), "settings": client.index_settings(config),
+            "wait_s": max(timeout_s - 1.0, 0.0)}
     try:
         answer = client.call(config.data_dir, "search", args, timeout_s=timeout_s, wait=True)
     except (client.ServiceUnavailable, client.ServiceError) as exc:
