@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.data import transcripts  # noqa: E402
-from claude_mem.payload import matches_skip_list  # noqa: E402
+from claude_mem.hooks import matches_skip_list  # noqa: E402
 from claude_mem.replay import TOOL_EVENTS, transcript_events  # noqa: E402
 from claude_mem.settings import DEFAULT_SKIP_TOOLS  # noqa: E402
 from tests.plugin_helpers import adopt_environment  # noqa: E402

@@ -56,11 +56,12 @@ sys.path.insert(0, str(ROOT))  # `python bench/locomo.py`: the bench modules and
 from bench.locomo_memory import EmbeddingCache, bench_index, clean_evidence, ingest, ingest_turns  # noqa: E402
 from claude_mem.index.embedders import DEFAULT as DEFAULT_EMBEDDER  # noqa: E402
 from claude_mem.index.embedders import NAMES  # noqa: E402
+from claude_mem.kinds import SearchMode  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from claude_mem.store.reads import KINDS  # noqa: E402
 
-MODES = ("fts", "vector", "hybrid")
+MODES = (SearchMode.KEYWORD, SearchMode.SEMANTIC, SearchMode.HYBRID)
 BENCH_MODES = ("facts", "turns")
 CATEGORIES = (1, 2, 3, 4)
 

@@ -94,7 +94,7 @@ def ingest(conn: Any, index: Index | None, sample: dict[str, Any]) -> tuple[dict
     with transaction(conn):  # the marking rules, as the worker and an import run them
         mark_stored(conn, ids)
     if index is not None:
-        index.index_observations(conn, ids)
+        index.index_rows(conn, "observation", ids)
     return provenance, facts_seen
 
 
@@ -138,8 +138,8 @@ def ingest_turns(conn: Any, index: Index | None, sample: dict[str, Any]) -> tupl
     with transaction(conn):
         mark_stored(conn, obs_ids)
     if index is not None:
-        index.index_prompts(conn, list(said))
-        index.index_observations(conn, obs_ids)
+        index.index_rows(conn, "prompt", list(said))
+        index.index_rows(conn, "observation", obs_ids)
     return provenance, said, facts_seen
 
 

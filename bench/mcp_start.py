@@ -136,7 +136,7 @@ def describe(data_dir: str) -> None:
     """The description the first session's shim answers from, as `claude-mem install` writes it
     (on main, where no shim exists, nothing reads it)."""
     try:
-        from claude_mem.mcp_host import write_current_description
+        from claude_mem.mcp.host import write_current_description
     except ImportError:
         return
     from tests.stores import config_for

@@ -37,8 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.data import transcripts  # noqa: E402
 from claude_mem import settings  # noqa: E402
-from claude_mem.hooks import store_in_process  # noqa: E402
-from claude_mem.payload import matches_skip_list  # noqa: E402
+from claude_mem.hooks import matches_skip_list, store_in_process  # noqa: E402
 from claude_mem.replay import transcript_payloads  # noqa: E402
 from claude_mem.store import queue  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402

@@ -66,9 +66,9 @@ def found_by_meaning(data_dir: str, query: str, row_id: int, settings: dict[str,
     started = time.perf_counter()
     while time.perf_counter() - started < FOUND_WAIT_S:
         try:
-            answer = client.call(data_dir, "search", {"query": query, "mode": "vector", "limit": 5, "settings": settings},
+            answer = client.call(data_dir, "search", {"query": query, "mode": "semantic", "limit": 5, "settings": settings},
                                  timeout_s=30, wait=True)
-            if answer["mode"] == "vector" and any(h["kind"] == "observation" and h["id"] == row_id for h in answer["hits"]):
+            if answer["mode"] == "semantic" and any(h["kind"] == "observation" and h["id"] == row_id for h in answer["hits"]):
                 return time.perf_counter() - started
         except (client.ServiceUnavailable, client.ServiceError):
             pass

@@ -6,10 +6,9 @@ Synthetic developer memory (deterministic for a given --seed): eight projects, s
 observations written from templates that name files, functions, errors, libraries and
 decisions, 1-3 facts each, plus the session's prompts and one summary. Everything goes through
 the code the worker uses: `insert_observation` / `upsert_summary` / `record_prompt` in one
-transaction per session, then `Index.index_observations` / `index_summaries` / `index_prompts`
-(MiniLM embedding + Chroma upsert). Embedding is most of the cost (~0.7 s per 100 short texts on
-two cores), so a size is built once under --data-dir and reused; a bigger size starts from a
-copy of the biggest smaller one.
+transaction per session, then `Index.index_rows` (MiniLM embedding + Chroma upsert). Embedding
+is most of the cost (~0.7 s per 100 short texts on two cores), so a size is built once under
+--data-dir and reused; a bigger size starts from a copy of the biggest smaller one.
 
 Reported per size:
   ingest (build)   observations/s while building (stored + embedded + indexed, a session at a time)
@@ -366,7 +365,7 @@ def worker_ingest(conn: sqlite3.Connection, index: Index, seed: int) -> dict[str
         with transaction(conn):
             ids = [insert_observation(conn, PROBE_SESSION, project, make_observation(rng, vocab.pick(rng)),
                                       prompt_number=batch + 1, source="import") for _ in range(PROBE_BATCH)]
-        added += index.index_observations(conn, [i for i in ids if i is not None])
+        added += index.index_rows(conn, "observation", [i for i in ids if i is not None])
     wall = time.perf_counter() - started
     _remove_probe(conn, index)
     return {"observations": added, "wall_s": round(wall, 2), "obs_per_s": round(added / wall, 1)}
@@ -391,7 +390,7 @@ def make_queries(seed: int, n: int) -> list[dict[str, Any]]:
 
 
 def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[str, Any]]) -> dict[str, Any]:
-    modes = ("fts", "vector", "hybrid")
+    modes = ("keyword", "semantic", "hybrid")
     for q in queries[:5]:  # loading the model and opening the collection is not search latency
         for mode in modes:
             search(conn, q["query"], index=index, project=q["project"], mode=mode)
@@ -540,7 +539,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         ("ingest, build (obs/s)", lambda r: f"{r['build']['obs_per_s']:.0f}" if r.get("build") else "-"),
         ("ingest, worker (obs/s)", lambda r: f"{r['worker_ingest']['obs_per_s']:.0f}"),
     ]
-    for mode in ("fts", "vector", "hybrid"):
+    for mode in ("keyword", "semantic", "hybrid"):
         rows.append((f"search {mode} p50 / p95 ms", lambda r, m=mode: f"{r['search'][m]['p50_ms']:.1f} / {r['search'][m]['p95_ms']:.1f}"))
         # A query that found nothing is timed too, but is not a comparable search: say how many.
         rows.append((f"  {mode} queries with no hit", lambda r, m=mode: f"{r['search'][m]['empty']}"))

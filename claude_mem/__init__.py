@@ -1,3 +1,3 @@
 """claude-mem: persistent memory for Claude Code."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

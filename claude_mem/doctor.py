@@ -164,17 +164,17 @@ def _service(config: Config, found: dict[str, Any], fix: bool) -> Finding:
 
 def _mcp_server(config: Config, fix: bool) -> Finding:
     """`claude-mem mcp` answers Claude Code's first messages from the description the real
-    server wrote (mcp_shim.py); without a current one they wait for the memory service to start,
+    server wrote (mcp/shim.py); without a current one they wait for the memory service to start,
     and Claude Code, which does not wait, may start the session without the memory tools.
     --fix writes it (the service also does, whenever it starts)."""
-    from claude_mem.mcp_shim import description_path, read_description
+    from claude_mem.mcp.shim import description_path, read_description
 
     if read_description(config.data_dir):
         return finding("MCP server", True, "answers Claude Code's probe from its description at once")
     state = "written by other code" if os.path.exists(description_path(config.data_dir)) else "not written yet"
     fixed = ""
     if fix:
-        from claude_mem.mcp_host import write_current_description
+        from claude_mem.mcp.host import write_current_description
 
         write_current_description(config)
         fixed = "wrote the MCP server's description"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP
-from claude_mem.hosts import host_from_args
+from claude_mem.hosts.hook_table import HOOK_COMMANDS, HOOK_GROUP
+from claude_mem.hosts.payloads import host_from_args
 
 
 def hook_words(args: list[str]) -> tuple[str, str] | None:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         # Straight to the service: a racing second one must find the lock taken and exit in
         # milliseconds, before click or chromadb are imported.
         from claude_mem import settings
-        from claude_mem.mcp_host import McpHost
+        from claude_mem.mcp.host import McpHost
         from claude_mem.service.server import main as run_service
 
         config = settings.load(strict=False)
@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_worker(args[2])
     if args == ["mcp"]:
         # Claude Code probes its MCP servers at once and does not wait: the standard library only
-        # (mcp_shim.py), the real server runs in the memory service.
-        from claude_mem.mcp_shim import serve as run_mcp
+        # (mcp/shim.py), the real server runs in the memory service.
+        from claude_mem.mcp.shim import serve as run_mcp
 
         return run_mcp()
     from claude_mem.cli import main as run_cli

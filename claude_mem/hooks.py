@@ -1,4 +1,4 @@
-"""The five hook commands (hook_table.py): Claude Code's hook JSON in, durable rows out.
+"""The five hook commands (hosts/hook_table.py): Claude Code's hook JSON in, durable rows out.
 
   context  SessionStart        print the project's digest; start the memory service for the
                                session's first prompt when there is memory to search
@@ -30,22 +30,15 @@ import os
 import sqlite3
 import sys
 
-from claude_mem import hosts, processes
+from claude_mem import processes
 from claude_mem import settings as settings_mod
-from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
-from claude_mem.payload import (
-    PayloadError,
-    clean_text,
-    matches_skip_list,
-    optional_str,
-    parse_payload,
-    require_str,
-    storable_record,
-    to_json_capped,
-)
+from claude_mem.hosts import payloads
+from claude_mem.hosts.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
+from claude_mem.hosts.payloads import PayloadError, optional_str, parse_payload, require_str, storable_record
 from claude_mem.project import project_for
 from claude_mem.settings import Config
 from claude_mem.store.db import NpmDatabaseError, SchemaTooNewError, connect
+from claude_mem.text.caps import clean_text, to_json_capped
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -58,7 +51,7 @@ REPLY_CHARS = 4000
 
 
 def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = None, host: str = "") -> int:
-    """Run one hook command for `host` (hosts.py; "" to tell by the payload). Always returns 0."""
+    """Run one hook command for `host` (hosts/payloads.py; "" to tell by the payload). Always returns 0."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
     processes.HOOK_PROCESS = stdin is sys.stdin.buffer  # a hook process of its own (tests also call this in theirs)
@@ -73,8 +66,8 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
         event = payload.get("hook_event_name")
         if isinstance(event, str) and event and event not in HOOK_EVENTS[command]:
             raise PayloadError(f"{command} does not handle {event} events")
-        host = hosts.detect(payload, host)
-        if host == hosts.CODEX:
+        host = payloads.detect(payload, host)
+        if host == payloads.CODEX:
             payload = codex_payload(config, command, payload)
         if command == "context":
             output = run_context(config, payload) or ""
@@ -94,8 +87,8 @@ def main(command: str, stdin: BinaryIO | None = None, stdout: TextIO | None = No
     except Exception as exc:  # the contract: never let anything reach Claude Code
         logs_dir = config.logs_dir if config else _fallback_logs_dir()
         _log(logs_dir, command, f"error: {_describe(exc)}", stderr=True)
-    if host == hosts.CODEX:
-        output = hosts.codex_answer(output)  # Codex fails a run on fields it does not know
+    if host == payloads.CODEX:
+        output = payloads.codex_answer(output)  # Codex fails a run on fields it does not know
     try:
         if output:
             stdout.write(output + "\n")
@@ -126,16 +119,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def codex_payload(config: Config, command: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """A Codex payload as Claude Code's (hosts.py). An apply_patch edit, which Codex follows with no
+    """A Codex payload as Claude Code's (hosts/payloads.py). An apply_patch edit, which Codex follows with no
     PostToolUse, is queued by `pre` as the Edit it is, then pushes for its file like one."""
     if command == "save":
-        return hosts.codex_tool_result(payload)
-    edit = hosts.as_edit(payload) if command == "pre" else None
+        return payloads.codex_tool_result(payload)
+    edit = payloads.as_edit(payload) if command == "pre" else None
     if edit is None:
         return payload
     record = sanitize_tool(config, {**edit, "hook_event_name": "PostToolUse", "tool_response": None})
     if record is not None:
-        record["host"] = hosts.CODEX
+        record["host"] = payloads.CODEX
         run_event(config, "save", record)
     return edit
 
@@ -160,6 +153,17 @@ def sanitize_prompt(config: Config, payload: dict[str, Any]) -> dict[str, Any]:
         "prompt": clean_text(prompt, config.max_field_chars),
         "prompt_id": optional_str(payload, "prompt_id"),
     }
+
+
+def matches_skip_list(tool_name: str, patterns: list[str]) -> bool:
+    """Exact names, or prefixes with a trailing `*` (fnmatch costs ~7 ms to import)."""
+    for pattern in patterns:
+        if pattern.endswith("*"):
+            if tool_name.startswith(pattern[:-1]):
+                return True
+        elif tool_name == pattern:
+            return True
+    return False
 
 
 def sanitize_tool(config: Config, payload: dict[str, Any]) -> dict[str, Any] | None:

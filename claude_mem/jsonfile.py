@@ -32,12 +32,22 @@ def read_json_object(path: str) -> tuple[dict[str, Any], bool]:
         raise JSONFileError(f"cannot read {path}: {exc.strerror}") from None
     if not text.strip():
         return {}, True
-    from claude_mem.payload import json_object
-
     try:
         return json_object(text), True
     except ValueError as exc:
         raise JSONFileError(f"{path} is {exc}") from None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
+    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not a JSON object")
+    return data
 
 
 def write_json_atomic(path: str, data: Any, *, mode: int = 0o600, keep_mode: bool = False, indent: int | None = None,

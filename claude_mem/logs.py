@@ -19,7 +19,7 @@ MAX_LOG_BYTES = 5 * 1024 * 1024
 
 
 def log_line(logs_dir: str | None, source: str, message: str, *, stderr: bool = False) -> None:
-    from claude_mem.payload import redact
+    from claude_mem.text.redact import redact
 
     message = redact(" ".join(str(message).split()))[:2000]
     if stderr:

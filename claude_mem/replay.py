@@ -14,7 +14,7 @@ hooks, so the hook payloads are rebuilt from it:
   Stop                when a prompt's turn ends (before the next prompt, or at the end), with
                       the turn's last assistant text as last_assistant_message
   SubagentStop        at the end of each subagent transcript (not routed to a claude-mem hook:
-                      the plugin does not register it; see hook_table.py)
+                      the plugin does not register it; see hosts/hook_table.py)
 
 User lines that are NOT prompts, and why:
   - tool results (the user role carries them; they become PostToolUse above)
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_GROUP
+from claude_mem.hosts.hook_table import COMMAND_FOR_EVENT, HOOK_GROUP
 
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 

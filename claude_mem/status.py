@@ -13,7 +13,8 @@ import sqlite3
 import time
 from typing import Any
 
-from claude_mem import codex_registration, login
+from claude_mem import login
+from claude_mem.hosts import codex_cli
 from claude_mem.settings import Config
 from claude_mem.store import budget, overview, withheld
 from claude_mem.store import queue as queue_mod
@@ -112,7 +113,7 @@ def report(config: Config, conn: sqlite3.Connection | None, *, revive: bool = Tr
 
     info: dict[str, Any] = {"data_dir": config.data_dir, "database": config.db_path, "database_exists": conn is not None,
                             "model": config.model, "synthesizer": config.synthesizer, "credentials": login.describe(),
-                            "database_bytes": overview.database_bytes(config.db_path), "codex": codex_registration.state()}
+                            "database_bytes": overview.database_bytes(config.db_path), "codex": codex_cli.state()}
     info.update(counts={}, queue={}, model_outages=[], skipped={"count": 0}, last_queue_error=None, index=None, observer_budget=None,
                 sharing=sharing(config, None), workers_started=[], withheld={"total": 0, "by_source": {}, "by_project": {}})
     if conn is not None:

@@ -94,7 +94,7 @@ def main(argv: list[str]) -> int:
         return check(plugin, state)
     if state == "stale":
         run_environment(plugin, argv)
-    from claude_mem.hook_table import HOOK_COMMANDS
+    from claude_mem.hosts.hook_table import HOOK_COMMANDS
 
     if command in HOOK_COMMANDS:
         return run_from_source(command)
@@ -160,9 +160,9 @@ def check(plugin: Plugin, state: str) -> int:
     elif state == "none":
         notes.append("claude-mem is setting up its Python environment (first use, about a minute);"
                      " this session's events are kept and processed once it is ready")
-    from claude_mem import registration
+    from claude_mem.hosts import claude_code
 
-    notes += registration.installed_beside_plugin()
+    notes += claude_code.installed_beside_plugin()
     if notes:
         print(json.dumps({"systemMessage": "; ".join(notes)}))
     return 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claude_mem.payload import matches_skip_list
+from claude_mem.hooks import matches_skip_list
 from claude_mem.replay import TOOL_EVENTS, HookEvent
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_mem import hooks
-from claude_mem.payload import clean_text
 from claude_mem.replay import run_hook
 from claude_mem.store.db import connect
+from claude_mem.text.caps import clean_text
 from claude_mem.text.storable import dumps_line, split_lines, storable
 from tests.cli_helpers import invoke, invoke_json, one_error_line, table_rows
 from tests.fakes.messages_api import ApiRequest, FakeMessagesAPI
@@ -105,7 +105,7 @@ def test_a_history_of_every_kind_of_text_survives_two_round_trips(data_dir: Path
     assert exports[0] == exports[1]
 
     for word in ("zebrafish", "wombat", "graph", "日本"):  # after U+2028, after NUL, after U+2029, in CJK
-        hits = invoke_json("search", word, "--mode", "fts", env=use(previous))["hits"]
+        hits = invoke_json("search", word, "--mode", "keyword", env=use(previous))["hits"]
         assert {h["kind"] for h in hits} == {"observation", "summary", "prompt"}, (word, hits)
 
 
@@ -262,7 +262,7 @@ def test_any_text_survives_hook_store_export_import_export(data_dir: Path, texts
             assert snapshot(second / "claude-mem.db") == stored
             invoke("export", "-o", str(root / "two.jsonl"))
             assert rows_of(root / "one.jsonl") == rows_of(root / "two.jsonl")
-            found = {w: {h["kind"] for h in invoke_json("search", w, "--mode", "fts")["hits"]} for w in WORDS}
+            found = {w: {h["kind"] for h in invoke_json("search", w, "--mode", "keyword")["hits"]} for w in WORDS}
         assert found == {"zqxprompt": {"prompt"}, "zqxreply": {"prompt"}, "zqxobs": {"observation"}, "zqxsum": {"summary"}}
 
 

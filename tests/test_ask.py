@@ -22,7 +22,7 @@ from mcp import Client
 from claude_mem import settings
 from claude_mem.ask.answer import DONT_KNOW, ask
 from claude_mem.ask.model import NO_MODEL_FILE, answer_with_model, request_text
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.processes.census import observer_dir
 from claude_mem.store import budget, marks
 from claude_mem.store.db import transaction

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from claude_mem import codex_registration, hosts
-from claude_mem.registration import InstallError
+from claude_mem.hosts import codex_cli, payloads
+from claude_mem.hosts.claude_code import InstallError
 from claude_mem.replay import hook_argv
 from claude_mem.store.db import connect
 from tests.conftest import cli_json
@@ -50,13 +50,13 @@ USER_HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true
      "sha256:99551a51b888f6dc725f1199663b7b1e1ef9bb9b9cab0612d84e5e9218aca6f5"),
 ])
 def test_trust_hash_is_codex_own(event: str, handler: dict[str, Any], matcher: str | None, expected: str) -> None:
-    assert codex_registration.trust_hash(event, handler, matcher) == expected
+    assert codex_cli.trust_hash(event, handler, matcher) == expected
 
 
 # --- install / uninstall ----------------------------------------------------------------------
 
 def codex_files() -> tuple[Path, Path]:
-    hooks_path, config_path = codex_registration.paths()
+    hooks_path, config_path = codex_cli.paths()
     return Path(hooks_path), Path(config_path)
 
 
@@ -67,11 +67,11 @@ def test_install_then_uninstall_leaves_the_files_byte_for_byte() -> None:
     config.write_text(USER_CONFIG)
     before = (hooks.read_bytes(), config.read_bytes())
 
-    result = codex_registration.install(base=BASE)
+    result = codex_cli.install(base=BASE)
     assert result.changed and all(f.backup for f in result.files)
     installed = json.loads(hooks.read_text())
     assert installed["hooks"]["Stop"][0] == USER_HOOKS["hooks"]["Stop"][0]  # the user's hook first, untouched
-    ours = codex_registration.our_hooks(installed, str(hooks))
+    ours = codex_cli.our_hooks(installed, str(hooks))
     assert sorted(cmd.split()[2] for _, _, cmd in ours) == ["context", "new", "pre", "save", "summary", "summary"]
     assert ("/opt/cm/bin/claude-mem hook summary --host codex" in {cmd for _, _, cmd in ours}
             and f"{hooks}:stop:1:0" in {key for key, _, _ in ours})  # after the user's Stop group
@@ -83,55 +83,55 @@ def test_install_then_uninstall_leaves_the_files_byte_for_byte() -> None:
     for key, digest, _ in ours:
         assert f'[hooks.state."{key}"]\ntrusted_hash = "{digest}"' in text
     assert '[mcp_servers.claude-mem]\ncommand = "/opt/cm/bin/claude-mem"\nargs = ["mcp"]' in text
-    assert codex_registration.state() == {"home": str(hooks.parent), "hooks": 6, "trusted": 6, "expected": 6,
+    assert codex_cli.state() == {"home": str(hooks.parent), "hooks": 6, "trusted": 6, "expected": 6,
                                           "mcp_server": True, "problem": None}
 
-    again = codex_registration.install(base=BASE)
+    again = codex_cli.install(base=BASE)
     assert not again.changed and not any(f.backup for f in again.files)
 
-    removed = codex_registration.uninstall()
+    removed = codex_cli.uninstall()
     assert removed.changed
     assert (hooks.read_bytes(), config.read_bytes()) == before
-    assert codex_registration.state() is None
-    assert not codex_registration.uninstall().changed
+    assert codex_cli.state() is None
+    assert not codex_cli.uninstall().changed
 
 
 def test_files_install_created_are_gone_after_uninstall() -> None:
     hooks, config = codex_files()
-    codex_registration.install(base=BASE)
+    codex_cli.install(base=BASE)
     assert hooks.exists() and config.exists()
     assert oct(config.stat().st_mode & 0o777) == "0o600"  # Codex's config can hold provider keys
-    codex_registration.uninstall()
+    codex_cli.uninstall()
     assert not hooks.exists() and not config.exists()
 
 
 def test_a_moved_install_updates_its_commands_and_their_trust() -> None:
     hooks, config = codex_files()
-    codex_registration.install(base=BASE)
-    result = codex_registration.install(base=["/new/venv/bin/claude-mem"])
+    codex_cli.install(base=BASE)
+    result = codex_cli.install(base=["/new/venv/bin/claude-mem"])
     assert {c.op for c in result.files[0].changes} == {"update"}
-    ours = codex_registration.our_hooks(json.loads(hooks.read_text()), str(hooks))
+    ours = codex_cli.our_hooks(json.loads(hooks.read_text()), str(hooks))
     assert len(ours) == 6 and all(cmd.startswith("/new/venv/bin/claude-mem ") for _, _, cmd in ours)
-    assert codex_registration.state()["trusted"] == 6
+    assert codex_cli.state()["trusted"] == 6
     assert "/opt/cm" not in config.read_text()
 
 
 def test_a_users_own_keys_in_our_mcp_server_survive_a_reinstall() -> None:
     _, config = codex_files()
-    codex_registration.install(base=BASE)
+    codex_cli.install(base=BASE)
     config.write_text(config.read_text().replace("startup_timeout_sec = 20", "startup_timeout_sec = 20\nrequired = true"))
-    codex_registration.install(base=["/new/bin/claude-mem"])
+    codex_cli.install(base=["/new/bin/claude-mem"])
     server = tomllib.loads(config.read_text())["mcp_servers"]["claude-mem"]
     assert server["required"] is True and server["command"] == "/new/bin/claude-mem"
 
 
 def test_an_edited_hook_is_no_longer_trusted() -> None:
     hooks, _ = codex_files()
-    codex_registration.install(base=BASE)
+    codex_cli.install(base=BASE)
     data = json.loads(hooks.read_text())
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30
     hooks.write_text(json.dumps(data))
-    assert codex_registration.state()["trusted"] == 5  # as Codex sees it: "modified"
+    assert codex_cli.state()["trusted"] == 5  # as Codex sees it: "modified"
 
 
 def test_unreadable_config_changes_nothing() -> None:
@@ -139,13 +139,13 @@ def test_unreadable_config_changes_nothing() -> None:
     config.parent.mkdir(parents=True)
     config.write_text("model = \n")
     with pytest.raises(InstallError, match="not valid TOML"):
-        codex_registration.install(base=BASE)
+        codex_cli.install(base=BASE)
     assert not hooks.exists() and config.read_text() == "model = \n"
 
 
 def test_dry_run_writes_nothing() -> None:
     hooks, config = codex_files()
-    result = codex_registration.install(dry_run=True, base=BASE)
+    result = codex_cli.install(dry_run=True, base=BASE)
     assert result.changed and not any(f.written for f in result.files)
     assert not hooks.exists() and not config.exists()
 
@@ -172,23 +172,23 @@ PATCH = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/app.py\n@@ 
 
 
 def test_host_is_named_or_told_by_the_payload() -> None:
-    assert hosts.host_from_args([]) == "" and hosts.host_from_args(["--host", "codex"]) == "codex"
-    assert hosts.host_from_args(["--host", "vim"]) is None and hosts.host_from_args(["extra"]) is None
+    assert payloads.host_from_args([]) == "" and payloads.host_from_args(["--host", "codex"]) == "codex"
+    assert payloads.host_from_args(["--host", "vim"]) is None and payloads.host_from_args(["extra"]) is None
     codex = {"session_id": "s", "turn_id": "t", "transcript_path": "/h/sessions/2026/11/27/rollout-x.jsonl"}
-    assert hosts.detect(codex) == "codex"
-    assert hosts.detect({"session_id": "s", "transcript_path": "/h/.claude/projects/x.jsonl"}) == "claude-code"
-    assert hosts.detect({"session_id": "s"}, "codex") == "codex"
+    assert payloads.detect(codex) == "codex"
+    assert payloads.detect({"session_id": "s", "transcript_path": "/h/.claude/projects/x.jsonl"}) == "claude-code"
+    assert payloads.detect({"session_id": "s"}, "codex") == "codex"
 
 
 def test_apply_patch_is_an_edit_of_its_files() -> None:
-    edit = hosts.as_edit({"tool_name": "Bash", "cwd": "/repo", "tool_input": {"command": PATCH}})
+    edit = payloads.as_edit({"tool_name": "Bash", "cwd": "/repo", "tool_input": {"command": PATCH}})
     assert edit is not None and edit["tool_name"] == "Edit"
     assert edit["tool_input"]["file_path"] == "/repo/src/app.py"
     assert edit["tool_input"]["files"] == ["/repo/src/app.py", "/repo/notes.md"]
     # As Claude Code's Edit has it: what the renderer, the heuristic and the pushes read.
     assert (edit["tool_input"]["old_string"], edit["tool_input"]["new_string"]) == ("ctx\na = 1", "ctx\na = 2")
-    assert hosts.as_edit({"tool_name": "Bash", "tool_input": {"command": "ls"}}) is None
-    added = hosts.as_edit({"tool_name": "Bash", "cwd": "/r", "tool_input": {"command": "apply_patch '*** Begin Patch\n"
+    assert payloads.as_edit({"tool_name": "Bash", "tool_input": {"command": "ls"}}) is None
+    added = payloads.as_edit({"tool_name": "Bash", "cwd": "/r", "tool_input": {"command": "apply_patch '*** Begin Patch\n"
                                                                                "*** Add File: a.txt\n+x\n*** End Patch'"}})
     assert added is not None and added["tool_name"] == "Write" and added["tool_input"]["content"] == "x"
 
@@ -206,16 +206,16 @@ def rollout(path: Path, call_id: str, *, item_code: int | None = None, output_co
 
 
 def test_exit_code_from_the_rollout(tmp_path: Path) -> None:
-    assert hosts.exit_code(str(rollout(tmp_path / "a.jsonl", "call_1", item_code=3)), "call_1") == 3
-    assert hosts.exit_code(str(rollout(tmp_path / "b.jsonl", "call_2", output_code=2)), "call_2") == 2
-    assert hosts.exit_code(str(rollout(tmp_path / "c.jsonl", "call_3", item_code=0)), "call_3") == 0
-    assert hosts.exit_code(str(rollout(tmp_path / "d.jsonl", "call_4", item_code=1)), "call_9") is None
-    assert hosts.exit_code(str(tmp_path / "missing.jsonl"), "call_1") is None
+    assert payloads.exit_code(str(rollout(tmp_path / "a.jsonl", "call_1", item_code=3)), "call_1") == 3
+    assert payloads.exit_code(str(rollout(tmp_path / "b.jsonl", "call_2", output_code=2)), "call_2") == 2
+    assert payloads.exit_code(str(rollout(tmp_path / "c.jsonl", "call_3", item_code=0)), "call_3") == 0
+    assert payloads.exit_code(str(rollout(tmp_path / "d.jsonl", "call_4", item_code=1)), "call_9") is None
+    assert payloads.exit_code(str(tmp_path / "missing.jsonl"), "call_1") is None
 
 
 def test_codex_answers_carry_only_codex_fields() -> None:
-    assert hosts.codex_answer('{"continue": true, "suppressOutput": true}') == ""
-    answer = json.loads(hosts.codex_answer(json.dumps({"continue": True, "suppressOutput": True, "hookSpecificOutput": {
+    assert payloads.codex_answer('{"continue": true, "suppressOutput": true}') == ""
+    answer = json.loads(payloads.codex_answer(json.dumps({"continue": True, "suppressOutput": True, "hookSpecificOutput": {
         "hookEventName": "PreToolUse", "additionalContext": "memo", "permissionDecision": "allow"}})))
     assert answer == {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "memo"}}
 
@@ -265,7 +265,7 @@ def test_codex_events_through_the_hooks(tmp_path: Path, data_dir: Path) -> None:
 def test_status_and_doctor_tell_the_codex_registration(data_dir: Path) -> None:
     data_dir.mkdir()
     connect(str(data_dir / "claude-mem.db")).close()  # doctor checks a database
-    codex_registration.install(base=BASE)
+    codex_cli.install(base=BASE)
     codex = cli_json("status")["codex"]
     assert codex["hooks"] == codex["trusted"] == 6 and codex["mcp_server"]
     hooks = codex_files()[0]

@@ -16,6 +16,7 @@ import pytest
 
 from claude_mem.cli.app import cli
 from claude_mem.settings import SETTINGS
+from scripts import commands_md
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -60,7 +61,8 @@ def slug(heading: str) -> str:
 
 
 def long_options(command: click.Command) -> list[str]:
-    return [opt for param in command.params if isinstance(param, click.Option)
+    """Its long options but hidden ones (an older spelling still taken, such as `prune --days`)."""
+    return [opt for param in command.params if isinstance(param, click.Option) and not param.hidden
             for opt in (*param.opts, *param.secondary_opts) if opt.startswith("--") and opt != "--json"]
 
 
@@ -112,26 +114,31 @@ def test_the_readme_names_every_hook() -> None:
 
 # docs/: every command, option, setting and hook.
 
-def test_every_command_and_option_is_documented() -> None:
-    """docs/commands.md has a section per command naming each of its long options, and each
-    subcommand of a group with its options (the hook commands under `claude-mem hook`)."""
+def test_the_command_reference_is_the_commands_help() -> None:
+    """docs/commands.md carries each visible command's --help (a group's with its subcommands') as
+    scripts/commands_md.py writes it now: a changed option or help text fails until it is run."""
+    assert PAGES["commands.md"] == commands_md.generate(PAGES["commands.md"]), "run: python scripts/commands_md.py"
+
+
+def test_the_reference_generator_writes_every_visible_command_and_no_hidden_one() -> None:
     page = PAGES["commands.md"]
-    by_title = sections(page)
-    missing: list[str] = []
     for name, command in cli.commands.items():
         if name in HOOK_COMMANDS:
             assert command.hidden, name  # the names older installs wrote: `claude-mem hook NAME` is documented
-            continue
-        body = by_title.get(f"claude-mem {name}")
-        if body is None:
-            missing.append(f"{name}: no section")
-            continue
-        missing += [f"{name} {opt}" for opt in long_options(command) if opt not in body]
-        for sub_name, sub in getattr(command, "commands", {}).items():
-            if f"{name} {sub_name}" not in body:
-                missing.append(f"{name} {sub_name}")
-            missing += [f"{name} {sub_name} {opt}" for opt in long_options(sub) if opt not in body]
-    assert missing == []
+    shown = re.findall(r"^<!-- `claude-mem ([a-z -]+) --help`", page, re.M)
+    assert sorted(shown) == sorted(commands_md.visible_commands()) and "hook" not in shown
+    for name, command in commands_md.visible_commands().items():
+        block = page[page.index(f"<!-- `claude-mem {name} --help`"):]
+        block = block[:block.index(commands_md.END)]
+        assert f"Usage: claude-mem {name} " in block and all(opt in block for opt in long_options(command)), name
+        for sub in getattr(command, "commands", {}):
+            assert f"Usage: claude-mem {name} {sub} " in block, (name, sub)
+    # A visible command without a heading is named, not silently left out.
+    without = page.replace("### `claude-mem reindex`", "### Rebuilding the index")
+    with pytest.raises(commands_md.MissingSection, match="no heading for reindex"):
+        commands_md.generate(without)
+    assert "claude-mem hook --help" not in page and "Usage: claude-mem hook" not in page
+    assert "claude-mem hook" in sections(page), "the hidden hook group keeps its hand-written section"
 
 
 def test_every_setting_is_documented_with_its_default() -> None:

@@ -40,18 +40,18 @@ class Observer:
     def __call__(self, request: ApiRequest) -> str:
         text = _last_text(request)
         self.asked.append(text)
-        if "<summary>" in text:
-            return "<summary><request>port work</request><completed>done</completed></summary>"
+        # A turn's end rides with its events: its summary comes after the observation.
+        summary = "<summary><request>port work</request><completed>done</completed></summary>" if "<summary" in text else ""
         self.shown += [int(n) for n in _SHOWN.findall(text)]
         files = "<files_modified><file>config.py</file></files_modified><concepts><concept>port</concept></concepts>"
         if "8443" in text:
             said = "".join(f"<supersedes>obs:{n}</supersedes>" for n in self.shown)
             return (f"<observation><type>change</type><title>{escape(NEW_TITLE)}</title><facts><fact>config.py sets PORT = 8443"
-                    f"</fact></facts>{files}{said}</observation>")
+                    f"</fact></facts>{files}{said}</observation>{summary}")
         if "8080" in text:
             return (f"<observation><type>discovery</type><title>{escape(OLD_TITLE)}</title><facts><fact>config.py sets"
-                    f" PORT = 8080</fact></facts>{files}</observation>")
-        return "<nothing/>"
+                    f" PORT = 8080</fact></facts>{files}</observation>{summary}")
+        return summary or "<nothing/>"
 
 
 def _observe(sandbox: dict, session_id: str, observer: Observer, tmp: Path) -> str:  # noqa: F811

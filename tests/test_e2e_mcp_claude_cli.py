@@ -113,7 +113,7 @@ def test_the_plugins_remember_command_has_claude_call_remember(sandbox):  # noqa
     [answer] = [block for block in last.tool_results() if block["tool_use_id"] == issued]
     text = json.dumps(answer["content"])
     assert not answer.get("is_error") and "Remembered as obs:" in text, text
-    found = mem(sandbox, "search", "ocelot", "--mode", "fts")
+    found = mem(sandbox, "search", "ocelot", "--mode", "keyword")
     [hit] = [h for h in found["hits"] if h["kind"] == "observation"]  # beside the prompt the hook recorded
     shown = mem(sandbox, "show", f"obs:{hit['id']}")
     assert (shown["source"], shown["type"], shown["session_id"]) == ("agent", "decision", f"stated:{PROJECT}")

@@ -1,7 +1,7 @@
 """The memory tools are there at a session's first turn, with the real Claude Code CLI
 bundled with claude-agent-sdk and its defaults: it does not wait for MCP servers, probes them with
 `server/discover` and falls back to a slow legacy handshake when the answer is late. `claude-mem
-install` registers `claude-mem mcp` (mcp_shim.py); sessions whose first step is a memory search
+install` registers `claude-mem mcp` (mcp/shim.py); sessions whose first step is a memory search
 (through ToolSearch, as a new user's sessions run) must get the earlier session's observation,
 and the CLI's own MCP log must show neither a probe time-out nor the legacy fallback."""
 

@@ -18,7 +18,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from claude_mem import settings
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.memory_file.choose import choose
 from claude_mem.push.digest import build_digest
 from claude_mem.replay import run_hook

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from bench.heuristic_titles import is_generic, measure, names_something, subjects
 from claude_mem.demo import CALC_BUGGY, PYTEST_FAILED
+from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.replay import find_transcripts
-from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.worker.events import Event
 from claude_mem.worker.heuristic import observe, summarize
 from tests.conftest import TRANSCRIPTS

@@ -627,9 +627,9 @@ SLOW_STDLIB = ("typing", "dataclasses", "inspect", "hashlib", "subprocess")
 # ground it stands on (text/, the locks, detaching), worker start-up, the memory service's
 # stdlib client (the prompt push asks it first), and the write guard (guard/: a past failure's
 # line is screened before the command-failure push shows it).
-HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hook_table", "claude_mem.hosts", "claude_mem.jsonfile", "claude_mem.hooks",
-             "claude_mem.payload", "claude_mem.project", "claude_mem.file_paths", "claude_mem.settings", "claude_mem.logs",
-             "claude_mem.resources",
+HOOK_PATH = ("claude_mem", "claude_mem.entry", "claude_mem.hosts", "claude_mem.hosts.hook_table", "claude_mem.hosts.payloads",
+             "claude_mem.jsonfile", "claude_mem.hooks", "claude_mem.project", "claude_mem.file_paths", "claude_mem.settings",
+             "claude_mem.logs", "claude_mem.resources",
              "claude_mem.store", "claude_mem.push", "claude_mem.text", "claude_mem.worker", "claude_mem.worker.spawn",
              "claude_mem.worker.stranded", "claude_mem.service", "claude_mem.service.client", "claude_mem.service.protocol",
              "claude_mem.processes", "claude_mem.guard")

@@ -120,11 +120,11 @@ def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_
         row = conn.execute("SELECT * FROM user_prompts WHERE id = ?", (row_id,)).fetchone()
         return {doc_id: text for doc_id, text, _ in document_texts("prompt", row)}
 
-    index.index_prompts(conn, [row_id])
+    index.index_rows(conn, "prompt", [row_id])
     assert stored() == expected() and len(expected()) == 1
     with transaction(conn):
         record_reply(conn, "s1", "The lockfile pinned an old parser release; updating it fixed CI.", "p1")
-    index.index_prompts(conn, [row_id])
+    index.index_rows(conn, "prompt", [row_id])
     assert stored() == expected() and len(expected()) == 2
     # Claude's words find the turn: a query close to the reply, far from the prompt.
     [best] = index.query_documents("outdated dependency version in the lockfile", 1)
@@ -132,7 +132,7 @@ def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_
     # A reply gone (its row rewritten) loses its document, deleted by id.
     with transaction(conn):
         conn.execute("UPDATE user_prompts SET reply_text = '' WHERE id = ?", (row_id,))
-    index.index_prompts(conn, [row_id])
+    index.index_rows(conn, "prompt", [row_id])
     assert stored() == expected() and len(expected()) == 1
     assert index.drift(conn)["in_sync"]
     index.close()
@@ -140,9 +140,9 @@ def test_a_prompt_is_indexed_again_with_its_reply(conn: sqlite3.Connection, tmp_
 
 def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) -> None:
     rows = add_rows(conn)
-    index.index_observations(conn, rows["observation"])
-    index.index_summaries(conn, rows["summary"])
-    index.index_prompts(conn, rows["prompt"])
+    index.index_rows(conn, "observation", rows["observation"])
+    index.index_rows(conn, "summary", rows["summary"])
+    index.index_rows(conn, "prompt", rows["prompt"])
     dark, login = rows["observation"][1], rows["observation"][0]
 
     top = index.query("night theme for the user interface", 3, {"kind": "observation"})
@@ -161,7 +161,7 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
 
     # A rewritten summary replaces its documents; a deleted row loses them.
     upsert_summary(conn, "s1", "alpha", Summary(request="fix the login", completed="login works again"), prompt_number=1)
-    index.index_summaries(conn, rows["summary"])
+    index.index_rows(conn, "summary", rows["summary"])
     conn.execute("DELETE FROM observations WHERE id = ?", (login,))
     drift = index.drift(conn)
     assert drift["observation"]["stale"] == 1 and drift["summary"] == {"sqlite": 1, "indexed": 1, "missing": 0, "stale": 0, "unfilled": 0}
@@ -222,7 +222,7 @@ def test_a_multilingual_index_finds_a_fact_by_its_own_vector(conn: sqlite3.Conne
     assert docs == {f"obs:{login}:main": "Fixed login crash\nauth\nThe refresh token was null after logout\n"
                                          "token refresh raced with logout\na lock now guards the refresh"}
     assert index.index_missing(conn) == {"observation": 0, "summary": 0, "prompt": 0, "removed": 0, "vectors": 0}
-    hits = search(conn, "a lock guards the refresh", index=index, mode="vector").hits
+    hits = search(conn, "a lock guards the refresh", index=index, mode="semantic").hits
     assert hits[0].id == login and hits[0].snippet == "a lock now guards the refresh"  # the fact that matched
 
 
@@ -234,18 +234,18 @@ def test_reindexed_rows_lose_the_documents_they_no_longer_have(conn: sqlite3.Con
         with index._use("inspect") as store:
             return sorted(split_doc_id(i)[0] for i in store.collection.get(where={"kind": "summary"})["ids"])
 
-    index.index_summaries(conn, [summary])
+    index.index_rows(conn, "summary", [summary])
     assert ids() == [f"sum:{summary}:learned", f"sum:{summary}:request"]
     with conn:
         conn.execute("UPDATE session_summaries SET learned = '' WHERE id = ?", (summary,))
-    index.index_summaries(conn, [summary])
+    index.index_rows(conn, "summary", [summary])
     assert ids() == [f"sum:{summary}:request"]
     # store/forget.py leaves an empty collection id when Chroma was away; should SQLite hand the
     # id to a new row, indexing it must still clear what the old row left.
     with conn:
         conn.execute("UPDATE index_state SET collection_id = '' WHERE kind = 'summary' AND row_id = ?", (summary,))
         conn.execute("UPDATE session_summaries SET learned = 'x', request = '' WHERE id = ?", (summary,))
-    index.index_summaries(conn, [summary])
+    index.index_rows(conn, "summary", [summary])
     assert ids() == [f"sum:{summary}:learned"]
 
 
@@ -269,7 +269,7 @@ def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: 
     try:
         ix = Index(url=srv.url, installation=ME)
         rows = add_rows(conn)
-        ix.index_observations(conn, rows["observation"][:1])
+        ix.index_rows(conn, "observation", rows["observation"][:1])
         srv.stop()
         with pytest.raises(IndexUnavailable, match="unavailable"):
             ix.query("login", 3)
@@ -277,7 +277,7 @@ def test_server_down_raises_index_unavailable_and_missing_rows_come_later(conn: 
         new = insert_observation(conn, "s1", "alpha", Observation(type="change", title="Renamed the config loader"),
                                  prompt_number=3)
         with pytest.raises(IndexUnavailable):
-            ix.index_observations(conn, [new])
+            ix.index_rows(conn, "observation", [new])
         assert conn.execute("SELECT count(*) FROM index_state").fetchone()[0] == 1
         srv.start()  # same folder, same port: the same Index reconnects by itself
         assert ix.index_missing(conn) == {"observation": 3, "summary": 1, "prompt": 1, "removed": 0, "vectors": 0}
@@ -355,7 +355,7 @@ WRITER = textwrap.dedent("""
     conn = connect(sys.argv[1])
     new = insert_observation(conn, "s2", "beta", Observation(type="decision", title="Chose PostgreSQL for the billing service"),
                              prompt_number=9)
-    Index(path=sys.argv[2]).index_observations(conn, [new])
+    Index(path=sys.argv[2]).index_rows(conn, "observation", [new])
     print(new)
 """)
 
@@ -426,7 +426,7 @@ def test_a_row_forgotten_while_it_is_embedded_keeps_no_documents(conn: sqlite3.C
 
     index = Index(path=str(tmp_path / "chroma"), embedder=embed_while_forgetting)
     try:
-        index.index_observations(conn, rows["observation"])
+        index.index_rows(conn, "observation", rows["observation"])
         with index._use("inspect") as store:
             left = [split_doc_id(i)[0] for i in store.collection.get()["ids"]]
         assert forgetting and left and not [d for d in left if d.startswith(f"obs:{doomed}:")], left

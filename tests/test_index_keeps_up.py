@@ -39,7 +39,7 @@ def _indexed(conn: sqlite3.Connection, kind: str, ids: list[int]) -> set[int]:
 
 
 def _found(data_dir: Path, query: str, ref_kind: str, row_id: int) -> bool:
-    answer = client.call(str(data_dir), "search", {"query": query, "mode": "vector", "limit": 3, "settings":
+    answer = client.call(str(data_dir), "search", {"query": query, "mode": "semantic", "limit": 3, "settings":
                                                    {"chroma_url": "", "semantic_index": True, "embedder": "minilm"}}, timeout_s=20)
     return any(h["kind"] == ref_kind and h["id"] == row_id for h in answer["hits"][:3])
 

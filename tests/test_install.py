@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from claude_mem import registration
 from claude_mem.cli.app import cli
-from claude_mem.hook_table import HOOK_COMMANDS, HOOK_EVENTS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER
+from claude_mem.hosts import claude_code
+from claude_mem.hosts.hook_table import HOOK_COMMANDS, HOOK_EVENTS, HOOK_REGISTRATIONS, PRE_TOOL_MATCHER
 from tests.conftest import cli_json
 
 VENV_CLAUDE_MEM = os.path.join(os.path.dirname(sys.executable), "claude-mem")
@@ -47,7 +47,7 @@ def our_hooks(settings: dict) -> list[tuple[str, str, str | None, dict]]:
     for event, groups in settings.get("hooks", {}).items():
         for group in groups:
             for entry in group.get("hooks", []):
-                sub = registration.hook_subcommand(entry.get("command"))
+                sub = claude_code.hook_subcommand(entry.get("command"))
                 if sub:
                     found.append((event, sub, group.get("matcher"), entry))
     return found
@@ -82,7 +82,7 @@ def test_install_into_empty_config_registers_every_hook_and_the_mcp_server(claud
     found = our_hooks(settings)
     assert sorted((e, s) for e, s, _, _ in found) == sorted(OURS)
     for event, sub, matcher, entry in found:
-        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} hook {sub}", "timeout": registration.HOOK_TIMEOUT_S}
+        assert entry == {"type": "command", "command": f"{VENV_CLAUDE_MEM} hook {sub}", "timeout": claude_code.HOOK_TIMEOUT_S}
         assert matcher == {"PostToolUse": "*", "PostToolUseFailure": "*", "PreToolUse": PRE_TOOL_MATCHER}.get(event)
         assert sub in HOOK_COMMANDS and event in HOOK_EVENTS[sub]  # install and the dispatcher agree
     assert load(claude_home["mcp"]) == {"mcpServers": {"claude-mem": {"type": "stdio", "command": VENV_CLAUDE_MEM, "args": ["mcp"]}}}
@@ -329,19 +329,19 @@ def test_symlinked_settings_file_stays_a_symlink(claude_home, tmp_path):
 
 def test_paths_with_spaces_are_quoted_and_still_recognised():
     base = ["/opt/my venv/bin/claude-mem"]
-    new, changes = registration.plan_hooks_install({}, base)
+    new, changes = claude_code.plan_hooks_install({}, base)
     commands = {entry["command"] for _, _, _, entry in our_hooks(new)}
     assert "'/opt/my venv/bin/claude-mem' hook save" in commands
     assert all(shlex.split(c)[0] == base[0] for c in commands)
     # The `python -m claude_mem` fallback is ours too, the bare names older installs wrote too, and
     # other tools' commands are not.
-    assert registration.hook_subcommand("/usr/bin/python3 -m claude_mem hook new") == "new"
-    assert registration.hook_subcommand("/usr/bin/python3 -m claude_mem new") == "new"
-    assert registration.hook_subcommand("claude-mem summary") == "summary"
-    assert registration.hook_subcommand("other-tool save") is None
-    assert registration.hook_subcommand("other-tool hook save") is None
-    assert registration.hook_subcommand("claude-mem save --verbose") is None
-    again, more = registration.plan_hooks_install(new, base)
+    assert claude_code.hook_subcommand("/usr/bin/python3 -m claude_mem hook new") == "new"
+    assert claude_code.hook_subcommand("/usr/bin/python3 -m claude_mem new") == "new"
+    assert claude_code.hook_subcommand("claude-mem summary") == "summary"
+    assert claude_code.hook_subcommand("other-tool save") is None
+    assert claude_code.hook_subcommand("other-tool hook save") is None
+    assert claude_code.hook_subcommand("claude-mem save --verbose") is None
+    again, more = claude_code.plan_hooks_install(new, base)
     assert again == new and more == []
 
 

@@ -233,11 +233,11 @@ def test_search_ranks_what_was_replaced_below_what_replaced_it(conn: sqlite3.Con
     new = store(conn, "Settings switched to DATABASE_URL", "change", at=40, session="s2")
     with transaction(conn):
         marks.add(conn, old, new, "supersedes", "person")
-    hits = search(conn, "LEDGER_DB_URL database url", mode="fts").hits
+    hits = search(conn, "LEDGER_DB_URL database url", mode="keyword").hits
     assert [h.id for h in hits[:2]] == [new, old]  # brought in by what it replaced, and above it
     assert hits[0].superseded_by == [] and hits[1].superseded_by == [f"obs:{new}"]
     assert "[superseded by obs:" in views.search_rows(conn, hits)[2]
-    assert [h.id for h in search(conn, "LEDGER_DB_URL database url", mode="fts", type_="discovery").hits] == [old]
+    assert [h.id for h in search(conn, "LEDGER_DB_URL database url", mode="keyword", type_="discovery").hits] == [old]
     record, _ = views.observation_records(conn, [old], 5000)
     assert f"Note: superseded by obs:{new}, {local_day(T0 + 40 * DAY)}." in record
     items = views.session_items(conn, "observation", old)
@@ -433,7 +433,7 @@ def test_the_viewer_shows_marks_and_a_person_adds_and_undoes_them(conn: sqlite3.
         assert [(m["old_id"], m["new_id"], m["author"], m["reason"]) for m in detail["marks"]] == [(old, new, "person", "cores now")]
         feed = {i["id"]: i for i in client.get("/api/feed").json()["items"] if i["kind"] == "observation"}
         assert feed[old]["mark"] == f"superseded by obs:{new}, {local_day(T0 + 3 * DAY)}" and feed[new]["mark"] == ""
-        hits = client.get("/api/search", params={"q": "uploads threads", "mode": "fts"}).json()["hits"]
+        hits = client.get("/api/search", params={"q": "uploads threads", "mode": "keyword"}).json()["hits"]
         assert [(h["id"], bool(h["mark"])) for h in hits] == [(new, False), (old, True)]
         # Another site's page can neither send JSON without asking first nor pass as this page.
         assert client.post("/api/marks", data={"old": str(old), "new": str(new)}).status_code == 401

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from claude_mem.mcp_server import MAX_RECORDS_CHARS, MAX_SEARCH_CHARS, MAX_TIMELINE_CHARS, build_server
+from claude_mem.mcp.server import MAX_RECORDS_CHARS, MAX_SEARCH_CHARS, MAX_TIMELINE_CHARS, build_server
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from claude_mem import mcp_shim
-from claude_mem.mcp_host import envelope, write_current_description
+from claude_mem.mcp import shim
+from claude_mem.mcp.host import envelope, write_current_description
 from claude_mem.service import control
 from tests.mcp_helpers import call, stdio_server
 from tests.stores import Stored, build_indexed
@@ -31,7 +31,7 @@ CLI_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 MODERN = [
     {"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover", "params": CLI_META},
     {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",
-     "params": {**CLI_META, "notifications": mcp_shim.LISTEN_FOR}},
+     "params": {**CLI_META, "notifications": shim.LISTEN_FOR}},
     *({"jsonrpc": "2.0", "id": n, "method": method, "params": CLI_META}
       for n, method in enumerate(("server/discover", "prompts/list", "resources/list", "tools/list"))),
 ]
@@ -66,16 +66,16 @@ def test_the_shim_answers_what_the_library_answers(data_dir: Path) -> None:
     config = build_indexed(data_dir).config
     write_current_description(config)
     env = {**os.environ, "CLAUDE_MEM_DATA_DIR": str(data_dir), "PYTHONPATH": os.pathsep.join(sys.path)}
-    answers = mcp_shim.read_description(str(data_dir))
+    answers = shim.read_description(str(data_dir))
     for message in MODERN + LEGACY:  # every request of both openings is answered from the description
         if "id" in message:
-            assert mcp_shim.local_key(message, "2025-11-25") in answers, message
-    shim = [sys.executable, "-m", "claude_mem", "mcp"]
-    library = [sys.executable, "-m", "claude_mem.mcp_server"]  # the real server in a process of its own
+            assert shim.local_key(message, "2025-11-25") in answers, message
+    ours_cmd = [sys.executable, "-m", "claude_mem", "mcp"]
+    library = [sys.executable, "-m", "claude_mem.mcp.server"]  # the real server in a process of its own
     for messages in (MODERN, LEGACY):
         expected = sum("id" in m for m in messages)
         started = time.monotonic()
-        ours = keyed(exchange(shim, env, messages, expected))
+        ours = keyed(exchange(ours_cmd, env, messages, expected))
         ours_s = time.monotonic() - started
         theirs = keyed(exchange(library, env, messages, expected))
         assert ours == theirs
@@ -84,19 +84,19 @@ def test_the_shim_answers_what_the_library_answers(data_dir: Path) -> None:
 
 def test_a_stale_description_is_not_used(data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
-    Path(mcp_shim.description_path(str(data_dir))).write_text(json.dumps({"fingerprint": "older code", "answers": {"x": 1}}))
-    assert mcp_shim.read_description(str(data_dir)) == {}
-    assert "mcp_server.py" in mcp_shim.fingerprint()
+    Path(shim.description_path(str(data_dir))).write_text(json.dumps({"fingerprint": "older code", "answers": {"x": 1}}))
+    assert shim.read_description(str(data_dir)) == {}
+    assert os.path.join("mcp", "server.py") in shim.fingerprint()
 
 
 def test_only_plain_requests_are_answered_locally() -> None:
     discover = MODERN[0]
-    assert mcp_shim.local_key(discover, None) == "server/discover 2026-07-28"
-    assert mcp_shim.local_key({**MODERN[-1], "params": {**CLI_META, "cursor": "x"}}, None) is None  # a cursor: the library's
-    assert mcp_shim.local_key({"jsonrpc": "2.0", "method": "tools/list", "params": {}}, None) is None  # a notification
-    assert mcp_shim.local_key({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": envelope("2026-07-28")}, None) is None
+    assert shim.local_key(discover, None) == "server/discover 2026-07-28"
+    assert shim.local_key({**MODERN[-1], "params": {**CLI_META, "cursor": "x"}}, None) is None  # a cursor: the library's
+    assert shim.local_key({"jsonrpc": "2.0", "method": "tools/list", "params": {}}, None) is None  # a notification
+    assert shim.local_key({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": envelope("2026-07-28")}, None) is None
     other_listen = {**MODERN[1], "params": {**CLI_META, "notifications": {"toolsListChanged": True}}}
-    assert mcp_shim.local_key(other_listen, None) is None
+    assert shim.local_key(other_listen, None) is None
 
 
 @pytest.mark.slow
@@ -141,16 +141,16 @@ def test_a_fresh_service_has_the_description_written_and_serves_tools(tmp_path: 
 
     stored: Stored = build_indexed(tmp_path / "data")
     data = stored.config.data_dir
-    assert mcp_shim.read_description(data) == {}
+    assert shim.read_description(data) == {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env={**env, "CLAUDE_MEM_DATA_DIR": data},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         client.call(data, "ping", timeout_s=60, wait=True, start=False)
         deadline = time.monotonic() + 90
-        while not mcp_shim.read_description(data) and time.monotonic() < deadline:
+        while not shim.read_description(data) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert "tools/list 2025-11-25" in mcp_shim.read_description(data)
+        assert "tools/list 2025-11-25" in shim.read_description(data)
         cwd = tmp_path / "alpha"
         cwd.mkdir()
 

@@ -55,7 +55,7 @@ def test_a_chinese_word_is_found_by_keyword_and_ranked_first(data_dir: Path) -> 
     mem.close()
     env = {"CLAUDE_MEM_SEMANTIC_INDEX": "0"}
     found = cli_json("search", "认证", "--json", env=env)
-    assert found["mode"] == "fts" and found["hits"][0]["title"] == "给用户认证加上双因素验证"
+    assert found["mode"] == "keyword" and found["hits"][0]["title"] == "给用户认证加上双因素验证"
     assert "认证" in found["hits"][0]["snippet"]
     found = cli_json("search", "订单分页慢", "--json", env=env)
     assert found["hits"][0]["title"] == "优化订单列表的分页查询"

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.store.memories import Observation, Summary
-from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.worker.parse import ParseResult, parse_reply
 
 NO_BLOCK = "no <observation> or <summary> block found"

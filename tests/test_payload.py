@@ -12,18 +12,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from claude_mem import payload
-from claude_mem.payload import (
-    REDACTED,
-    PayloadError,
-    clean_text,
-    clean_value,
-    head_tail,
-    matches_skip_list,
-    parse_payload,
-    redact,
-    to_json_capped,
-)
+from claude_mem.hooks import matches_skip_list
+from claude_mem.hosts.payloads import PayloadError, parse_payload
+from claude_mem.text import caps
+from claude_mem.text.caps import clean_text, clean_value, head_tail, to_json_capped
+from claude_mem.text.redact import REDACTED, redact
 
 RNG = random.Random(20261122)
 
@@ -238,7 +231,7 @@ def test_clean_text_never_leaks_at_the_window_edges(limit: int, shrink: bool) ->
     redaction shortens the window and brings its cut edge into what is kept. Dense at a small
     limit (cheap), a few offsets at the default one."""
     n = len(FILLER)
-    window = 4 * limit + payload._WINDOW_EDGE
+    window = 4 * limit + caps._WINDOW_EDGE
     big = "<private>" + "p" * (window - limit // 2) + "</private>"
     dense = limit < 1000
     plants = planted_secrets() if dense else [p for p in planted_secrets() if p[0] in ("anthropic", "key")]
@@ -447,4 +440,4 @@ _PIECES = ["password=hunter22", "PassWord: 'x y'", "api_key=abcdefgh12345678", "
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 def test_needle_prefilter_never_changes_what_is_redacted(text: str) -> None:
     # The prefilter only skips patterns that cannot match: same result as running them all.
-    assert payload.redact(text) == payload.redact(text, prefilter=False)
+    assert redact(text) == redact(text, prefilter=False)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from claude_mem import __version__, registration
-from claude_mem.hook_table import HOOK_EVENTS, HOOK_REGISTRATIONS
+from claude_mem import __version__
+from claude_mem.hosts import claude_code
+from claude_mem.hosts.hook_table import HOOK_EVENTS, HOOK_REGISTRATIONS
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.claude_cli import CLAUDE
 from tests.conftest import cli_json
@@ -70,7 +71,7 @@ def test_the_marketplace_lists_the_repository_as_its_plugin() -> None:
     marketplace, plugin = manifests()
     [entry] = marketplace["plugins"]
     assert entry["name"] == plugin["name"] and entry["source"] == "./"
-    assert f"{plugin['name']}@{marketplace['name']}" == registration.OUR_PLUGIN
+    assert f"{plugin['name']}@{marketplace['name']}" == claude_code.OUR_PLUGIN
     # Third parties' plugins may not be named claude-... (the CLI refuses them); the command stays claude-mem.
     assert not plugin["name"].startswith(("claude", "anthropic"))
     assert plugin["version"] == __version__ and plugin["author"]["name"] and plugin["license"] == "MIT"
@@ -93,7 +94,7 @@ def test_the_plugin_registers_the_hook_table_through_its_launcher() -> None:
                     continue
                 assert words == ["hook", sub] and event in HOOK_EVENTS[sub]
                 registered.add((event, sub, group.get("matcher")))
-    # The one list (hook_table.HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
+    # The one list (hosts/hook_table.py HOOK_REGISTRATIONS): the plugin registers what `claude-mem install` does.
     assert registered == set(HOOK_REGISTRATIONS)
     assert os.access(ROOT / LAUNCHER, os.X_OK)
 
@@ -239,12 +240,12 @@ def test_install_and_the_plugin_warn_about_each_other(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(cfg))
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     cfg.mkdir()
-    (cfg / "settings.json").write_text(json.dumps({"enabledPlugins": {registration.OUR_PLUGIN: True}}))
-    assert registration.installed_beside_plugin() == []
-    result = registration.install(base=["/opt/cm/bin/claude-mem"])
+    (cfg / "settings.json").write_text(json.dumps({"enabledPlugins": {claude_code.OUR_PLUGIN: True}}))
+    assert claude_code.installed_beside_plugin() == []
+    result = claude_code.install(base=["/opt/cm/bin/claude-mem"])
     [warning] = result.warnings
-    assert registration.OUR_PLUGIN in warning and "every hook runs twice" in warning and str(cfg / "settings.json") in warning
-    [beside] = registration.installed_beside_plugin()
+    assert claude_code.OUR_PLUGIN in warning and "every hook runs twice" in warning and str(cfg / "settings.json") in warning
+    [beside] = claude_code.installed_beside_plugin()
     assert str(cfg / "settings.json") in beside and "`claude-mem uninstall`" in beside
-    registration.uninstall()
-    assert registration.installed_beside_plugin() == []
+    claude_code.uninstall()
+    assert claude_code.installed_beside_plugin() == []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.push import failures
 from claude_mem.push.failures import error_line
 from claude_mem.replay import run_hook

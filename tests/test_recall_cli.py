@@ -68,14 +68,18 @@ def test_search_json_and_filters(stored: Stored) -> None:
     assert ("observation", stored.obs["login"]) in hits("login crash", "--since", today, "--until", today)
     assert len(hits("login", "--limit", "1")) == 1
     # Meaning alone finds what shares no word with the query.
-    by_meaning = set(hits("relational store for invoices", "--mode", "vector", "--limit", "2"))
+    by_meaning = set(hits("relational store for invoices", "--mode", "semantic", "--limit", "2"))
     assert by_meaning and by_meaning <= billing
-    fts = json.loads(invoke("search", "login", "--mode", "fts", "--json").stdout)
-    assert fts["mode"] == "fts" and fts["note"] is None
+    fts = json.loads(invoke("search", "login", "--mode", "keyword", "--json").stdout)
+    assert fts["mode"] == "keyword" and fts["note"] is None
+    # The names before 0.2.0 still work, and the answer says the mode's one name.
+    old = json.loads(invoke("search", "login", "--mode", "fts", "--json").stdout)
+    assert old["mode"] == "keyword" and [h["id"] for h in old["hits"]] == [h["id"] for h in fts["hits"]]
+    assert json.loads(invoke("search", "relational store for invoices", "--mode", "vector", "--json").stdout)["mode"] == "semantic"
 
 
 def test_nothing_found_exits_1_on_one_line(stored: Stored) -> None:
-    result = invoke("search", "zebra quantum", "--mode", "fts", code=1)
+    result = invoke("search", "zebra quantum", "--mode", "keyword", code=1)
     assert result.stdout == "" and result.stderr.strip().splitlines() == ["Error: nothing matches 'zebra quantum'"]
     result = invoke("search", "login", "--project", "nope", code=1)
     assert result.stderr.strip() == "Error: nothing matches 'login' with these filters"
@@ -104,9 +108,9 @@ def test_keyword_fallback_is_one_note(stored: Stored, monkeypatch: pytest.Monkey
     result = invoke("search", "login crash")
     [note] = result.stderr.strip().splitlines()
     assert note.startswith("note: semantic index at http://127.0.0.1:") and note.endswith("keyword results only")
-    assert f"obs:{stored.obs['login']} " in result.stdout and "result(s), fts" in result.stdout
+    assert f"obs:{stored.obs['login']} " in result.stdout and "result(s), keyword" in result.stdout
     out = json.loads(invoke("search", "login crash", "--json").stdout)
-    assert out["mode"] == "fts" and "keyword results only" in out["note"]
+    assert out["mode"] == "keyword" and "keyword results only" in out["note"]
 
 
 @pytest.mark.slow

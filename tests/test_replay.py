@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from claude_mem.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
-from claude_mem.hooks import QUIET, store_in_process
-from claude_mem.payload import matches_skip_list
+from claude_mem.hooks import QUIET, matches_skip_list, store_in_process
+from claude_mem.hosts.hook_table import COMMAND_FOR_EVENT, HOOK_EVENTS
 from claude_mem.replay import (
     TOOL_EVENTS,
     HookEvent,

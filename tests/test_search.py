@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_mem.index.semantic_index import Index
+from claude_mem.kinds import SearchMode
 from claude_mem.recall import tuning
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.hits import Hit
@@ -70,23 +71,23 @@ def test_finds_by_keyword_and_by_meaning(store) -> None:
     assert by_word.hits[0].snippet == "a mutex now guards the refresh"  # the fact that matched
     # No word in common with "Dark mode" / "colours come from CSS variables".
     query = "night theme for the user interface"
-    assert ("observation", ids["dark"]) not in keys(search(conn, query, index=index, project="alpha", mode="fts"))
+    assert ("observation", ids["dark"]) not in keys(search(conn, query, index=index, project="alpha", mode="keyword"))
     meaning = search(conn, query, index=index, project="alpha", kinds=("observation",))
     assert keys(meaning)[0] == ("observation", ids["dark"])
-    vector = search(conn, query, index=index, project="alpha", kinds=("observation",), mode="vector")
-    assert vector.mode == "vector" and keys(vector)[0] == ("observation", ids["dark"])
+    vector = search(conn, query, index=index, project="alpha", kinds=("observation",), mode="semantic")
+    assert vector.mode == "semantic" and keys(vector)[0] == ("observation", ids["dark"])
 
 
 def test_unrelated_queries_find_nothing_rather_than_the_nearest(store) -> None:
     conn, index, ids = store
     query = "quarterly tax filing deadline for the accountant"  # no memory is about this
-    for mode in ("hybrid", "vector"):
+    for mode in ("hybrid", "semantic"):
         result = search(conn, query, index=index, mode=mode)
         assert result.hits == [] and "close to it in meaning" in (result.note or "")
         # Without the floor the nearest memories would have come back.
         assert index.query_documents(index.embed_query(query), 3)
     # A related query with no word in common still finds its memory by meaning.
-    meaning = search(conn, "night theme for the user interface", index=index, project="alpha", mode="vector")
+    meaning = search(conn, "night theme for the user interface", index=index, project="alpha", mode="semantic")
     assert keys(meaning)[0] == ("observation", ids["dark"])
     # A keyword match is kept however far its meaning: it names what the query names.
     word = search(conn, "mutex zebra aquarium", index=index, project="alpha")
@@ -122,8 +123,8 @@ REGIMES = {"unfiltered-then-sql": {}, "brute-force": {"POOL": 4, "RAW_FACTOR": 1
 
 
 # The regimes differ on the vector side only: keyword search is tested once.
-@pytest.mark.parametrize(("mode", "regime"), [("fts", "unfiltered-then-sql")]
-                         + [(mode, regime) for mode in ("hybrid", "vector") for regime in REGIMES])
+@pytest.mark.parametrize(("mode", "regime"), [("keyword", "unfiltered-then-sql")]
+                         + [(mode, regime) for mode in ("hybrid", "semantic") for regime in REGIMES])
 def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeypatch: pytest.MonkeyPatch) -> None:
     conn, index, ids = store
     for name, value in REGIMES[regime].items():
@@ -171,22 +172,32 @@ def test_common_words_give_way_to_rare_ones_and_their_counts_follow_new_rows(tmp
 
     common = add("widget", 20)
     rare = add("gizmo", 3)
-    first = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts")
+    first = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="keyword")
     assert {h.id for h in first.hits} == set(rare)  # "widget" is in 20 rows, over the budget of 10
 
     both = add("gizmo widget", 2)  # 2 rows added: the counts are reused, "gizmo" still rare
-    assert {h.id for h in search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts").hits} == set(rare + both)
+    assert {h.id for h in search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="keyword").hits} == set(rare + both)
 
     add("gizmo", 20)  # now both words are common: only rows holding both are ranked
-    again = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="fts")
+    again = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="keyword")
     assert {h.id for h in again.hits} == set(both) and not set(common) & {h.id for h in again.hits}
 
 
 def test_without_an_index_answers_from_fts_and_says_so(store) -> None:
     conn, _, ids = store
     result = search(conn, "mutex", project="alpha")
-    assert result.mode == "fts" and "keyword results only" in (result.note or "")
+    assert result.mode == "keyword" and "keyword results only" in (result.note or "")
     assert keys(result)[0] == ("observation", ids["login"])
+
+
+def test_a_mode_has_one_name_and_the_old_ones_still_read(store) -> None:
+    """keyword and semantic, the modules' names; fts and vector (before 0.2.0) read as them."""
+    conn, _, ids = store
+    assert SearchMode("fts") is SearchMode.KEYWORD and SearchMode("Vector") is SearchMode.SEMANTIC
+    old = search(conn, "mutex", project="alpha", mode="fts")
+    assert old.mode is SearchMode.KEYWORD and keys(old) == keys(search(conn, "mutex", project="alpha", mode=SearchMode.KEYWORD))
+    with pytest.raises(ValueError, match="mode must be one of hybrid, keyword, semantic, got 'magic'"):
+        search(conn, "mutex", mode="magic")
 
 
 def test_unavailable_index_falls_back_to_fts(store) -> None:
@@ -195,9 +206,9 @@ def test_unavailable_index_falls_back_to_fts(store) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     down = Index(url=f"http://127.0.0.1:{port}")
-    for mode in ("hybrid", "vector"):
+    for mode in ("hybrid", "semantic"):
         result = search(conn, "mutex", index=down, project="alpha", mode=mode)
-        assert result.mode == "fts" and "unavailable" in (result.note or "") and "keyword results only" in result.note
+        assert result.mode == "keyword" and "unavailable" in (result.note or "") and "keyword results only" in result.note
         assert keys(result)[0] == ("observation", ids["login"])
 
 
@@ -234,7 +245,7 @@ NASTY = ['"', '""', "'", "-", "--foo", "a:b", "title:login", "*", "log*", "AND",
 def test_hostile_queries_never_raise(store, text: str) -> None:
     conn, index, _ = store
     result = search(conn, text, index=index)
-    assert result.mode in ("hybrid", "fts") and isinstance(result.hits, list)
+    assert result.mode in ("hybrid", "keyword") and isinstance(result.hits, list)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -246,7 +257,7 @@ def test_any_text_is_a_valid_fts_query(tmp_path: Path, text: str) -> None:
     if terms:
         conn.execute("SELECT count(*) FROM observations_fts WHERE observations_fts MATCH ?", (fts_match(terms),)).fetchone()
     result = search(conn, text)
-    assert result.mode == "fts"
+    assert result.mode == "keyword"
 
 
 _CONNS: dict[str, sqlite3.Connection] = {}
@@ -267,7 +278,7 @@ def _fts_conn(tmp_path: Path) -> sqlite3.Connection:
 def test_bad_arguments_raise_value_error(store) -> None:
     conn, index, _ = store
     with pytest.raises(ValueError, match="mode"):
-        search(conn, "x", mode="semantic")
+        search(conn, "x", mode="magic")
     with pytest.raises(ValueError, match="kinds"):
         search(conn, "x", kinds=("note",))
     assert search(conn, "login", limit=0).hits == []

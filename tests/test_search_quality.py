@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from claude_mem.index.semantic_index import Index
-from claude_mem.recall.search import MODES, search
+from claude_mem.kinds import SearchMode
+from claude_mem.recall.search import search
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
@@ -86,12 +87,12 @@ def test_fixture_is_well_formed(memory) -> None:
 def test_hybrid_beats_keyword_and_semantic_alone(memory) -> None:
     _, _, data, _ = memory
     questions = data["questions"]
-    recall = {mode: scores(memory, mode, questions) for mode in MODES}
-    fts, vector, hybrid = recall["fts"], recall["vector"], recall["hybrid"]
+    recall = {mode: scores(memory, mode, questions) for mode in SearchMode}
+    keyword, semantic, hybrid = recall["keyword"], recall["semantic"], recall["hybrid"]
     # Each side alone misses a good share of one kind of question, and the fusion must not
     # inherit those misses: strictly better recall than either, and no worse ranking.
-    assert hybrid[0] > fts[0] and hybrid[0] > vector[0], recall
-    assert hybrid[1] >= max(fts[1], vector[1]), recall
+    assert hybrid[0] > keyword[0] and hybrid[0] > semantic[0], recall
+    assert hybrid[1] >= max(keyword[1], semantic[1]), recall
     assert hybrid[0] >= 0.85, recall
 
 
@@ -101,8 +102,8 @@ def test_each_side_is_needed(memory) -> None:
     by_id = [q for q in data["questions"] if q["style"] == "identifier"]
     in_words = [q for q in data["questions"] if q["style"] == "words"]
     assert len(by_id) >= 10 and len(in_words) >= 10
-    assert scores(memory, "fts", in_words)[0] <= 0.6  # keywords cannot find paraphrases
-    assert scores(memory, "vector", by_id)[0] < 1.0  # MiniLM blurs 413 / 429 / 502 and near-identical names
+    assert scores(memory, "keyword", in_words)[0] <= 0.6  # keywords cannot find paraphrases
+    assert scores(memory, "semantic", by_id)[0] < 1.0  # MiniLM blurs 413 / 429 / 502 and near-identical names
     assert scores(memory, "hybrid", by_id)[0] == 1.0
     assert scores(memory, "hybrid", in_words)[0] >= 0.8
 
@@ -120,5 +121,5 @@ def test_locomo_smallest_conversation(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     report = bench.run(str(one), str(tmp_path / "data"), progress=False)
     assert report["questions"] >= 50
-    assert report["hybrid.recall@10"] > max(report["fts.recall@10"], report["vector.recall@10"]), report
+    assert report["hybrid.recall@10"] > max(report["keyword.recall@10"], report["semantic.recall@10"]), report
     assert report["hybrid.recall@10"] >= 0.62, report  # 0.687 measured (bench/locomo.py on conv-30)

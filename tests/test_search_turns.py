@@ -51,7 +51,7 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3.C
     conn.close()
 
 
-@pytest.mark.parametrize("mode", ["fts", "hybrid"])
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_a_prompt_hit_brings_its_turn_forward(memory, mode: str) -> None:
     conn, index, ids = memory
     # Words of the prompt only: none of them is in the turn's observations.
@@ -64,27 +64,27 @@ def test_a_prompt_hit_brings_its_turn_forward(memory, mode: str) -> None:
 
 def test_claude_s_reply_finds_the_turn(memory) -> None:
     conn, index, ids = memory
-    assert keys(search(conn, "wall clock", index=index, mode="fts", limit=3))[0] == ("observation", ids["flaky.0"])
+    assert keys(search(conn, "wall clock", index=index, mode="keyword", limit=3))[0] == ("observation", ids["flaky.0"])
     # By meaning as well: the reply is embedded with its prompt's row.
-    assert ("observation", ids["flaky.0"]) in keys(search(conn, "time-dependent assertion", index=index, mode="vector",
+    assert ("observation", ids["flaky.0"]) in keys(search(conn, "time-dependent assertion", index=index, mode="semantic",
                                                             kinds=("prompt", "observation"), limit=3))
 
 
 def test_a_turn_brings_a_few_of_its_observations(memory) -> None:
     conn, index, ids = memory
-    found = keys(search(conn, "billing", index=index, mode="fts", limit=10))
+    found = keys(search(conn, "billing", index=index, mode="keyword", limit=10))
     spread = [("observation", ids[f"billing.{n}"]) for n in range(tuning.TURN_SPREAD)]
     assert found[:len(spread)] == spread
     assert len(set(found) & {("observation", ids[f"billing.{n}"]) for n in range(5)}) == len(spread)
     # Asked for prompts alone, the prompt is the hit.
-    assert keys(search(conn, "billing", index=index, mode="fts", kinds=("prompt",)))[0] == ("prompt", ids["billing"])
+    assert keys(search(conn, "billing", index=index, mode="keyword", kinds=("prompt",)))[0] == ("prompt", ids["billing"])
 
 
 def test_neighbouring_turns_share_their_words(memory, monkeypatch: pytest.MonkeyPatch) -> None:
     conn, index, ids = memory
     # "Bob" is in both of Bob's turns; "weekend" only in the question just before the first.
     def bob_order() -> list[tuple[str, int]]:
-        found = keys(search(conn, "what did Bob do last weekend", index=index, mode="fts", kinds=("prompt",)))
+        found = keys(search(conn, "what did Bob do last weekend", index=index, mode="keyword", kinds=("prompt",)))
         return [k for k in found if k in {("prompt", ids["hike"]), ("prompt", ids["paint"])}]
 
     assert bob_order() == [("prompt", ids["hike"]), ("prompt", ids["paint"])]
@@ -94,8 +94,8 @@ def test_neighbouring_turns_share_their_words(memory, monkeypatch: pytest.Monkey
 
 def test_an_excluded_prompt_is_neither_a_hit_nor_evidence(memory) -> None:
     conn, index, ids = memory
-    found = keys(search(conn, "nightly timing out", index=index, mode="fts", exclude=[("prompt", ids["export"])]))
+    found = keys(search(conn, "nightly timing out", index=index, mode="keyword", exclude=[("prompt", ids["export"])]))
     assert not {("prompt", ids["export"]), ("observation", ids["export.0"]), ("observation", ids["export.1"])} & set(found)
-    found = keys(search(conn, "what did Bob do last weekend", index=index, mode="fts", kinds=("prompt",),
+    found = keys(search(conn, "what did Bob do last weekend", index=index, mode="keyword", kinds=("prompt",),
                         exclude=[("prompt", ids["ask"])]))
     assert found[:2] == [("prompt", ids["paint"]), ("prompt", ids["hike"])]

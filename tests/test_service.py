@@ -163,7 +163,7 @@ def test_a_search_request_carries_every_filter_of_search_there_and_back() -> Non
     keywords = [p.name for p in inspect.signature(search).parameters.values() if p.kind is p.KEYWORD_ONLY]
     assert sorted(protocol.SEARCH_ARGS) == sorted(set(keywords) - {"index"}), "a filter the service would drop"
     filters = {"project": "shop", "type_": "bugfix", "session_id": "s1", "since_ms": 1, "until_ms": 2, "file": "a.py",
-               "kinds": ("observation", "prompt"), "limit": 7, "mode": "fts", "exclude": [("prompt", 3)]}
+               "kinds": ("observation", "prompt"), "limit": 7, "mode": "keyword", "exclude": [("prompt", 3)]}
     wire = json.loads(json.dumps(protocol.encode_search("login crash", filters)))
     assert protocol.decode_search(wire) == ("login crash", filters)
     assert protocol.decode_search(protocol.encode_search("q", {"project": None})) == ("q", {})
@@ -213,7 +213,7 @@ def test_sigkill_loses_nothing_and_searches_never_fail(service: str, stored: sto
         assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
                           60), "the kill"
         while_down = search_memory(config, conn, "runner cache evicted", timeout_s=0.2)
-        assert while_down.mode == "fts" and "keyword results only" in (while_down.note or "") and while_down.hits
+        assert while_down.mode == "keyword" and "keyword results only" in (while_down.note or "") and while_down.hits
         # The next request restarts it; it catches up from SQLite.
         assert client.call(service, "ping", timeout_s=30, wait=True)["pid"] != pid
         assert wait_until(lambda: _lag(Path(service)) == 0, 60), "the catch-up after the kill"
@@ -230,11 +230,11 @@ def test_front_doors_answer_from_keywords_when_the_service_is_slow(shared_servic
         result = search_memory(config, conn, "login crash", timeout_s=0.0005)
     finally:
         conn.close()
-    assert result.mode == "fts" and result.hits and "keyword results only" in (result.note or "")
+    assert result.mode == "keyword" and result.hits and "keyword results only" in (result.note or "")
 
 
 def test_heavy_libraries_stay_out_of_workers_and_the_mcp_server() -> None:
-    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp_server, claude_mem.service.search;"
+    code = ("import sys, claude_mem.worker.loop, claude_mem.mcp.server, claude_mem.service.search;"
             "print(sorted(m for m in ('chromadb', 'onnxruntime', 'tokenizers', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -350,3 +350,43 @@ def test_a_service_whose_index_is_away_still_exits_when_idle(stored: stores.Stor
                             stderr=subprocess.DEVNULL)
     assert proc.wait(60) == 0
     assert "semantic index unavailable" in (data_dir / "logs" / "claude-mem.log").read_text()
+
+
+OLDER_SERVICE = """
+import json, os, signal, socket, sys
+from claude_mem.processes import take_lock
+from claude_mem.service import protocol
+data_dir = sys.argv[1]
+fd = take_lock(protocol.lock_path(data_dir))
+os.pwrite(fd, str(os.getpid()).encode(), 0)
+path = protocol.socket_path(data_dir)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen()
+signal.signal(signal.SIGTERM, lambda *_: (os.unlink(path), sys.exit(0)))
+print("listening", flush=True)
+while True:
+    conn, _ = server.accept()
+    request = json.loads(conn.makefile().readline())
+    conn.sendall((json.dumps({"ok": False, "error": f"protocol version {request['v']!r} is not 1"}) + "\\n").encode())
+    conn.close()
+"""
+
+
+def test_a_service_an_earlier_release_started_is_replaced_by_a_client_that_may_wait(data_dir: Path) -> None:
+    """After an upgrade the running service speaks the older protocol: a hook (which never waits)
+    gets an error and carries on; the CLI's call stops that service and is answered by a new one."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    older = subprocess.Popen([sys.executable, "-c", OLDER_SERVICE, str(data_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert older.stdout is not None and older.stdout.readline().strip() == "listening"
+        with pytest.raises(client.ServiceError, match="protocol version"):
+            client.call(str(data_dir), "ping", timeout_s=5, start=False)
+        assert older.poll() is None, "a call that does not wait leaves it be"
+        answer = client.call(str(data_dir), "ping", timeout_s=60, wait=True)
+        assert answer["version"] == protocol.VERSION and answer["pid"] != older.pid
+        assert older.wait(timeout=10) == 0
+    finally:
+        if older.poll() is None:
+            older.kill()
+        control.stop_service(str(data_dir))

@@ -226,6 +226,12 @@ def test_write_setting_validates_and_keeps_other_keys(data_dir: Path) -> None:
     assert not [p for p in data_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_misspelt_setting_kind_fails_where_it_is_written() -> None:
+    with pytest.raises(ValueError, match="retries: 'integer' is not a setting kind"):
+        settings.Setting("retries", "integer", 3, "How often.")
+    assert settings.Setting("retries", "int", 3, "How often.").parse("4") == 4
+
+
 def test_config_declares_every_setting_with_its_type() -> None:
     """The type checker sees a setting through Config's declaration: one per setting, of the type
     its kind parses to (a choice: exactly its choices), and none that is not a setting."""

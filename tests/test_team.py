@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from claude_mem.index.documents import split_doc_id
 from claude_mem.index.semantic_index import Index
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.project import project_for
 from claude_mem.recall.search import search
 from claude_mem.settings import Config
@@ -187,7 +187,7 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
     forgot = invoke("forget", "--project", PROJECT, "--yes", env=a.env)
     # Seen once under load with A's last document kept: the output says whether the index answered.
     assert owned(server, a_id) == [] and owned(server, b_id) == b_docs, forgot.output
-    mine = search(b.conn, "charged twice by webhook retries", index=b.index(), mode="vector", limit=3).hits
+    mine = search(b.conn, "charged twice by webhook retries", index=b.index(), mode="semantic", limit=3).hits
     assert (mine[0].origin, mine[0].id) == (None, b.obs["webhook"])
 
 
@@ -210,7 +210,7 @@ def test_filters_apply_to_teammates_memories(team: tuple[Laptop, Laptop]) -> Non
     assert theirs(since_ms=2**41) == [] and webhook in theirs(until_ms=2**41)
     assert webhook not in theirs(kinds=("summary", "prompt"))
     # Keyword search runs on this machine only.
-    assert search(a.conn, "webhook", index=index, mode="fts").hits == []
+    assert search(a.conn, "webhook", index=index, mode="keyword").hits == []
 
 
 @pytest.mark.slow
@@ -349,7 +349,7 @@ def test_server_documents_from_before_installation_ids_are_replaced(team: tuple[
     assert len(owned(server, b.index().installation.id)) == 5
     assert server_collection(server).get(ids=["obs:99:main"])["ids"] == ["obs:99:main"]
     assert index.drift(a.conn)["in_sync"]
-    hits = search(a.conn, "customers charged twice", index=index, mode="vector").hits
+    hits = search(a.conn, "customers charged twice", index=index, mode="semantic").hits
     assert hits and all(h.origin == "laptop-b" or h.id in a.obs.values() for h in hits if h.kind == "observation")
     assert 99 not in [h.id for h in hits]
 
@@ -375,7 +375,7 @@ def test_a_remembered_memory_edited_or_forgotten_changes_what_a_teammate_finds(t
         return list(got["documents"])
 
     def b_finds(query: str) -> list[str]:
-        hits = search(b.conn, query, index=b.index(), mode="vector", limit=5).hits
+        hits = search(b.conn, query, index=b.index(), mode="semantic", limit=5).hits
         return [f"{h.kind}:{h.id}" for h in hits if h.origin == "laptop-a"]
 
     try:

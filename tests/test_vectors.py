@@ -85,7 +85,7 @@ def test_a_row_forgotten_or_indexed_again_keeps_no_stale_vector(conn: sqlite3.Co
     assert ("observation", o1) not in parts(conn)
     with transaction(conn):
         conn.execute("UPDATE observations SET facts = '[]' WHERE id = ?", (o2,))
-    index.index_observations(conn, [o2])
+    index.index_rows(conn, "observation", [o2])
     assert parts(conn)[("observation", o2)] == ["main"]
 
 
@@ -126,10 +126,10 @@ def test_a_question_about_one_fact_is_measured_by_that_fact(conn: sqlite3.Connec
                            prompt_number=2 + n)
     index.index_missing(conn)
     question = "log the gradient norm at every step"
-    with_facts = search(conn, question, index=index, limit=3, mode="vector").hits
+    with_facts = search(conn, question, index=index, limit=3, mode="semantic").hits
     assert with_facts[0].id == row
     assert with_facts[0].snippet == "the training loop logs the gradient norm with wandb.log every step"
     with transaction(conn):
         conn.execute("DELETE FROM vectors WHERE part LIKE 'fact:%'")
-    without = search(conn, question, index=index, limit=3, mode="vector").hits
+    without = search(conn, question, index=index, limit=3, mode="semantic").hits
     assert without[0].id == row and without[0].score < with_facts[0].score

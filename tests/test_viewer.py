@@ -260,7 +260,7 @@ def test_costs_and_what_a_session_was_given(client: TestClient, store: tuple[sql
 def test_search_uses_the_shared_search_and_its_filters(client: TestClient, store: tuple[sqlite3.Connection, dict[str, Any]]) -> None:
     _, ids = store
     body = client.get("/api/search", params={"q": "double charges idempotency"}).json()
-    assert body["mode"] == "fts" and body["note"] == "semantic index not configured: keyword results only"
+    assert body["mode"] == "keyword" and body["note"] == "semantic index not configured: keyword results only"
     assert body["hits"][0]["kind"] == "observation" and body["hits"][0]["id"] in ids["checkout"]
     assert {"snippet", "score", "files", "session_id", "project", "title"} <= set(body["hits"][0])
     billing = client.get("/api/search", params={"q": "python upgrade datetime", "project": BILLING}).json()["hits"]
@@ -276,7 +276,7 @@ def test_search_uses_the_shared_search_and_its_filters(client: TestClient, store
     ({"q": "   "}, "q is required"),
     ({"q": "x" * 1001}, "longer than 1000"),
     ({"q": "x", "type": "bug"}, "type must be one of"),
-    ({"q": "x", "mode": "magic"}, "mode must be one of"),
+    ({"q": "x", "mode": "magic"}, "mode must be one of hybrid, keyword, semantic"),
     ({"q": "x", "kinds": "observation,files"}, "kinds must be"),
     ({"q": "x", "limit": "0"}, "limit must be from 1 to 100"),
 ])
@@ -293,7 +293,7 @@ def test_search_falls_back_to_keywords_when_the_index_is_down(store: tuple[sqlit
     monkeypatch.setenv("CLAUDE_MEM_CHROMA_URL", f"http://127.0.0.1:{closed_port}")
     with client_for(settings.load(), use_index=True) as c:
         body = c.get("/api/search", params={"q": "idempotency"}).json()
-    assert body["mode"] == "fts" and body["hits"]
+    assert body["mode"] == "keyword" and body["hits"]
     assert "unavailable" in body["note"] and body["note"].endswith("keyword results only")
 
 
@@ -302,7 +302,7 @@ def test_search_with_the_index_off_says_so_and_creates_nothing(data_dir: Path, s
     monkeypatch.setenv("CLAUDE_MEM_SEMANTIC_INDEX", "0")
     with client_for(settings.load(), use_index=True) as c:
         body = c.get("/api/search", params={"q": "idempotency"}).json()
-    assert body["mode"] == "fts" and body["hits"] and "is off (setting semantic_index)" in body["note"]
+    assert body["mode"] == "keyword" and body["hits"] and "is off (setting semantic_index)" in body["note"]
     assert not (data_dir / "chroma").exists() and not service_client.running(str(data_dir))
 
 

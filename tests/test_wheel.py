@@ -40,7 +40,8 @@ def test_wheel_ships_migrations_and_prompts(wheel: Path) -> None:
     assert any(n.startswith("claude_mem/prompts/") for n in names)
     # The Claude Code plugin is the repository itself (.claude-plugin/), not a part of the package.
     assert not any(n.startswith("claude_mem/hooks/") for n in names)
-    for module in ("entry.py", "hooks.py", "payload.py", "store/db.py", "store/queue.py"):
+    for module in ("entry.py", "hooks.py", "hosts/payloads.py", "hosts/hook_table.py", "text/redact.py", "mcp/shim.py", "store/db.py",
+                   "store/queue.py"):
         assert f"claude_mem/{module}" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "claude-mem = claude_mem.entry:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

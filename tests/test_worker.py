@@ -502,9 +502,9 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
     conn = connect(str(data_dir / "claude-mem.db"))
     try:
         # Words the observation does not contain: only the vector side can find it.
-        result = search_memory(settings.load(), conn, "arithmetic operator mistake", mode="vector", kinds=("observation",),
+        result = search_memory(settings.load(), conn, "arithmetic operator mistake", mode="semantic", kinds=("observation",),
                                limit=3)
-        assert result.mode == "vector" and result.note is None
+        assert result.mode == "semantic" and result.note is None
         assert [h.id for h in result.hits] == [obs["id"]]
         index = Index(settings.load())
         assert index.drift(conn)["in_sync"]
@@ -556,10 +556,10 @@ def test_indexer_says_when_its_jobs_are_done(data_dir: Path) -> None:
     connect(config.db_path).close()
     lines: list[str] = []
     indexer = Indexer(config, Index(config), lines.append)
-    assert indexer.wait_idle(0.01), "nothing handed over yet"
+    assert indexer.idle(), "nothing handed over yet"
     indexer.start()
     indexer.notify([], [])
-    assert indexer.wait_idle(60) and indexer._unfinished == 0
+    assert wait_until(indexer.idle, 60) and indexer._unfinished == 0
     assert indexer.close(10) and not indexer.thread.is_alive()
     assert not any("failed" in line or "unavailable" in line for line in lines), lines
 

@@ -55,7 +55,7 @@ def remember(*args: str, code: int = 0) -> dict[str, Any]:
 
 def fts(query: str) -> list[str]:
     """What `search --mode fts` finds (it exits 1 when nothing matches)."""
-    result = CliRunner().invoke(cli, ["search", query, "--mode", "fts", "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["search", query, "--mode", "keyword", "--json"], catch_exceptions=False)
     assert result.exit_code in (0, 1), result.output
     return [f"{h['kind']}:{h['id']}" for h in json.loads(result.stdout)["hits"]]
 

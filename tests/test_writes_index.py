@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from claude_mem import mcp_shim, settings
-from claude_mem.mcp_host import write_current_description
+from claude_mem import settings
+from claude_mem.mcp import shim
+from claude_mem.mcp.host import write_current_description
 from claude_mem.service.control import stop_service
 from claude_mem.service.search import search_memory
 from claude_mem.store.db import connect
@@ -46,12 +47,12 @@ def cm(cwd: Path, *args: str, code: int = 0) -> str:
     return proc.stdout
 
 
-def vector_hits(cwd: Path, query: str) -> list[str]:
-    """`search --mode vector`'s refs, best first ([] while the service answers by keywords only)."""
-    proc = subprocess.run([str(CLAUDE_MEM), "search", query, "--mode", "vector", "--json"], cwd=cwd, capture_output=True,
+def semantic_hits(cwd: Path, query: str) -> list[str]:
+    """`search --mode semantic`'s refs, best first ([] while the service answers by keywords only)."""
+    proc = subprocess.run([str(CLAUDE_MEM), "search", query, "--mode", "semantic", "--json"], cwd=cwd, capture_output=True,
                           text=True, timeout=120)
     found = json.loads(proc.stdout) if proc.stdout.strip() else {"mode": None, "hits": []}
-    return [f"obs:{h['id']}" for h in found["hits"] if h["kind"] == "observation"] if found["mode"] == "vector" else []
+    return [f"obs:{h['id']}" for h in found["hits"] if h["kind"] == "observation"] if found["mode"] == "semantic" else []
 
 
 def stale(row_id: int) -> bool:
@@ -79,33 +80,33 @@ def test_remembered_edited_and_forgotten_memory_is_found_by_meaning_at_once(proj
     conn = connect(settings.load().db_path)
     try:
         first = search_memory(settings.load(), conn, "how many processors does the build machine have", timeout_s=WARM_UP_S,
-                              mode="vector")
+                              mode="semantic")
     finally:
         conn.close()
-    assert first.mode == "vector" and first.note is None, (first.mode, first.note)
-    assert wait_until(lambda: vector_hits(project, "how many processors does the build machine have")[:1] == ["obs:1"], INDEXED_S)
+    assert first.mode == "semantic" and first.note is None, (first.mode, first.note)
+    assert wait_until(lambda: semantic_hits(project, "how many processors does the build machine have")[:1] == ["obs:1"], INDEXED_S)
 
     said = cm(project, "remember", "We ship to production with `just release`, every Thursday afternoon")
     ref = said.split()[2]
     assert said.startswith(f"remembered as {ref} in kiln") and ref.startswith("obs:")
     returned = time.monotonic()
-    assert wait_until(lambda: vector_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
+    assert wait_until(lambda: semantic_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
     print(f"\nremember -> first hit by meaning: {time.monotonic() - returned:.2f} s")
 
     cm(project, "edit", ref, "--title", "Invoices go out as PDF", "--text", "Customer invoices are emailed as PDF files on the"
        " first day of each month")
     edited = time.monotonic()
-    assert wait_until(lambda: not stale(int(ref[4:])) and vector_hits(project, "when are bills sent to clients?")[:1] == [ref],
+    assert wait_until(lambda: not stale(int(ref[4:])) and semantic_hits(project, "when are bills sent to clients?")[:1] == [ref],
                       INDEXED_S)
     print(f"edit -> first hit by meaning: {time.monotonic() - edited:.2f} s")
     assert json.loads(cm(project, "show", ref, "--json"))["title"] == "Invoices go out as PDF"
 
     cm(project, "edit", ref, "--undo")
-    assert wait_until(lambda: vector_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
+    assert wait_until(lambda: semantic_hits(project, "how and when do we deploy to prod?")[:1] == [ref], INDEXED_S)
 
     cm(project, "forget", ref, "--yes")
-    assert vector_hits(project, "how and when do we deploy to prod?") == []
-    assert vector_hits(project, "how many CPU cores does the CI machine have?")[:1] == ["obs:1"]  # the others are still found
+    assert semantic_hits(project, "how and when do we deploy to prod?") == []
+    assert semantic_hits(project, "how many CPU cores does the CI machine have?")[:1] == ["obs:1"]  # the others are still found
     stop_service(str(data_dir))
 
 
@@ -160,11 +161,11 @@ def test_the_agent_remembers_through_claude_mem_mcp(tmp_path: Path, data_dir: Pa
 
 def test_the_shims_description_lists_remember_as_the_one_write(data_dir: Path) -> None:
     """What `claude-mem mcp` answers Claude Code's first tools/list from (written by install,
-    doctor --fix and the service, keyed to the code: mcp_args.py is part of the key)."""
+    doctor --fix and the service, keyed to the code: mcp/args.py is part of the key)."""
     config = settings.load()
     write_current_description(config)
-    answers = mcp_shim.read_description(config.data_dir)
-    assert os.path.join("claude_mem", "mcp_args.py") in mcp_shim.fingerprint()
+    answers = shim.read_description(config.data_dir)
+    assert os.path.join("claude_mem", "mcp", "args.py") in shim.fingerprint()
     listed = [a for key, a in answers.items() if key.startswith("tools/list ")]
     assert listed
     for answer in listed:

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_mem.ask import decisions, extract
-from claude_mem.payload import redact
+from claude_mem.kinds import SearchMode
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
 from claude_mem.store.reads import KIND
+from claude_mem.text.redact import redact
 from claude_mem.text.terms import query_terms, stem, words
 
 if TYPE_CHECKING:
@@ -78,10 +79,10 @@ def ask(config: Config, conn: sqlite3.Connection, question: str, *, project: str
     if withheld:
         result.note = "; ".join(filter(None, [result.note, f"{withheld} withheld memor{'y' if withheld == 1 else 'ies'}"
                                               " left out (the write guard found text addressed to AI assistants)"]))
-    if result.mode != "fts" and (not hits or hits[0].score < GATE):
+    if result.mode is not SearchMode.KEYWORD and (not hits or hits[0].score < GATE):
         hits = []
     found = rows_of(conn, [(h.kind, h.id) for h in hits])
-    found = bearing_on(question, found) if result.mode == "fts" else found
+    found = bearing_on(question, found) if result.mode is SearchMode.KEYWORD else found
     rivals = {h.id: [int(r.split(":", 1)[1]) for r in h.conflicts_with] for h in hits if h.conflicts_with}
     found = decisions.arrange(conn, question, found, rivals)  # decisions that apply first; rivals together or not at all
     items = decisions.join_rivals(extract.evidence(question, found), found, rivals)

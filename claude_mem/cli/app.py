@@ -102,7 +102,7 @@ def _hook_command(group: click.Group, name: str, event: str, *, hidden: bool) ->
 
 
 def _hook_commands() -> None:
-    from claude_mem.hook_table import HOOK_EVENTS
+    from claude_mem.hosts.hook_table import HOOK_EVENTS
 
     for name, events in HOOK_EVENTS.items():
         _hook_command(hook_group, name, " / ".join(events), hidden=False)

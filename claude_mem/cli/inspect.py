@@ -11,10 +11,11 @@ from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_fields, echo_table, heading, paint, status_colour
 from claude_mem.cli.params import UsageProblem, json_option, parse_when
 from claude_mem.cli.withheld import agent_safe, withheld_block
+from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.store import injections, marks, outages, overview, revisions
 from claude_mem.store import queue as queue_mod
 from claude_mem.store.outages import describe
-from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list, parse_ref
+from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from claude_mem import codex_registration, registration
 from claude_mem.cli.app import cli, emit_json
 from claude_mem.cli.params import dry_run_option, json_option
+from claude_mem.hosts import claude_code, codex_cli
 
 _FOLDER = click.Path(exists=True, file_okay=False, resolve_path=True)
 
@@ -32,8 +32,8 @@ def install_command(project_dir: str | None, old_project_dir: str | None, codex:
     project = project_dir or old_project_dir
     _no_project_for_codex(project, codex)
     try:
-        result = codex_registration.install(dry_run=dry_run) if codex else registration.install(project, dry_run=dry_run)
-    except registration.InstallError as exc:
+        result = codex_cli.install(dry_run=dry_run) if codex else claude_code.install(project, dry_run=dry_run)
+    except claude_code.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     if not dry_run:
         _describe_mcp_server()
@@ -42,9 +42,9 @@ def install_command(project_dir: str | None, old_project_dir: str | None, codex:
 
 def _describe_mcp_server() -> None:
     """The first session's `claude-mem mcp` answers Claude Code's probe from this description
-    (mcp_shim.py) before any memory service has run; the service writes it again when it starts."""
+    (mcp/shim.py) before any memory service has run; the service writes it again when it starts."""
     from claude_mem import settings
-    from claude_mem.mcp_host import write_current_description
+    from claude_mem.mcp.host import write_current_description
 
     try:
         write_current_description(settings.load(strict=False))
@@ -62,8 +62,8 @@ def uninstall_command(project_dir: str | None, old_project_dir: str | None, code
     project = project_dir or old_project_dir
     _no_project_for_codex(project, codex)
     try:
-        result = codex_registration.uninstall(dry_run=dry_run) if codex else registration.uninstall(project, dry_run=dry_run)
-    except registration.InstallError as exc:
+        result = codex_cli.uninstall(dry_run=dry_run) if codex else claude_code.uninstall(project, dry_run=dry_run)
+    except claude_code.InstallError as exc:
         raise click.ClickException(str(exc)) from None
     stopped = None
     if not dry_run:
@@ -80,7 +80,7 @@ def _no_project_for_codex(project: str | None, codex: bool) -> None:
         raise click.UsageError("--codex writes $CODEX_HOME; it takes no --project-dir")
 
 
-def _report(result: registration.Result, as_json: bool, service_stopped: int | None = None) -> None:
+def _report(result: claude_code.Result, as_json: bool, service_stopped: int | None = None) -> None:
     if as_json:
         emit_json({**result.as_dict(), **({"service_stopped": service_stopped} if service_stopped else {})})
         return

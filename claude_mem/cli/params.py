@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from claude_mem.kinds import SearchMode
+
 if TYPE_CHECKING:
     from claude_mem.cli.app import AppContext
     from claude_mem.index.semantic_index import Index
@@ -43,6 +45,20 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would c
 # The commands that remove or mark memory preview unless told: --yes does it, --dry-run (or neither)
 # only shows it.
 yes_option = click.option("--yes", is_flag=True, help="Do it (without it, only show what would change, as --dry-run).")
+
+
+class SearchModeChoice(click.Choice):
+    """hybrid, keyword or semantic; fts and vector, their names before 0.2.0, are still taken
+    (scripts and habits), though help lists only the three."""
+
+    def __init__(self) -> None:
+        super().__init__([mode.value for mode in SearchMode])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> SearchMode:
+        try:
+            return SearchMode(value)
+        except ValueError:
+            return SearchMode(super().convert(value, param, ctx))  # click's own error, naming the choices
 
 
 def acting(yes: bool, dry_run: bool) -> bool:

@@ -16,9 +16,10 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint
-from claude_mem.cli.params import OneLineErrors, UsageProblem, json_option, open_index, parse_when
+from claude_mem.cli.params import OneLineErrors, SearchModeChoice, UsageProblem, json_option, open_index, parse_when
 from claude_mem.cli.progress import Bar, say_interrupted
-from claude_mem.store.reads import OBSERVATION_TYPES, ref
+from claude_mem.kinds import OBSERVATION_TYPES, SearchMode
+from claude_mem.store.reads import ref
 from claude_mem.text.clock import local_stamp
 
 REINDEX_TIMEOUT_S = 3600.0  # a rebuild embeds every row: minutes at 100k observations
@@ -35,12 +36,12 @@ _FILES_SHOWN = 2
 @click.option("--until", help="Before this date/time.")
 @click.option("--file", help="Only memories touching a file path containing this text.")
 @click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True, help="Most results.")
-@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
-              help="hybrid: words and meaning; fts: words only; vector: meaning only.")
+@click.option("--mode", type=SearchModeChoice(), default=SearchMode.HYBRID.value, show_default=True,
+              help="hybrid: words and meaning; keyword: words only; semantic: meaning only.")
 @json_option
 @pass_app
 def search_command(app: AppContext, query: str, project: str | None, type_: str | None, session_id: str | None,
-                   since: str | None, until: str | None, file: str | None, limit: int, mode: str, as_json: bool) -> None:
+                   since: str | None, until: str | None, file: str | None, limit: int, mode: SearchMode, as_json: bool) -> None:
     """Search observations, summaries and prompts by words and meaning."""
     from claude_mem.service.search import search_memory
 
@@ -198,6 +199,6 @@ def mcp_command() -> None:
     """Serve memory to Claude Code as an MCP server on stdio (search, timeline, get_observations,
     recent_sessions, ask, and remember, the one that writes). `claude-mem install` registers it."""
     # entry.py runs it before click is loaded; this is the same server, for `claude-mem mcp` reached here.
-    from claude_mem.mcp_shim import serve
+    from claude_mem.mcp.shim import serve
 
     raise SystemExit(serve())

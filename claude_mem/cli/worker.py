@@ -10,6 +10,7 @@ import click
 
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.params import json_option
+from claude_mem.kinds import StopReason
 
 
 @cli.command("worker")
@@ -126,7 +127,7 @@ def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> No
         _start_workers(app, [session_id])
 
 
-def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_json: bool) -> str:
+def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_json: bool) -> StopReason:
     """Run the session's worker here until its queue is empty, a bar following the events done.
     Ctrl-C (the worker's own SIGINT handling) hands its batch back: the rest stay queued."""
     import threading
@@ -165,9 +166,9 @@ def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_js
         finally:
             finished.set()
             watcher.join()
-        if reason != "signal":
+        if reason is not StopReason.SIGNAL:
             bar.complete()
-    if reason == "signal":
+    if reason is StopReason.SIGNAL:
         say_interrupted(f"the batch under way went back to the queue; {left}")
     return reason
 

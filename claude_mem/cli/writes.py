@@ -13,9 +13,8 @@ import click
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.marks import echo_marked, marks_counts
 from claude_mem.cli.params import OneLineErrors, UsageProblem, create_db, json_option
-from claude_mem.kinds import Source
+from claude_mem.kinds import OBSERVATION_TYPES, Source
 from claude_mem.store import writes as stored
-from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.store.writes import Fields
 from claude_mem.writes.checks import Missing, Refused, observation_id
 from claude_mem.writes.remember import DEFAULT_TYPE

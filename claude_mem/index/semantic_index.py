@@ -123,15 +123,6 @@ class Index(IndexConnection):
     def _kept_local(self, row: sqlite3.Row | dict[str, Any]) -> bool:
         return bool(self.local_projects) and (row["project"] or "") in self.local_projects
 
-    def index_observations(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
-        return self._index(conn, "observation", ids)
-
-    def index_summaries(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
-        return self._index(conn, "summary", ids)
-
-    def index_prompts(self, conn: sqlite3.Connection, ids: Iterable[int]) -> int:
-        return self._index(conn, "prompt", ids)
-
     def index_rows(self, conn: sqlite3.Connection, kind: str, ids: Iterable[int], progress: Progress | None = None) -> int:
         return self._index(conn, kind, ids, progress)
 

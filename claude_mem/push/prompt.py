@@ -73,7 +73,9 @@ def run(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
 
 def recall(config: Config, conn: sqlite3.Connection, session_id: str, project: str,
            prompt: str) -> tuple[str, list[str], str] | None:
-    """(context text, refs shown, "hybrid" | "fts"), or None when nothing clears the bar."""
+    """(context text, refs shown, "hybrid" | "fts"), or None when nothing clears the bar. The last
+    is its injection's note, in the words stored since 0.1: "fts" when keywords alone answered (the
+    search mode kinds.SearchMode calls keyword; the hook path loads no enum)."""
     if is_trivial(prompt) or not has_memory(conn, project, session_id):
         return None
     query = prompt.strip()[:QUERY_CHARS]

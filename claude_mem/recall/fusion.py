@@ -3,11 +3,12 @@ rank fusion), boosted by dates the query names and by strong matches in the same
 
 from __future__ import annotations
 
+from claude_mem.kinds import SearchMode
 from claude_mem.recall import tuning
 from claude_mem.recall.candidates import Candidate
 
 
-def fuse(cands: list[Candidate], mode: str, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
+def fuse(cands: list[Candidate], mode: SearchMode, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
     """Each candidate's score in `mode`: the blend of cosine and BM25 (over the best BM25), plus the
     date and session boosts."""
     keyword = {(c.kind, c.id): c.bm25 + tuning.NEIGHBOUR_SHARE * c.neighbour_bm25 for c in cands}
@@ -17,10 +18,10 @@ def fuse(cands: list[Candidate], mode: str, windows: list[tuple[int, int]]) -> d
         # BM25 over its best: 0 for rows with no query word, 1 for the best keyword match.
         bm = keyword[(c.kind, c.id)] / top_bm25 if top_bm25 > 0 else 0.0
         cosine = c.cosine if c.cosine is not None else 0.0
-        if mode == "hybrid":
+        if mode is SearchMode.HYBRID:
             w_bm25 = tuning.W_BM25_SAID if c.kind == "prompt" else tuning.W_BM25
             score = (1 - w_bm25) * cosine + w_bm25 * bm
-        elif mode == "vector":
+        elif mode is SearchMode.SEMANTIC:
             score = cosine
         else:
             score = bm

@@ -1,7 +1,7 @@
 """One hybrid search over memory: the memory service and the front doors (service/search.py) run it.
 
     search(conn, query, index=..., project=, type_=, session_id=, since_ms=, until_ms=, file=,
-           kinds=, limit=, mode="hybrid" | "fts" | "vector", exclude=) -> SearchResult(hits, mode, note)
+           kinds=, limit=, mode=SearchMode.HYBRID, exclude=) -> SearchResult(hits, mode, note)
 
 Keyword search (SQLite FTS5, BM25) and semantic search (the Chroma index) each return their best
 candidates with every filter applied inside the search, not after it, then the two are fused
@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from claude_mem.kinds import SearchMode
 from claude_mem.recall import teammates, tuning
 from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.dates import date_windows
@@ -41,13 +42,10 @@ if TYPE_CHECKING:
     from claude_mem.index.semantic_index import Index
 
 
-MODES = ("hybrid", "fts", "vector")
-
-
 @dataclass
 class SearchResult:
     hits: list[Hit]
-    mode: str                 # "hybrid" | "fts" | "vector"
+    mode: SearchMode          # what was used: keyword when the semantic side could not answer
     note: str | None          # e.g. "semantic index unavailable (...): keyword results only"
 
 
@@ -55,13 +53,12 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
            type_: str | None = None, session_id: str | None = None, since_ms: int | None = None,
            until_ms: int | None = None, file: str | None = None,
            kinds: tuple[str, ...] = KINDS, limit: int = 20,
-           mode: str = "hybrid", exclude: Iterable[tuple[str, int]] = ()) -> SearchResult:
-    """Search memory. `mode` asks for "hybrid" (default), "fts" (keywords only) or "vector"
-    (meaning only); the result's `mode` says what was actually used, and `note` why it differs.
+           mode: str = SearchMode.HYBRID, exclude: Iterable[tuple[str, int]] = ()) -> SearchResult:
+    """Search memory. `mode` (a SearchMode or its name) asks for hybrid, keyword (words only) or
+    semantic (meaning only); the result's `mode` says what was actually used, and `note` why it differs.
     `exclude` names rows ((kind, id)) that are neither hits nor evidence for their turn (the MCP
     server's prompt being answered)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = SearchMode.named(mode)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown kinds {unknown}: expected some of {', '.join(KINDS)}")
@@ -70,34 +67,35 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     text = (query or "").strip()
     terms = query_terms(text)
     if not limit or not kinds or not text:
-        return SearchResult([], mode if index is not None else "fts", "empty query" if not text else None)
+        return SearchResult([], mode if index is not None else SearchMode.KEYWORD, "empty query" if not text else None)
     filters = Filters(project or None, type_ or None, session_id or None, since_ms, until_ms, file or None)
     excluded = {(str(kind), int(row_id)) for kind, row_id in exclude}
     pool = max(tuning.POOL, limit * 3)
 
     note: str | None = None
-    used = mode
+    used: SearchMode = mode
     candidates: dict[tuple[str, int], Candidate] = {}
     want = pool * 2  # nearest documents: a summary has several (fewer, 1.5 x: 4% of top-10s change, p95 no better)
     # The nearest documents are on their way while the keyword side runs.
-    nearest = start_nearest(index, text, kinds, filters, want) if mode != "fts" and index is not None else None
-    if mode in ("hybrid", "fts") or index is None:
-        alone = mode == "fts" or index is None
+    nearest = start_nearest(index, text, kinds, filters, want) if mode is not SearchMode.KEYWORD and index is not None else None
+    if mode is not SearchMode.SEMANTIC or index is None:
+        alone = mode is SearchMode.KEYWORD or index is None
         for key, score in fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
             if key not in excluded:
                 candidates[key] = Candidate(*key, bm25=score)
         load_rows(conn, candidates)
         add_neighbours(conn, candidates, filters, excluded)
-    if mode in ("hybrid", "vector"):
+    if mode is not SearchMode.KEYWORD:
         if nearest is None or index is None:
-            used, note = "fts", "semantic index not configured: keyword results only"
+            used, note = SearchMode.KEYWORD, "semantic index not configured: keyword results only"
         else:
             from claude_mem.index.chroma import IndexUnavailable
 
             try:
-                add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates, fill_missing=mode == "hybrid")
+                add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates,
+                               fill_missing=mode is SearchMode.HYBRID)
             except IndexUnavailable as exc:
-                used, note = "fts", f"{exc}: keyword results only"
+                used, note = SearchMode.KEYWORD, f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.
                 candidates = {key: Candidate(*key, bm25=score)
                               for key, score in fts_search(conn, terms, kinds, filters, pool).items() if key not in excluded}

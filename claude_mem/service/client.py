@@ -58,13 +58,34 @@ def call(data_dir: str, op: str, args: dict[str, Any] | None = None, *, timeout_
     if not isinstance(answer, dict):
         raise ServiceError(f"the memory service answered {op} with {type(answer).__name__}")
     if not answer.get("ok"):
-        raise ServiceError(str(answer.get("error") or "error"))
+        error = str(answer.get("error") or "error")
+        if error.startswith("protocol version") and start and wait and _retire(data_dir, deadline):
+            # A service an earlier release started (an upgrade): it was asked to stop, a new one answers.
+            return call(data_dir, op, args, timeout_s=max(deadline - time.monotonic(), 0.1), start=True, wait=True)
+        raise ServiceError(error)
     return answer.get("result")
+
+
+def _retire(data_dir: str, deadline: float) -> bool:
+    """Stop a service that speaks another protocol version (SIGTERM to the pid in its lock file),
+    within the deadline; True once it is gone. Hooks never do this: they do not wait."""
+    import signal
+
+    try:
+        with open(protocol.lock_path(data_dir), encoding="ascii") as fh:
+            os.kill(int(fh.read().strip()), signal.SIGTERM)
+    except (OSError, ValueError):
+        return False
+    while running(data_dir):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def connect(data_dir: str, *, timeout_s: float, start: bool = True) -> socket.socket:
     """A connection to the service, started (and waited for) when it is missing: for a
-    conversation of more than one request (the MCP server, mcp_shim.py)."""
+    conversation of more than one request (the MCP server, mcp/shim.py)."""
     return _connect(data_dir, time.monotonic() + timeout_s, start=start, wait=True)
 
 

@@ -80,7 +80,7 @@ class Indexer:
         self.indexed = 0
         self.last_error: str | None = None
         self._unfinished = 0
-        self._done = threading.Condition()
+        self._unfinished_lock = threading.Condition()  # notified as jobs end (wait_first_catch_up)
         self._poll_conn: sqlite3.Connection | None = None  # the event loop's, for data_version only
         self._version: int | None = None
         self._moved = False  # a commit seen while a job ran: the next poll queues a job
@@ -98,7 +98,7 @@ class Indexer:
     def rebuild(self) -> Future[dict[str, int]]:
         """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
         so the counts are this rebuild's own)."""
-        with self._done:
+        with self._unfinished_lock:
             if self._rebuilding is not None and not self._rebuilding.done():
                 return self._rebuilding  # asked again (a second `reindex`): the same rebuild, not a new one
             done: Future[dict[str, int]] = Future()
@@ -131,6 +131,14 @@ class Indexer:
             self._moved = False
             self._put(Job("rows"))
 
+    def wait_first_catch_up(self, timeout_s: float) -> None:
+        """Until the first catch-up is done or failed, at most `timeout_s`. A fresh store has no
+        index until it writes one (a first `remember` started this service: the model loads
+        meanwhile), and a search that may wait (the CLI's, the MCP tools'; a hook's push never
+        does) is answered by meaning then rather than by keywords at once."""
+        with self._unfinished_lock:
+            self._unfinished_lock.wait_for(lambda: self.caught_up or self.failing, timeout=max(timeout_s, 0.0))
+
     def answering(self) -> Index:
         """The index searches read: the previous one, if it holds documents, until this one
         holds every row."""
@@ -145,12 +153,8 @@ class Indexer:
         return {"name": self.index.embedder, "reason": self.choice.reason if self.choice else "", "answering": self.answering().embedder}
 
     def idle(self) -> bool:
-        with self._done:
+        with self._unfinished_lock:
             return self._unfinished == 0
-
-    def wait_idle(self, timeout_s: float) -> bool:
-        with self._done:
-            return self._done.wait_for(lambda: self._unfinished == 0, timeout_s)
 
     def state(self) -> dict[str, Any]:
         job = self.job
@@ -167,7 +171,7 @@ class Indexer:
         return not self.thread.is_alive()
 
     def _put(self, job: Job) -> None:
-        with self._done:
+        with self._unfinished_lock:
             self._unfinished += 1
         self.jobs.put(job)
 
@@ -190,9 +194,9 @@ class Indexer:
                     if rows and not stopping:
                         self._handle(rows)
                 finally:
-                    with self._done:
+                    with self._unfinished_lock:
                         self._unfinished -= sum(job.kind != "stop" for job in jobs)
-                        self._done.notify_all()
+                        self._unfinished_lock.notify_all()
         finally:
             if self.conn is not None:
                 self.conn.close()

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is slow to import on the hook path
     from typing import Any
 
-VERSION = 1
+VERSION = 2  # 2: search modes keyword/semantic, a search's wait_s (a client meeting a service of 1 stops it)
 MAX_REQUEST = 1 << 20  # bytes; a search or an index notice is a few hundred
 SOCKET_NAME = "service.sock"
 LOCK_NAME = "service.lock"

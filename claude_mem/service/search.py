@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from claude_mem.kinds import SearchMode
 from claude_mem.recall.hits import Hit
 from claude_mem.recall.search import SearchResult, search
 from claude_mem.service import client, protocol
@@ -32,16 +33,17 @@ class NoSharedServer(LookupError):
 
 
 def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, index: Index | None = None,
-                  in_process: bool = False, timeout_s: float = SEARCH_TIMEOUT_S, mode: str = "hybrid",
+                  in_process: bool = False, timeout_s: float = SEARCH_TIMEOUT_S, mode: str = SearchMode.HYBRID,
                   **filters: Any) -> SearchResult:
     """Search memory. Same arguments as `recall.search.search`, less the index, which is decided here."""
     if index is not None or in_process:
         return search(conn, query, index=index, mode=mode, **filters)
-    if mode == "fts" or not config.semantic_index:
+    mode = SearchMode.named(mode)  # a ValueError for a name that is none, before any service is asked
+    if mode is SearchMode.KEYWORD or not config.semantic_index:
         from claude_mem.index.semantic_index import OFF_NOTE
 
-        result = search(conn, query, index=None, mode="fts", **filters)
-        if mode != "fts":
+        result = search(conn, query, index=None, mode=SearchMode.KEYWORD, **filters)
+        if mode is not SearchMode.KEYWORD:
             result.note = OFF_NOTE
         return result
     # A caller that waits for the service also waits for a fresh store's first index (wait_s).
@@ -50,10 +52,11 @@ def search_memory(config: Config, conn: sqlite3.Connection, query: str, *, index
     try:
         answer = client.call(config.data_dir, "search", args, timeout_s=timeout_s, wait=True)
     except (client.ServiceUnavailable, client.ServiceError) as exc:
-        result = search(conn, query, index=None, mode="fts", **filters)
+        result = search(conn, query, index=None, mode=SearchMode.KEYWORD, **filters)
         result.note = f"{exc}: keyword results only"
         return result
-    return SearchResult([Hit(**hit) for hit in answer["hits"]], answer["mode"], answer.get("note"))
+    # SearchMode reads a service started by 0.1 too (it says fts and vector).
+    return SearchResult([Hit(**hit) for hit in answer["hits"]], SearchMode(answer["mode"]), answer.get("note"))
 
 
 def remote_record(config: Config, kind: str, row_id: int, origin: str, *, index: Index | None = None,

@@ -36,13 +36,12 @@ from claude_mem.settings import Config
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
 READ_TIMEOUT_S = 10.0  # a client that connects and sends nothing is dropped
 IDLE_CHECK_S = 1.0
-FIRST_INDEX_POLL_S = 0.05
 
 
 class Service:
     def __init__(self, config: Config, *, idle_s: float | None = None, mcp_host: Any = None) -> None:
         self.config = config
-        self.mcp_host = mcp_host  # hosts the sessions' MCP servers (mcp_host.py), given by entry.py
+        self.mcp_host = mcp_host  # hosts the sessions' MCP servers (mcp/host.py), given by entry.py
         self.idle_s = config.service_idle_s if idle_s is None else idle_s
         self.started = time.time()
         self.last_request = time.monotonic()
@@ -362,33 +361,20 @@ class Service:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self._search, query, filters, wait_s)
 
     def _search(self, query: str, filters: dict[str, Any], wait_s: float = 0.0) -> dict[str, Any]:
+        from claude_mem.index.semantic_index import NOT_BUILT_NOTE, OFF_NOTE
         from claude_mem.recall.search import search
 
         index, note = self.index, None
         if index is None:
-            from claude_mem.index.semantic_index import OFF_NOTE
-
             note = OFF_NOTE
-        elif not index.built:
-            self._wait_for_first_index(index, wait_s)
+        elif not index.built and self.indexer is not None:
+            self.indexer.wait_first_catch_up(wait_s)  # a fresh store: answered by meaning once it is indexed
         if index is not None and not index.built:
-            from claude_mem.index.semantic_index import NOT_BUILT_NOTE
-
             index, note = None, NOT_BUILT_NOTE
         result = search(self.conn(), query, index=index, **filters)
         # A hit's fields hold no dataclass: a plain copy of them, not asdict's deep one (~20 us a hit).
         return {"hits": [dict(vars(hit)) for hit in result.hits], "mode": result.mode, "note": note or result.note,
                 "embedder": index.embedder if index is not None else None}
-
-    def _wait_for_first_index(self, index: Any, wait_s: float) -> None:
-        """A fresh store has no index until the first catch-up writes it (a first `remember` started
-        this service: the model loads meanwhile); a caller that may wait (`search`, not a hook's
-        push) is answered by meaning once that catch-up is done, not by keywords at once. (An
-        index that exists answers at once, whatever a catch-up is doing.)"""
-        deadline = time.monotonic() + wait_s
-        while (self.indexer is not None and not self.indexer.caught_up and not self.indexer.failing
-               and time.monotonic() < deadline):
-            time.sleep(FIRST_INDEX_POLL_S)
 
     async def op_remote_record(self, args: dict[str, Any]) -> dict[str, Any]:
         """A teammate's row, from its documents on the shared server (see recall/teammates.py)."""
@@ -418,7 +404,7 @@ class Service:
                 "resumed": self.indexer.index.resumed}
 
     async def op_mcp(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Turn this connection into one session's MCP server (mcp_shim.py asks; _connection serves it)."""
+        """Turn this connection into one session's MCP server (mcp/shim.py asks; _connection serves it)."""
         await self.mcp_host.loaded()
         return {"pid": os.getpid()}
 

@@ -12,9 +12,9 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from claude_mem.kinds import Source
+from claude_mem.kinds import OBSERVATION_TYPES, Source
 from claude_mem.store.db import now_iso, now_ms
-from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS
+from claude_mem.store.reads import SUMMARY_FIELDS
 
 # What models write for the six kinds (the observer's model, and the npm claude-mem's).
 TYPE_SYNONYMS = {

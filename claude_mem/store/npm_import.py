@@ -29,11 +29,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.payload import clean_text
+from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.store.db import is_npm_database, now_iso
 from claude_mem.store.memories import known_type
-from claude_mem.store.reads import OBSERVATION_TYPES, SUMMARY_FIELDS, json_list
+from claude_mem.store.reads import SUMMARY_FIELDS, json_list
 from claude_mem.store.transfer import KINDS, ImportResult, RejectedRow, import_rows, validate_row
+from claude_mem.text.caps import clean_text
 from claude_mem.text.shorten import cut
 from claude_mem.text.storable import decode_lossy, storable
 

@@ -19,7 +19,6 @@ TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
-OBSERVATION_TYPES = ("decision", "bugfix", "feature", "refactor", "discovery", "change")
 # The sources of a memory a person or the agent stated (kinds.Source.stated; tests/test_writes.py
 # holds the two equal): spelt out, as the hooks read through here and need no enum of their own.
 STATED_SOURCES = ("person", "agent")

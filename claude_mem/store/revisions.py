@@ -13,8 +13,9 @@ import json
 import sqlite3
 from typing import Any
 
+from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.store.db import now_ms
-from claude_mem.store.reads import OBSERVATION_TYPES, json_list
+from claude_mem.store.reads import json_list
 
 REVISED = ("type", "title", "narrative", "facts")  # what an edit can change, in this order
 AUTHORS = ("person", "agent")

@@ -29,12 +29,12 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from claude_mem.guard.screen import Context, screen_fields
-from claude_mem.kinds import Provenance, Source
+from claude_mem.kinds import OBSERVATION_TYPES, Provenance, Source
 from claude_mem.store import marks, revisions
 from claude_mem.store.db import latest_version, now_iso
 from claude_mem.store.memories import OBSERVATION_TEXT, Observation
 from claude_mem.store.overview import session_scope
-from claude_mem.store.reads import OBSERVATION_TYPES, STATED_SOURCES, SUMMARY_FIELDS
+from claude_mem.store.reads import STATED_SOURCES, SUMMARY_FIELDS
 from claude_mem.store.records import STATED_HOST
 from claude_mem.text.storable import dumps_line, storable, storable_value
 

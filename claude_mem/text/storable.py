@@ -7,7 +7,7 @@ event or row (`UnicodeEncodeError: surrogates not allowed`). A high+low pair bec
 character it encodes, a lone one U+FFFD. Every other character, NUL and control characters
 included, is kept as it is.
 
-Where text enters: a hook's record (payload.storable_record; this module is loaded only when the
+Where text enters: a hook's record (hosts/payloads.py storable_record; this module is loaded only when the
 record holds a surrogate), an import file's rows, the npm claude-mem's database, the observer's
 replies, the memory service's requests.
 

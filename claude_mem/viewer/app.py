@@ -29,10 +29,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from claude_mem.kinds import OBSERVATION_TYPES, SearchMode
 from claude_mem.logs import log_line
 from claude_mem.store import stream
 from claude_mem.store.db import data_version
-from claude_mem.store.reads import KINDS, OBSERVATION_TYPES, parse_ref
+from claude_mem.store.reads import KINDS, parse_ref
 from claude_mem.viewer import data
 from claude_mem.viewer.changes import TOKEN_SLOT, Changes, checked_body, page_with_token
 from claude_mem.viewer.guard import BadRequest, Guard, error
@@ -76,6 +77,14 @@ def _choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None
     if value is not None and value not in choices:
         raise BadRequest(f"{name} must be one of {', '.join(choices)}, got {value[:40]!r}")
     return value
+
+
+def _mode(request: Request) -> SearchMode:
+    """The search mode asked for (hybrid by default; fts and vector, the names before 0.2.0, too)."""
+    try:
+        return SearchMode.named(_text(request, "mode") or SearchMode.HYBRID)
+    except ValueError as exc:
+        raise BadRequest(str(exc)[:120]) from None
 
 
 def _cursor(raw: str, name: str) -> data.Cursor:
@@ -167,7 +176,6 @@ class Viewer:
         return _json({"items": items, "cursor": str(cursor)})
 
     def api_search(self, request: Request) -> Response:
-        from claude_mem.recall.search import MODES
         from claude_mem.recall.views import superseded_notes
         from claude_mem.service.search import search_memory
 
@@ -178,7 +186,7 @@ class Viewer:
         unknown = [k for k in kinds if k not in KINDS]
         if unknown or not kinds:
             raise BadRequest(f"kinds must be a comma-separated list of {', '.join(KINDS)}, got {','.join(unknown)[:60]!r}")
-        mode = _choice(request, "mode", MODES) or "hybrid"
+        mode = _mode(request)
         filters: dict[str, Any] = {"project": _text(request, "project"), "type_": _choice(request, "type", OBSERVATION_TYPES),
                                    "kinds": kinds, "limit": _int(request, "limit", 20, 1, 100)}
         result = self.read(lambda conn: search_memory(self.config, conn, query, index=self.index, in_process=self.in_process,

@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
+from claude_mem.kinds import BatchOutcome, StopReason
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.memory_file import write as memory_file
@@ -91,18 +92,18 @@ class Worker:
         log_line(self.config.logs_dir, f"worker[{self.session_id[:12]}]", message)
         print(time.strftime("%H:%M:%S"), message, flush=True)
 
-    async def run(self) -> str:
+    async def run(self) -> StopReason:
         """Run until idle, drained, or stopped; returns why it stopped."""
         config = self.config
         config.ensure_dirs()
         lock_fd = self.lock_fd if self.lock_fd is not None else spawn.acquire_lock(config.workers_dir, self.session_id)
         if lock_fd is None:
-            return "another worker is running for this session"
+            return StopReason.BUSY
         slot_fd = spawn.take_slot(config.workers_dir, config.max_workers)
         if slot_fd is None:
             os.close(lock_fd)
-            return f"waiting: {config.max_workers} workers already run (setting max_workers); an exiting one starts this session's"
-        reason = "stopped"
+            return StopReason.NO_SLOT
+        reason = StopReason.STOPPED
         try:
             self.conn = connect(config.db_path)
             self.conversation = Conversation(config, self.conn, self.session_id, self.log)
@@ -126,8 +127,8 @@ class Worker:
             try:
                 reason = await self._loop()
             except (asyncio.CancelledError, Stopping):
-                reason = "signal"
-            if reason == "session ended":
+                reason = StopReason.SIGNAL
+            if reason is StopReason.SESSION_ENDED:
                 memory_file.after_session(self.conn, self.config, self.session_id, self.log)
             self.log(f"exiting ({reason}): {self.stats['events']} events, {self.stats['observations']} observations")
             return reason
@@ -143,7 +144,7 @@ class Worker:
                 pass
             os.close(lock_fd)
             os.close(slot_fd)
-            if reason != "signal":
+            if reason is not StopReason.SIGNAL:
                 spawn.hand_off(config, self.session_id)
 
     def _sweep(self) -> bool:
@@ -173,7 +174,7 @@ class Worker:
                 "started_at_epoch": now_ms(), "synthesizer": self.mode}
         write_json_atomic(spawn.info_path(self.config.workers_dir, self.session_id), info)
 
-    def _unregister(self, reason: str) -> None:
+    def _unregister(self, reason: StopReason) -> None:
         try:
             with transaction(self.conn):
                 runs.finish_run(self.conn, self.run_id, reason, events=self.stats["events"],
@@ -183,7 +184,7 @@ class Worker:
 
     # --- the loop -------------------------------------------------------------------------------
 
-    async def _loop(self) -> str:
+    async def _loop(self) -> StopReason:
         conn = self.conn
         idle_since = time.monotonic()
         next_yield_check = idle_since + YIELD_CHECK_S
@@ -191,25 +192,25 @@ class Worker:
         sweeping = True
         while True:
             if self.stop_requested:
-                return "signal"
+                return StopReason.SIGNAL
             rows = queue.next_pending(conn, self.session_id)
             if await self._checkpoint(rows):
                 idle_since = time.monotonic()
                 continue
             if not rows:
                 if self.drain:
-                    return "drained"
+                    return StopReason.DRAINED
                 if self._session_ended():
-                    return "session ended"
+                    return StopReason.SESSION_ENDED
                 if time.monotonic() - idle_since >= self.idle_s:
-                    return "idle"
+                    return StopReason.IDLE
                 if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
                     self.log(f"observer CLI ended after {time.monotonic() - idle_since:.0f} s without work"
                              " (setting observer_idle_s); the next batch resumes its conversation")
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
                     if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
-                        return "idle, yielding its slot to a waiting session"
+                        return StopReason.YIELDED
                 if sweeping:
                     sweeping = self._sweep()
                     await asyncio.sleep(0)
@@ -226,9 +227,9 @@ class Worker:
                 # per session alive; whatever runs next once the rows are due starts another.
                 if not self.drain and time.monotonic() - idle_since >= self.idle_s:
                     self.log(f"{len(rows)} event(s) wait for the model; the next hook or `status` starts a worker for them")
-                    return "idle"
+                    return StopReason.IDLE
                 if self.drain and (rows[0]["last_error"] or "").startswith(budget.WAITING_REASON):
-                    return "drained but for events that wait for tomorrow's observer budget"
+                    return StopReason.DRAINED_BUT_BUDGET
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
             take_open = self.drain or time.monotonic() - idle_since >= self.idle_s
@@ -238,7 +239,7 @@ class Worker:
                 if time.monotonic() >= next_yield_check:
                     next_yield_check = time.monotonic() + YIELD_CHECK_S
                     if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
-                        return "idle, yielding its slot to a waiting session"
+                        return StopReason.YIELDED
                 await asyncio.sleep(POLL_S)
                 continue
             if wait is not None:
@@ -261,7 +262,7 @@ class Worker:
                 with transaction(conn):
                     queue.release(conn, ids)
                 raise
-            if settled != "outage":
+            if settled is not BatchOutcome.OUTAGE:
                 idle_since = time.monotonic()
 
     async def _wait_for_more(self, until_ms: int, idle_since: float) -> None:
@@ -291,25 +292,23 @@ class Worker:
         """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
         return records.session_ended(self.conn, self.session_id)
 
-    async def _process(self, batch: list[dict[str, Any]]) -> str:
-        """Synthesise a claimed batch and settle every row of it. Returns "done" (stored),
-        "outage" (all deferred: the model is unreachable) or "failed" (the batch failed on its
-        own: split, and its events settled one way or another)."""
+    async def _process(self, batch: list[dict[str, Any]]) -> BatchOutcome:
+        """Synthesise a claimed batch and settle every row of it; how it ended (BatchOutcome)."""
         synthesis = self.synthesis
         assert synthesis is not None
         if self.config.fold_subagents and synthesis.use_model:
             batch, folded = batching.fold_subagents(self.conn, batch)
             self.stats["events"] += folded
             if not batch:
-                return "done"
+                return BatchOutcome.DONE
         events = [Event.from_row(r) for r in batch]
         if synthesis.use_model and batching.fold_if_silent(self.conn, events, self._repeats):
             self.stats["events"] += len(events)  # a line with nothing to say: never a request of its own
-            return "done"
+            return BatchOutcome.DONE
         outcome = await synthesis.observe(events)
         if not outcome.error:
             self._store(events, outcome, "model" if synthesis.use_model else "heuristic")
-            return "done"
+            return BatchOutcome.DONE
         with transaction(self.conn):
             self._keep_raw_reply([e.id for e in events], outcome)
         if outcome.error == OVER_BUDGET:
@@ -321,33 +320,33 @@ class Worker:
             with transaction(self.conn):
                 queue.mark_failed(self.conn, [e.id for e in events], reason, max_attempts=1, backoff_s=0)
             self.log(f"{len(events)} event(s) skipped ({reason}); `claude-mem retry --session {self.session_id}` re-queues them")
-            return "failed"
+            return BatchOutcome.FAILED
         if faults.is_transient(outcome.error):
             self._defer_for_outage([e.id for e in events], outcome)
-            return "outage"
+            return BatchOutcome.OUTAGE
         if len(batch) > 1:
             # One bad event must not take its batch-mates down with it: split until it is alone.
             self.log(f"model failed on a batch of {len(batch)} ({outcome.error}: {outcome.detail}); splitting it")
             middle = len(batch) // 2
             first, second = batch[:middle], batch[middle:]
-            if await self._process(first) == "outage":
+            if await self._process(first) is BatchOutcome.OUTAGE:
                 self._defer_for_outage([r["id"] for r in second], None)
-                return "outage"
+                return BatchOutcome.OUTAGE
             await self._process(second)
-            return "failed"
+            return BatchOutcome.FAILED
         self._failed_alone(batch[0], events[0], outcome)
-        return "failed"
+        return BatchOutcome.FAILED
 
-    def _over_budget(self, events: list[Event], outcome: Outcome) -> str:
+    def _over_budget(self, events: list[Event], outcome: Outcome) -> BatchOutcome:
         """The day's observer tokens are spent: heuristic observations (auto), or the events wait
         for tomorrow's budget (model), the session's later ones with them."""
         if self.mode == "auto":
             self._store(events, self.synthesis.heuristic(events), "heuristic")
-            return "done"
+            return BatchOutcome.DONE
         with transaction(self.conn):
             budget.wait_for_tomorrow(self.conn, self.session_id, [e.id for e in events], outcome.detail)
         self.log(f"{len(events)} event(s) wait for tomorrow: {budget.WAITING_REASON} ({outcome.detail})")
-        return "outage"
+        return BatchOutcome.OUTAGE
 
     def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
         """Insert what was synthesised and mark its rows done, in one transaction; a model
@@ -446,5 +445,5 @@ class Worker:
                      f" `claude-mem retry --session {self.session_id}` re-queues it")
 
 
-def run_worker(config: Config, session_id: str, **kwargs: Any) -> str:
+def run_worker(config: Config, session_id: str, **kwargs: Any) -> StopReason:
     return asyncio.run(Worker(config, session_id, **kwargs).run())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from claude_mem import settings
+from claude_mem.kinds import StopReason
 from claude_mem.worker import spawn
 
 
@@ -32,7 +33,7 @@ def run(config: settings.Config, session_id: str, *, idle_s: float | None = None
     config.ensure_dirs()
     lock_fd = spawn.acquire_lock(config.workers_dir, session_id)
     if lock_fd is None:
-        print("another worker is running for this session", file=sys.stderr)
+        print(StopReason.BUSY, file=sys.stderr)
         return 0
     # Past here the lock is the worker's: an exception ends the process, and the kernel drops it.
     from claude_mem.store.db import SchemaTooNewError, connect
@@ -48,6 +49,6 @@ def run(config: settings.Config, session_id: str, *, idle_s: float | None = None
     from claude_mem.worker.loop import run_worker
 
     reason = run_worker(config, session_id, idle_s=idle_s, drain=drain, synthesizer=synthesizer, lock_fd=lock_fd)
-    if reason.startswith("another worker"):
+    if reason is StopReason.BUSY:
         print(reason, file=sys.stderr)
     return 0

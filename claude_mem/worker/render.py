@@ -16,9 +16,9 @@ import time
 from string import Template
 from typing import Any
 
-from claude_mem.payload import head_tail
 from claude_mem.resources import resource_dir
 from claude_mem.text import shell
+from claude_mem.text.caps import head_tail
 from claude_mem.worker.events import Event, response_text, text_of
 
 # Budgets in characters: the response is where the bulk is, and its end (errors, test

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from claude_mem.payload import redact
 from claude_mem.store.reads import parse_ref
+from claude_mem.text.redact import redact
 from claude_mem.text.shorten import clip
 from claude_mem.text.storable import storable
 

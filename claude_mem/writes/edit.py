@@ -12,12 +12,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.kinds import Source
+from claude_mem.kinds import OBSERVATION_TYPES, Source
 from claude_mem.settings import Config
 from claude_mem.store import revisions
 from claude_mem.store import writes as stored
 from claude_mem.store.db import transaction
-from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.writes.checks import Missing, Refused, checked, headline
 from claude_mem.writes.index import follow
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from claude_mem.kinds import Provenance, Source
+from claude_mem.kinds import OBSERVATION_TYPES, Provenance, Source
 from claude_mem.logs import log_line
 from claude_mem.marks.apply import mark_stored_guarded
 from claude_mem.marks.rules import Mark
@@ -22,7 +22,6 @@ from claude_mem.store import marks
 from claude_mem.store import writes as stored
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, guarded, insert_observation
-from claude_mem.store.reads import OBSERVATION_TYPES
 from claude_mem.store.records import stated_session
 from claude_mem.writes.checks import Missing, Refused, checked, headline
 from claude_mem.writes.index import follow

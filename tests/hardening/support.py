@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from claude_mem.payload import matches_skip_list
+from claude_mem.hooks import matches_skip_list
 from claude_mem.replay import TOOL_EVENTS, HookEvent, find_transcripts, transcript_events
 from claude_mem.settings import DEFAULT_SKIP_TOOLS
 from tests.conftest import ROOT, TRANSCRIPTS

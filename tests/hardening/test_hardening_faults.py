@@ -328,7 +328,7 @@ def test_index_down_or_deleted_then_repaired(tmp_path: Path, data_dir: Path) -> 
     found = cli("search", "config", "--json", env=down)
     assert found.returncode in (0, 1), found.stderr
     answer = json.loads(found.stdout)
-    assert answer["mode"] == "fts" and "keyword" in (answer.get("note") or "")
+    assert answer["mode"] == "keyword" and "keyword" in (answer.get("note") or "")
 
     # Back to the embedded index, which holds nothing yet: doctor sees the drift and --fix indexes.
     doctor = cli("doctor", "--json")

@@ -20,7 +20,7 @@ from mcp import Client
 
 from claude_mem import hooks
 from claude_mem.cli.app import cli
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.worker.parse import parse_reply
 from tests.hardening.support import record
 from tests.stores import build_indexed
@@ -181,7 +181,7 @@ def test_fuzzed_mcp_tool_arguments(memory: Any, long_run: bool) -> None:
 CLI_WORDS = ["status", "sessions", "show", "observations", "summaries", "search", "queue", "retry", "workers", "forget", "prune",
              "export", "import", "settings", "get", "set", "list", "doctor", "reindex", "logs", "--json", "--limit", "0", "-1", "x",
              "--since", "2026-99-01", "--until", "yesterday", "--project", "--session", "--type", "bogus", "obs:1", "obs:x",
-             "sum:2", "--file", "'; DROP TABLE x;--", "--yes", "--before", "--mode", "vector", "-n", "🙂", "retention_days"]
+             "sum:2", "--file", "'; DROP TABLE x;--", "--yes", "--before", "--mode", "semantic", "-n", "🙂", "retention_days"]
 
 
 def test_fuzzed_cli_command_lines(memory: Any, long_run: bool, monkeypatch: pytest.MonkeyPatch) -> None:

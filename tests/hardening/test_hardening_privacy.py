@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from claude_mem import settings
 from claude_mem.cli.app import cli
-from claude_mem.mcp_server import build_server
+from claude_mem.mcp.server import build_server
 from claude_mem.replay import play_subprocess
 from claude_mem.viewer.app import create_app
 from tests.hardening.support import FIXTURES, leftover_processes, model_env, record, rows, session_events, transcripts
@@ -113,7 +113,7 @@ def test_injection_strings_are_harmless(tmp_path: Path, data_dir: Path) -> None:
     # and ran the same statements.
     runner = CliRunner()
     for text in INJECTIONS:
-        for argv in (["search", text, "--json"], ["search", text, "--mode", "fts", "--json"], ["show", text],
+        for argv in (["search", text, "--json"], ["search", text, "--mode", "keyword", "--json"], ["show", text],
                      ["observations", "--project", text],
                      ["observations", "--file", text, "--json"], ["forget", text]):
             result = runner.invoke(cli, argv, catch_exceptions=True)

@@ -1,5 +1,6 @@
-"""Which agent ran a hook (Claude Code or the Codex CLI), and what its payloads and answers need
-to become the same events.
+"""A hook's payload as the hooks read it: parsed (a JSON object on stdin, the fields a command
+needs), the agent that ran it told (Claude Code or the Codex CLI), and what its payloads and
+answers need to become the same events.
 
 Codex's hooks are shaped like Claude Code's (PLATFORM-NOTES, Codex CLI): its shell tool
 `exec_command` already comes as "Bash" with `tool_input.command`. What differs:
@@ -21,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import re
+
+from claude_mem.jsonfile import json_object
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
@@ -54,6 +57,48 @@ def detect(payload: dict[str, Any], named: str = "") -> str:
     if "turn_id" in payload and (not isinstance(transcript, str) or os.path.basename(transcript).startswith("rollout-")):
         return CODEX
     return CLAUDE_CODE
+
+
+# --- reading a payload -----------------------------------------------------------------------
+
+class PayloadError(ValueError):
+    """The hook payload cannot be used; the message says why in one line."""
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        raise PayloadError("empty payload on stdin")
+    # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
+    try:
+        return json_object(raw.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        raise PayloadError(f"payload is {exc}") from None
+
+
+def storable_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A hook's record (redacted and capped) with any lone surrogate in it replaced (U+FFFD).
+    Claude Code escapes one when a tool output is cut inside an emoji's pair; kept, it would fail
+    every write of the event, the spool's too. The record is checked, not the payload:
+    it is small, and looking for escapes in a 10 MB payload cost more than parsing it."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        from claude_mem.text.storable import storable_value  # loaded only then: a hook's import time counts
+
+        return storable_value(record)
+    return record
+
+
+def require_str(payload: dict[str, Any], key: str) -> str:
+    value = payload.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise PayloadError(f"payload has no {key}")
+    return value
+
+
+def optional_str(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 # --- payloads ---------------------------------------------------------------------------------

@@ -1,21 +1,22 @@
 """The MCP tools' arguments, typed and checked at the edge (pydantic constraints, Literal choices):
 a bad call comes back as an `is_error` result naming each problem in one short line, never a
-traceback. The tool registry is mcp_server.py.
+traceback. The tool registry is mcp/server.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError, WithJsonSchema
 
-from claude_mem.store.reads import OBSERVATION_TYPES
+from claude_mem import kinds
 
-ObservationType = Literal["decision", "bugfix", "feature", "refactor", "discovery", "change"]
-assert set(get_args(ObservationType)) == set(OBSERVATION_TYPES)
+# The argument naming an observation's type: kinds.ObservationType, its values written out in the
+# tool's schema (pydantic would put an enum under $defs, one more hop for the model reading it).
+ObservationType = Annotated[kinds.ObservationType, WithJsonSchema({"type": "string", "enum": [t.value for t in kinds.ObservationType]})]
 
 Query = Annotated[str, Field(min_length=1, max_length=500, description="Words or a question, e.g. 'why did login crash'.")]
 Project = Annotated[str | None, Field(

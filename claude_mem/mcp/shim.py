@@ -5,7 +5,7 @@ and falls back to a slower legacy handshake when the answer is late, and importi
 package alone takes ~1.5 s. So this process loads none of it. It answers what
 describes the server (`server/discover`, `initialize`, `tools/list`, `ping`) from the
 description the memory service wrote with the real `mcp` library (`<data dir>/mcp-description.json`,
-see mcp_host.py), and moves every other message, as bytes, to the MCP server the memory service
+see mcp/host.py), and moves every other message, as bytes, to the MCP server the memory service
 hosts for all sessions over its socket (started if absent, as the hooks do). A description
 written by other code (another version, another `mcp`) is not used: then every message goes to
 the service.
@@ -13,7 +13,7 @@ the service.
 A service killed or restarted mid-session costs at most the call in flight: the next message
 reconnects (starting the service), replays the handshake, and the requests that were waiting
 for an answer are sent once more (the tools only read). A service that cannot be reached at all
-is replaced by the MCP server run in a process of its own (`python -m claude_mem.mcp_server`).
+is replaced by the MCP server run in a process of its own (`python -m claude_mem.mcp.server`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ def description_path(data_dir: str) -> str:
     return os.path.join(data_dir, DESCRIPTION_NAME)
 
 
-# The files whose change changes the description: the tools (their registry, mcp_server.py, and
-# the patterns and choices it takes from store/reads.py) and the library that shapes the answers.
-# A tool added to mcp_server.py needs nothing here.
-DESCRIBED_BY = ("mcp_server.py", "mcp_args.py", os.path.join("store", "reads.py"))
+# The files whose change changes the description, under claude_mem/: the tools (their registry,
+# mcp/server.py, and the patterns and choices it takes from store/reads.py) and the library that
+# shapes the answers. A tool added to mcp/server.py needs nothing here.
+DESCRIBED_BY = (os.path.join("mcp", "server.py"), os.path.join("mcp", "args.py"), os.path.join("store", "reads.py"))
 LIBRARY_FILES = (os.path.join("mcp", "__init__.py"), os.path.join("mcp", "server", "lowlevel", "server.py"),
                  os.path.join("mcp_types", "__init__.py"), os.path.join("mcp_types", "version.py"))
 
@@ -58,8 +58,8 @@ def fingerprint() -> str:
     """The size and time of change of the files the description depends on: a few stat calls
     (walking every module cost ~10 ms of a start that must be fast), so that an upgrade is
     never answered from an older description."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    paths = [os.path.join(here, name) for name in DESCRIBED_BY]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [os.path.join(package, name) for name in DESCRIBED_BY]
     for folder in sys.path:
         if folder and os.path.isfile(os.path.join(folder, LIBRARY_FILES[0])):
             paths += [os.path.join(folder, name) for name in LIBRARY_FILES]
@@ -75,7 +75,7 @@ def fingerprint() -> str:
 
 
 def read_description(data_dir: str) -> dict[str, Any]:
-    """The answers written by the service (mcp_host.describe), when they fit this code; else none."""
+    """The answers written by the service (mcp/host.py describe), when they fit this code; else none."""
     try:
         with open(description_path(data_dir), encoding="utf-8") as f:
             found = json.load(f)
@@ -148,7 +148,7 @@ def spawn_own(env: dict[str, str]) -> Upstream:
     """The MCP server in a process of its own (the `mcp` import paid here): when no service can be had."""
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem.mcp_server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem.mcp.server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     stdin = proc.stdin

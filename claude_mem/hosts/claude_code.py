@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claude_mem import jsonfile
-from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP, HOOK_REGISTRATIONS
+from claude_mem.hosts.hook_table import HOOK_COMMANDS, HOOK_GROUP, HOOK_REGISTRATIONS
 
 SERVER_NAME = "claude-mem"
 HOOK_TIMEOUT_S = 10

@@ -10,7 +10,7 @@ Nothing is opened until a tool is called: the database on first use. Searches go
 service (one warm process per data folder holding the embedding model and Chroma; started if it
 is not running); when it cannot answer in time, SQLite FTS5 answers and the result says so.
 This process loads no model and no Chroma client. Output is plain text (see views.py), bounded in
-size. Arguments are typed (mcp_args.py), so a bad call comes back as an `is_error` result naming
+size. Arguments are typed (mcp/args.py), so a bad call comes back as an `is_error` result naming
 the problem, never a traceback.
 """
 
@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from claude_mem.mcp_args import (
+from claude_mem.mcp.args import (
     CheckedServer,
     Count,
     Files,
@@ -110,7 +110,7 @@ class Memory:
         self.cwd = cwd
         self.workdir = workdir  # the session's process's folder, when that process is not this one
         # The session that started this server (CLAUDE_CODE_SESSION_ID) and its project folder:
-        # from this process's environment, or from the session's own process (mcp_shim.py).
+        # from this process's environment, or from the session's own process (mcp/shim.py).
         self.session_id = os.environ.get("CLAUDE_CODE_SESSION_ID") if session_id is None else session_id
         self.project_dir = os.environ.get("CLAUDE_PROJECT_DIR") if project_dir is None else project_dir
         self.lock = threading.Lock()
@@ -434,7 +434,7 @@ def build_server(config: Config, *, cwd: str | None = None, session_id: str | No
 
 def serve() -> None:
     """Run the server on stdio until the client goes away: in a process of its own, where no
-    memory service can be had (mcp_shim.py); Claude Code's `claude-mem mcp` is mcp_shim.py."""
+    memory service can be had (mcp/shim.py); Claude Code's `claude-mem mcp` is mcp/shim.py."""
     from claude_mem import settings
 
     # A bad setting must not take recall away: run on defaults for what is wrong.

@@ -1,16 +1,14 @@
-"""Hook payloads: reading them, and making them safe and small before anything is written.
+"""Secrets and `<private>` spans out of a text: what never reaches the database, the index, the
+logs or the model. `<private>` spans go whole; secrets (provider tokens, authorization headers,
+URL passwords, values assigned to names that say they hold one) become [REDACTED].
 
-Order matters: redaction runs before the final head+tail cut, so a secret or a `<private>`
-span straddling the cut can never leave a readable fragment behind. Very large texts are first
-clipped to a generous window (4x the cap) at each end so redaction stays linear and fast on a
-10 MB response; the windows' cut edges are trimmed after redaction (see `_WINDOW_EDGE`).
-
-On the hook path: standard library only.
+Fails closed: an unclosed `<private>` hides everything after it, an unterminated key block
+everything after BEGIN. Linear on any input (fuzzed payloads cannot make a hook hang). On the
+hook path: standard library only, and each pattern compiled on first use.
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
@@ -203,47 +201,13 @@ def _strip_private(text: str) -> str:
     return "".join(kept)
 
 
-def head_tail(text: str, limit: int, dropped_extra: int = 0) -> str:
-    """Cut text to about `limit` chars, keeping 2/3 head and 1/3 tail, with a marker saying how
-    much was dropped (errors and results tend to sit at the end)."""
-    if len(text) <= limit and not dropped_extra:
-        return text
-    if len(text) <= limit:
-        return text + f"\n[... {dropped_extra} chars dropped ...]"
-    head = (limit * 2) // 3
-    tail = limit - head
-    dropped = len(text) - head - tail + dropped_extra
-    return f"{text[:head]}\n[... {dropped} chars dropped ...]\n{text[len(text) - tail:]}"
-
-
-# Characters trimmed from the cut edge of each window after redaction: a secret cut in two by
-# the window (a token shorter than its pattern, a quoted password without its closing quote)
-# is not recognised, but survives redaction unchanged at the very edge, so trimming more than
-# any such fragment's length removes it even when redaction shrank the window a lot (a large
-# <private> span or key block) and would otherwise bring the edge into the kept part.
-_WINDOW_EDGE = 2048
 _KEY_END = _Lazy(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
 
-def clean_text(text: str, limit: int) -> str:
-    """Redact, then cut to head and tail. Safe and linear on any size."""
-    window = 4 * limit + _WINDOW_EDGE
-    if len(text) > 2 * window:
-        # Redact the two ends separately, then drop each one's cut edge (see _WINDOW_EDGE).
-        head = redact(text[:window])
-        head = head[: max(0, len(head) - _WINDOW_EDGE)][: 2 * limit]
-        tail = _redact_tail(text[-window:])
-        tail = tail[_WINDOW_EDGE:][-limit:]
-        dropped = len(text) - len(head) - len(tail)
-        if len(head) + len(tail) <= limit:
-            return f"{head}\n[... {dropped} chars dropped ...]\n{tail}"
-        return head_tail(head + tail, limit, dropped)
-    return head_tail(redact(text), limit)
-
-
-def _redact_tail(text: str) -> str:
-    # The tail window may begin inside a <private> span or a private key block whose opener
-    # was cut off: everything before the orphaned closer goes.
+def redact_tail(text: str) -> str:
+    """`redact` for the tail end of a longer text, cut from it: it may begin inside a <private>
+    span or a private key block whose opener was cut off, and everything before the orphaned
+    closer goes."""
     first = _ANY_PRIVATE_TAG.search(text)
     if first and first.group().startswith("</"):
         text = text[first.end() :]
@@ -252,151 +216,3 @@ def _redact_tail(text: str) -> str:
         if end and "-----BEGIN" not in text[: end.start()]:
             text = text[end.end() :]
     return redact(text)
-
-
-def clean_value(value: Any, limit: int) -> Any:
-    """Redact every string (and key) in a JSON-like value and cap each one at `limit` chars."""
-    if isinstance(value, str):
-        return clean_text(value, limit)
-    if isinstance(value, dict):
-        return {clean_text(str(k), limit): clean_value(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_value(v, limit) for v in value]
-    return value
-
-
-def to_json_capped(value: Any, limit: int) -> str:
-    """JSON text of a cleaned value, at most about 1.25x `limit` chars, in bounded time.
-
-    Lists and objects with very many items keep their head and tail items around a marker (a
-    10 MB list of rows would otherwise cost seconds of redaction for text that is cut anyway).
-    When the strings add up past `limit`, each long one is cut to a fair share while short
-    ones stay whole, so the end of a long stdout survives beside its stderr. If the whole is
-    still too long, it is kept as one JSON string cut to head and tail, still valid JSON."""
-    trimmed = _trim_containers(value, max(16, limit // 64), [limit])
-    cap = _fair_share(_string_lengths(trimmed, []), limit)
-    text = json.dumps(clean_value(trimmed, cap), ensure_ascii=False, separators=(",", ":"))
-    budget = limit + limit // 4
-    if len(text) <= budget:
-        return text
-    # As one string, its quotes and backslashes are escaped again: cut until that fits too.
-    cut = limit
-    while True:
-        out = json.dumps(head_tail(text, cut), ensure_ascii=False)
-        if len(out) <= budget or cut <= 100:
-            return out
-        cut = max(100, cut * budget // len(out) - 50)
-
-
-def _trim_containers(value: Any, max_items: int, budget: list[int]) -> Any:
-    """Keep the first 2/3 and last 1/3 of `max_items` items of each long list or object; stop
-    descending once `budget[0]` nodes have been visited (pathologically wide nesting)."""
-    budget[0] -= 1
-    if budget[0] < 0 and isinstance(value, (dict, list)):
-        return "[... dropped ...]"
-    if isinstance(value, list):
-        if len(value) > max_items:
-            head = (max_items * 2) // 3
-            tail = max_items - head
-            middle = f"[... {len(value) - head - tail} items dropped ...]"
-            value = [*value[:head], middle, *value[len(value) - tail:]]
-        return [_trim_containers(v, max_items, budget) for v in value]
-    if isinstance(value, dict):
-        items = list(value.items())
-        if len(items) > max_items:
-            head = (max_items * 2) // 3
-            tail = max_items - head
-            dropped = ("[...]", f"{len(items) - head - tail} keys dropped")
-            items = [*items[:head], dropped, *items[len(items) - tail:]]
-        return {k: _trim_containers(v, max_items, budget) for k, v in items}
-    return value
-
-
-def _string_lengths(value: Any, out: list[int]) -> list[int]:
-    if isinstance(value, str):
-        out.append(len(value))
-    elif isinstance(value, dict):
-        for v in value.values():
-            _string_lengths(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _string_lengths(v, out)
-    return out
-
-
-def _fair_share(lengths: list[int], limit: int) -> int:
-    """The cap c (at least 64, at most limit) with sum(min(n, c)) about `limit`: strings shorter
-    than their share stay whole, the long ones share what is left."""
-    if sum(lengths) <= limit:
-        return limit
-    remaining = limit
-    ordered = sorted(lengths)
-    for i, n in enumerate(ordered):
-        share = remaining // (len(ordered) - i)
-        if n > share:
-            return max(64, min(limit, share))
-        remaining -= n
-    return limit
-
-
-class PayloadError(ValueError):
-    """The hook payload cannot be used; the message says why in one line."""
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """`text` as a JSON object (a hook's payload, a settings file); anything else raises
-    ValueError saying what it is instead: "not valid JSON (...)", "a JSON list, not a JSON object"."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"a JSON {type(data).__name__}, not a JSON object")
-    return data
-
-
-def parse_payload(raw: bytes) -> dict[str, Any]:
-    if not raw.strip():
-        raise PayloadError("empty payload on stdin")
-    # Non-UTF-8 bytes are replaced, not refused: the rest of the event is still worth keeping.
-    try:
-        return json_object(raw.decode("utf-8", errors="replace"))
-    except ValueError as exc:
-        raise PayloadError(f"payload is {exc}") from None
-
-
-def storable_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A hook's record (redacted and capped) with any lone surrogate in it replaced (U+FFFD).
-    Claude Code escapes one when a tool output is cut inside an emoji's pair; kept, it would fail
-    every write of the event, the spool's too. The record is checked, not the payload:
-    it is small, and looking for escapes in a 10 MB payload cost more than parsing it."""
-    try:
-        json.dumps(record, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        from claude_mem.text.storable import storable_value  # loaded only then: a hook's import time counts
-
-        return storable_value(record)
-    return record
-
-
-def require_str(payload: dict[str, Any], key: str) -> str:
-    value = payload.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise PayloadError(f"payload has no {key}")
-    return value
-
-
-def optional_str(payload: dict[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    return value if isinstance(value, str) and value else None
-
-
-def matches_skip_list(tool_name: str, patterns: list[str]) -> bool:
-    """Exact names, or prefixes with a trailing `*` (fnmatch costs ~7 ms to import)."""
-    for pattern in patterns:
-        if pattern.endswith("*"):
-            if tool_name.startswith(pattern[:-1]):
-                return True
-        elif tool_name == pattern:
-            return True
-    return False

@@ -4,7 +4,7 @@
 Codex skips an untrusted hook without a word, so install also records each hook's trust the way
 Codex's `/hooks` screen does (PLATFORM-NOTES, Codex CLI): under
 `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]` the `trusted_hash` of the hook's
-canonical JSON. The same rules as for Claude Code (registration.py) keep a user's files safe:
+canonical JSON. The same rules as for Claude Code (hosts/claude_code.py) keep a user's files safe:
 only our entries are touched, a changed file is backed up first, nothing is written when nothing
 changes or a file cannot be parsed, and uninstall takes out exactly what install put in (a file
 install created and that is left empty goes too). config.toml is edited with tomlkit, which keeps
@@ -26,9 +26,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from claude_mem import jsonfile
-from claude_mem.hook_table import HOOK_COMMANDS, HOOK_GROUP
-from claude_mem.hosts import CODEX, HOST_FLAG
-from claude_mem.registration import (
+from claude_mem.hosts.claude_code import (
     HOOK_TIMEOUT_S,
     SERVER_NAME,
     Change,
@@ -39,6 +37,8 @@ from claude_mem.registration import (
     claude_mem_argv,
     read_json_object,
 )
+from claude_mem.hosts.hook_table import HOOK_COMMANDS, HOOK_GROUP
+from claude_mem.hosts.payloads import CODEX, HOST_FLAG
 
 # Codex's events, our command and its timeout for each; no matcher: `pre` and `save` ignore
 # what they do not know. Codex gives a SessionEnd hook 3 s at most, and hashes the timeout it

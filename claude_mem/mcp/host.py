@@ -1,17 +1,17 @@
 """The MCP server every session uses, hosted by the memory service.
 
-Each Claude Code session runs `claude-mem mcp` (mcp_shim.py, standard library only), which
+Each Claude Code session runs `claude-mem mcp` (mcp/shim.py, standard library only), which
 speaks to the memory service over its socket: after an `mcp` request the connection carries that
-session's MCP messages, served here by the real server (mcp_server.build_server, the `mcp`
+session's MCP messages, served here by the real server (mcp/server.py build_server, the `mcp`
 library) for the session's folder, id and settings. The service pays the `mcp` import once for
 every session, when the first one asks for its server.
 
 What describes the server (`server/discover`, `initialize`, `tools/list`, `ping`, at every
 protocol version the library serves) is asked of the same server and written to
-`<data dir>/mcp-description.json`, keyed to the code that produced it (mcp_shim.fingerprint): a
+`<data dir>/mcp-description.json`, keyed to the code that produced it (shim.fingerprint): a
 session's shim answers those from the file at once, while the service may still be starting.
 The service has it written after its model's warm-up when the file does not fit its code, by a
-child process (`python -m claude_mem.mcp_host`), so the library stays out of the service until
+child process (`python -m claude_mem.mcp.host`), so the library stays out of the service until
 a session needs it.
 """
 
@@ -27,8 +27,8 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from claude_mem import mcp_shim
 from claude_mem.jsonfile import write_json_atomic
+from claude_mem.mcp import shim
 from claude_mem.settings import DATA_DIR_ENV, Config
 
 CLIENT = {"name": "claude-mem-describe", "version": "1"}
@@ -37,7 +37,7 @@ CLIENT = {"name": "claude-mem-describe", "version": "1"}
 class McpHost:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.fingerprint = mcp_shim.fingerprint()  # of the code this process started with
+        self.fingerprint = shim.fingerprint()  # of the code this process started with
         self._loading: asyncio.Future[None] | None = None  # the server imported here (a session asked for it)
         self._describing: asyncio.Future[None] | None = None
 
@@ -56,7 +56,7 @@ class McpHost:
 
         async def describe_apart() -> None:
             await go.wait()
-            if self._loading is None and not mcp_shim.read_description(self.config.data_dir):
+            if self._loading is None and not shim.read_description(self.config.data_dir):
                 await asyncio.to_thread(self._describe_apart)
 
         self._describing = asyncio.ensure_future(describe_apart())
@@ -64,7 +64,7 @@ class McpHost:
     def _describe_apart(self) -> None:
         env = {**os.environ, DATA_DIR_ENV: self.config.data_dir}
         with contextlib.suppress(OSError, subprocess.SubprocessError):  # a session's request loads it here instead
-            subprocess.run([sys.executable, "-m", "claude_mem.mcp_host"], env=env, stdin=subprocess.DEVNULL,
+            subprocess.run([sys.executable, "-m", "claude_mem.mcp.host"], env=env, stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=120)
 
     async def loaded(self) -> None:
@@ -73,9 +73,9 @@ class McpHost:
         await asyncio.shield(self._loading)
 
     def _load(self) -> None:
-        from claude_mem import mcp_server
+        from claude_mem.mcp.server import build_server
 
-        server = mcp_server.build_server(self.config, session_id="", project_dir="", workdir=self.config.data_dir)
+        server = build_server(self.config, session_id="", project_dir="", workdir=self.config.data_dir)
         try:
             answers = asyncio.run(describe(server))
         finally:
@@ -85,7 +85,7 @@ class McpHost:
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, hello: dict[str, Any],
                     touch: Callable[[], None]) -> None:
         """One session's MCP messages over this connection, until the session's shim goes away."""
-        from claude_mem.mcp_server import build_server
+        from claude_mem.mcp.server import build_server
 
         settings = given if isinstance(given := hello.get("settings"), dict) else {}
         config = Config(self.config.data_dir, {**self.config.values, **settings})
@@ -166,20 +166,20 @@ def envelope(version: str) -> dict[str, Any]:
 
 async def describe(server: Any) -> dict[str, Any]:
     """The server's own answers to what describes it, at every version the library serves,
-    keyed as mcp_shim.local_key keys a request."""
+    keyed as shim.local_key keys a request."""
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
     answers: dict[str, Any] = {}
     for version in MODERN_PROTOCOL_VERSIONS:
-        asked = [(n, method) for n, method in enumerate(mcp_shim.LOCAL_METHODS)]
-        listen = {"jsonrpc": "2.0", "id": "listen", "method": mcp_shim.LISTEN,
-                  "params": {**envelope(version), "notifications": mcp_shim.LISTEN_FOR}}
+        asked = [(n, method) for n, method in enumerate(shim.LOCAL_METHODS)]
+        listen = {"jsonrpc": "2.0", "id": "listen", "method": shim.LISTEN,
+                  "params": {**envelope(version), "notifications": shim.LISTEN_FOR}}
         got = await _ask(server, [*({"jsonrpc": "2.0", "id": n, "method": method, "params": envelope(version)}
                                     for n, method in asked), listen], expected=len(asked) + 1)
         answers.update({f"{method} {version}": _result(got, n) for n, method in asked})
         # The listen request is answered by a notification first (its stream stays open).
-        answers[f"{mcp_shim.LISTEN} {version}"] = next(
-            (a for a in got if "method" in a and a.get("params", {}).get("_meta", {}).get(mcp_shim.SUBSCRIPTION_ID) == "listen"), None)
+        answers[f"{shim.LISTEN} {version}"] = next(
+            (a for a in got if "method" in a and a.get("params", {}).get("_meta", {}).get(shim.SUBSCRIPTION_ID) == "listen"), None)
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         got = await _ask(server, [
             {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -196,7 +196,7 @@ def _result(answers: list[dict[str, Any]], request_id: int) -> dict[str, Any] | 
 
 
 def write_description(data_dir: str, answers: dict[str, Any], fingerprint: str) -> str:
-    path = mcp_shim.description_path(data_dir)
+    path = shim.description_path(data_dir)
     os.makedirs(data_dir, mode=0o700, exist_ok=True)
     write_json_atomic(path, {"fingerprint": fingerprint, "answers": answers})
     return path
@@ -204,10 +204,10 @@ def write_description(data_dir: str, answers: dict[str, Any], fingerprint: str) 
 
 def write_current_description(config: Config) -> str:
     """Describe the server in this process (`install`, `doctor --fix`): for the first session's shim."""
-    from claude_mem import mcp_server
+    from claude_mem.mcp.server import build_server
 
-    fingerprint = mcp_shim.fingerprint()
-    server = mcp_server.build_server(config, session_id="", project_dir="", workdir=config.data_dir)
+    fingerprint = shim.fingerprint()
+    server = build_server(config, session_id="", project_dir="", workdir=config.data_dir)
     try:
         return write_description(config.data_dir, asyncio.run(describe(server)), fingerprint)
     finally:
