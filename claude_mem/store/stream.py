@@ -47,3 +47,9 @@ def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(
         "SELECT project, COUNT(*) AS sessions, MAX(updated_at_epoch) AS last_epoch FROM sdk_sessions"
         " GROUP BY project ORDER BY last_epoch DESC, project")]
+
+
+def recent_projects(conn: sqlite3.Connection, limit: int = 10) -> list[str]:
+    """The projects most recently active, newest first."""
+    return [r[0] for r in conn.execute(
+        "SELECT project FROM sdk_sessions GROUP BY project ORDER BY MAX(updated_at_epoch) DESC LIMIT ?", (limit,))]
