@@ -126,18 +126,21 @@ def test_socket_is_owner_only(shared_service: str) -> None:
     assert mode == 0o600
 
 
+V = b'{"v": ' + str(protocol.VERSION).encode() + b", "  # a request's start, in the protocol's version
+
+
 @pytest.mark.parametrize(("payload", "says"), [
     (b"not json\n", "not JSON"),
     (b"[1, 2]\n", "JSON object"),
     (b'{"v": 99, "op": "ping"}\n', "protocol version"),
-    (b'{"v": 1, "op": "drop_tables"}\n', "unknown op"),
-    (b'{"v": 1, "op": "search", "args": []}\n', "args must be"),
-    (b'{"v": 1, "op": "search", "args": {"query": 5}}\n', "query must be a string"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
-    (b'{"v": 1, "op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
+    (V + b'"op": "drop_tables"}\n', "unknown op"),
+    (V + b'"op": "search", "args": []}\n', "args must be"),
+    (V + b'"op": "search", "args": {"query": 5}}\n', "query must be a string"),
+    (V + b'"op": "search", "args": {"query": "x", "mode": "psychic"}}\n', "mode must be one of"),
+    (V + b'"op": "search", "args": {"query": "x", "projet": "typo"}}\n', "not a search argument: projet"),
+    (V + b'"op": "search", "args": {"query": "x", "exclude": [5]}}\n', "list of [kind, id] pairs"),
     (b"\n", "empty request"),
-    (b'{"v": 1, "op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
+    (V + b'"op": "ping", "args": {"pad": "' + b"x" * (protocol.MAX_REQUEST + 10) + b'"}}\n', "request over"),
 ])
 def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, payload: bytes, says: str) -> None:
     answer = raw_request(protocol.socket_path(shared_service), payload)
@@ -147,7 +150,7 @@ def test_bad_requests_get_an_error_and_the_service_goes_on(shared_service: str, 
 
 def test_a_lone_surrogate_in_a_query_is_replaced_not_a_failure(shared_service: str) -> None:
     # An MCP argument's escape, or argv's undecodable byte: the search is still answered.
-    escaped = b'{"v": 1, "op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
+    escaped = V + b'"op": "search", "args": {"query": "login crash \\ud83d", "limit": 3}}\n'
     assert "\\ud83d" in escaped.decode()
     answer = raw_request(protocol.socket_path(shared_service), escaped)
     assert answer["ok"] is True and "Fixed login crash" in {h["title"] for h in answer["result"]["hits"]}, answer
