@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from claude_mem import replay
+from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import ref
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
@@ -119,7 +120,7 @@ def run_demo(data_dir: str, project_dir: str, *, synthesizer: str = "auto", echo
     observations = cli_json("observations", "--session", session_id)
     summaries = cli_json("summaries", "--session", session_id)
     echo(f"\n3. Stored: {len(observations)} observations, {len(summaries)} summaries "
-         f"({sum(r['status'] == 'done' for r in queue)}/{len(queue)} queued events done)")
+         f"({sum(r['status'] == QueueStatus.DONE for r in queue)}/{len(queue)} queued events done)")
     outage = next((s.get("observer_error") for s in cli_json("sessions") if s.get("claude_session_id") == session_id), None)
     if outage and any(o["source"] == "heuristic" for o in observations):
         echo(f"   (no model could be used: {outage}.\n    The heuristic synthesizer wrote these from the events alone; with a Claude login,"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.settings import Config
 from claude_mem.status import report
+from claude_mem.store.db import quick_check
 from claude_mem.text.clock import local_stamp
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def diagnose(config: Config, conn: sqlite3.Connection, *, fix: bool = False,
     to the user). `index_progress` gives the Progress that indexing the missing rows advances."""
     info = report(config, conn, revive=False, outages=100, service_timeout_s=5.0)
     said: list[str] = []
-    integrity = conn.execute("PRAGMA quick_check").fetchone()[0]
+    integrity = quick_check(conn)
     return [
         finding("integrity", integrity == "ok", integrity),
         _migrations(conn),
@@ -67,9 +68,9 @@ def _codex(codex: dict[str, Any] | None) -> list[Finding]:
 
 
 def _migrations(conn: sqlite3.Connection) -> Finding:
-    from claude_mem.store.db import latest_version
+    from claude_mem.store.db import latest_version, schema_version
 
-    version, latest = conn.execute("PRAGMA user_version").fetchone()[0], latest_version()
+    version, latest = schema_version(conn), latest_version()
     return finding("migrations", version == latest, f"schema {version} of {latest}")
 
 
@@ -100,7 +101,7 @@ def _stranded(config: Config, conn: sqlite3.Connection, fix: bool, said: list[st
 
     # Due rows only: events waiting out an outage's backoff need no worker until they are due.
     waiting = stranded.stranded_sessions(conn, config.workers_dir, grace_ms=0, limit=10_000)
-    stuck = queue.counts_by_status(conn)["processing"]
+    stuck = queue.counts_by_status(conn)[queue.QueueStatus.PROCESSING]
     fixed = ""
     if waiting and fix:
         with transaction(conn):

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from claude_mem.file_paths import norm_path, place, same_file
-from claude_mem.marks.candidates import candidates, rows
+from claude_mem.marks.candidates import candidates
 from claude_mem.store.db import connect
+from claude_mem.store.marking import rows
 from claude_mem.worker.events import Event
 from claude_mem.worker.recalled import Recalled
 from tests.git_layout import git_checkout, git_worktree

@@ -19,6 +19,7 @@ import pytest
 
 from claude_mem.store import memories, records
 from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migrations, transaction
+from claude_mem.store.queue import QueueStatus
 from tests.migration_helpers import copy_first_migrations
 
 EXPECTED_COLUMNS = {
@@ -61,6 +62,16 @@ def test_a_blank_database_gets_every_migration(tmp_path: Path) -> None:
     conn.close()
     conn = connect(str(tmp_path / "m.db"))
     assert conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(known)
+
+
+def test_the_queue_statuses_are_those_the_schema_allows(tmp_path: Path) -> None:
+    """QueueStatus is the one definition of the statuses; the table's CHECK is the other place
+    they are written, and the two must agree (a status the CHECK refuses would fail a worker)."""
+    conn = connect(str(tmp_path / "s.db"))
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'observation_queue'").fetchone()[0]
+    allowed = re.search(r"CHECK\s*\(\s*status\s+IN\s*\(([^)]*)\)", sql, re.IGNORECASE)
+    assert allowed is not None
+    assert sorted(v.strip().strip("'") for v in allowed.group(1).split(",")) == sorted(s.value for s in QueueStatus)
 
 
 def test_pragmas(tmp_path: Path) -> None:

@@ -20,11 +20,11 @@ from claude_mem import settings
 from claude_mem.cli.app import cli
 from claude_mem.kinds import Source
 from claude_mem.push.digest import build_digest
-from claude_mem.service.indexer import STALE_ROWS
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.reads import STATED_SOURCES
 from claude_mem.store.records import ensure_session
+from claude_mem.store.to_index import STALE_ROWS
 from tests.cli_helpers import invoke, invoke_json, one_error_line
 
 ROOT = Path(__file__).resolve().parent

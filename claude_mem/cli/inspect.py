@@ -293,7 +293,7 @@ def summaries_list(app: AppContext, session_id: str | None, project: str | None,
 
 @cli.command("queue")
 @click.option("--session", "session_id", help="Only this Claude session id.")
-@click.option("--status", type=click.Choice(["pending", "processing", "done", "skipped"]), help="Only this status.")
+@click.option("--status", type=click.Choice([s.value for s in queue_mod.QueueStatus]), help="Only this status.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
 @json_option
 @pass_app

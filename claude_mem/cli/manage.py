@@ -55,19 +55,17 @@ def _live_sessions(app: AppContext) -> dict[str, int]:
 
 def _preview(conn: Any, planned: forget_mod.Plan, limit: int = 10) -> None:
     if planned.sessions:
-        rows = conn.execute(
-            f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
-            f" ({','.join('?' * len(planned.sessions[:limit]))}) ORDER BY started_at_epoch", planned.sessions[:limit]).fetchall()
+        sessions = forget_mod.session_lines(conn, planned.sessions[:limit])
         echo_table([Column("SESSION"), Column("PROJECT"), Column("STARTED"), Column("FIRST PROMPT", fit=True)],
-                   [(r[0], r[1], local_stamp(r[2]), r[3] or "") for r in rows])
+                   [(s.session_id, s.project, local_stamp(s.started_at_epoch), s.first_prompt) for s in sessions])
         if len(planned.sessions) > limit:
             click.echo(f"... and {len(planned.sessions) - limit} more session(s)")
         return
     if planned.observations:
         ids = planned.observations[:limit]
-        rows = conn.execute(f"SELECT id, type, project, title FROM observations WHERE id IN ({','.join('?' * len(ids))})"
-                            " ORDER BY id", ids).fetchall()
-        echo_table([Column("ID", ">"), Column("TYPE"), Column("PROJECT"), Column("TITLE", fit=True)], [tuple(r) for r in rows])
+        lines = forget_mod.observation_lines(conn, ids)
+        echo_table([Column("ID", ">"), Column("TYPE"), Column("PROJECT"), Column("TITLE", fit=True)],
+                   [(o.id, o.type, o.project, o.title) for o in lines])
         if len(planned.observations) > limit:
             click.echo(f"... and {len(planned.observations) - limit} more observation(s)")
 
@@ -279,7 +277,8 @@ def import_(app: AppContext, file: str, project_map: tuple[str, ...], dry_run: b
     if project_map:
         raise UsageProblem("--project-map applies to the npm claude-mem's database only; an export keeps its projects")
     from claude_mem.cli.marks import echo_marked, marks_counts
-    from claude_mem.marks.apply import last_id, mark_added
+    from claude_mem.marks.apply import mark_added
+    from claude_mem.store.marking import last_id
     from claude_mem.store.transfer import BadImportLine, import_lines
     from claude_mem.writes.checks import stated_row
 

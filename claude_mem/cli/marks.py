@@ -11,7 +11,8 @@ import click
 from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.format import Column, echo_table, paint, plural
 from claude_mem.cli.params import UsageProblem, acting, dry_run_option, json_option, yes_option
-from claude_mem.store import marks
+from claude_mem.store import marks, titles
+from claude_mem.store import writes as stored
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref
 from claude_mem.text.clock import local_stamp
@@ -41,7 +42,7 @@ def _observation_id(value: str) -> int:
 
 def _require(conn: Any, *ids: int) -> None:
     for row_id in ids:
-        if conn.execute("SELECT 1 FROM observations WHERE id = ?", (row_id,)).fetchone() is None:
+        if not stored.existing(conn, [row_id]):
             raise NotFound(f"no observation obs:{row_id}")
 
 
@@ -95,10 +96,9 @@ def marks_apply(app: AppContext, project: str | None, yes: bool, dry_run: bool, 
     if not applied.marks:
         click.echo(f"checked {plural(applied.checked, 'observation')}: nothing new to mark")
         return
-    titles = dict(conn.execute("SELECT id, title FROM observations WHERE id IN"
-                               f" ({','.join('?' * len(applied.marks))})", [m.old_id for m in applied.marks]).fetchall())
+    old_titles = titles.by_id(conn, [m.old_id for m in applied.marks])
     echo_table([Column("OLD"), Column("NEW"), Column("RULE"), Column("WHY", fit=True), Column("OLD TITLE", fit=True)],
-               [(f"obs:{m.old_id}", f"obs:{m.new_id}", m.rule, m.reason, titles.get(m.old_id, "")) for m in applied.marks])
+               [(f"obs:{m.old_id}", f"obs:{m.new_id}", m.rule, m.reason, old_titles.get(m.old_id, "")) for m in applied.marks])
     verb = "marked" if yes else "would mark"
     click.echo(f"{verb} {plural(len(applied.marks), 'observation')} of {applied.checked} checked")
     if not yes:

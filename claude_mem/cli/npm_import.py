@@ -40,7 +40,8 @@ def parse_project_map(values: tuple[str, ...]) -> dict[str, str]:
 def import_npm_database(app: AppContext, path: str, project_map: tuple[str, ...], *, dry_run: bool, no_index: bool,
                          as_json: bool) -> None:
     from claude_mem.cli.marks import echo_marked, marks_counts
-    from claude_mem.marks.apply import last_id, mark_added
+    from claude_mem.marks.apply import mark_added
+    from claude_mem.store.marking import last_id
 
     mapping = parse_project_map(project_map)
     conn = create_db(app)

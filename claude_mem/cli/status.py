@@ -11,6 +11,7 @@ from claude_mem.cli.params import json_option
 from claude_mem.progress import describe as describe_job
 from claude_mem.store import budget
 from claude_mem.store.outages import describe
+from claude_mem.store.queue import QueueStatus
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -161,7 +162,7 @@ def _print_status(info: dict[str, Any]) -> None:
             ("stored", f"{plural(c['sessions'], 'session')}, {plural(c['prompts'], 'prompt')}, "
                        f"{plural(c['observations'], 'observation')}, {plural(c['summaries'], 'summary')}"),
             ("queue", ", ".join(paint(f"{q[s]} {s}", status_colour(s) if q[s] else None)
-                                for s in ("pending", "processing", "done", "skipped"))),
+                                for s in QueueStatus)),
             ("index", _index_line(info["index"], info["service"].get("index_job"))),
             *([("embedder", _embedder_line(info["index"]))] if "embedder" in info["index"] else []),
             ("sharing", _sharing_line(info["sharing"])),

@@ -75,12 +75,8 @@ def withheld_list(app: AppContext, project: str | None, released: bool, as_json:
     releases them. `claude-mem show REF` prints one whole."""
     conn = app.db()
     rows = []
-    for kind, table in withheld.TABLES.items():
-        made_from = "provenance" if kind == "observation" else "'[]' AS provenance"
-        sql = (f"SELECT id, project, created_at_epoch, guard_note, released_at_epoch, {made_from} FROM {table}"
-               " WHERE guard_note != ''" + ("" if released else " AND released_at_epoch IS NULL")
-               + (" AND project = ?" if project else ""))
-        rows += [{"ref": ref(kind, r["id"]), **dict(r)} for r in conn.execute(sql, [project] if project else [])]
+    for kind in withheld.TABLES:
+        rows += [{"ref": ref(kind, r["id"]), **r} for r in withheld.listed(conn, kind, project=project, released=released)]
     rows.sort(key=lambda r: -r["created_at_epoch"])
     if as_json:
         emit_json([{**r, "provenance": json.loads(r["provenance"] or "[]")} for r in rows])

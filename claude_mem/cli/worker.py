@@ -78,9 +78,9 @@ def retry(app: AppContext, session_id: str | None, ids: tuple[int, ...], as_json
 
     conn = app.db()
     with transaction(conn):
-        before = queue.counts_by_status(conn, session_id)["skipped"]
+        before = queue.counts_by_status(conn, session_id)[queue.QueueStatus.SKIPPED]
         sessions = queue.retry_skipped(conn, session_id=session_id, ids=list(ids) or None)
-        after = queue.counts_by_status(conn, session_id)["skipped"]
+        after = queue.counts_by_status(conn, session_id)[queue.QueueStatus.SKIPPED]
     if not sessions:
         raise NotFound("nothing to retry: no skipped events match")
     if as_json:
@@ -111,7 +111,7 @@ def reprocess(app: AppContext, session_id: str, wait: bool, as_json: bool) -> No
             memories.delete_heuristic(conn, session_id)
         n += budget.requeue_waiting(conn, session_id)
     waiting = queue.counts_by_status(conn, session_id)
-    left = waiting["pending"] + waiting["processing"]
+    left = waiting[queue.QueueStatus.PENDING] + waiting[queue.QueueStatus.PROCESSING]
     if not n and not (wait and left):
         raise NotFound(f"nothing to reprocess: no heuristic events in session {session_id}, none waiting for the budget")
     if not as_json:
@@ -146,7 +146,7 @@ def _reprocess_in_foreground(app: AppContext, session_id: str, total: int, as_js
         try:
             while not finished.wait(0.5):
                 counts = queue.counts_by_status(conn, session_id)
-                done.advance(max(0, total - counts["pending"] - counts["processing"] - done.done))
+                done.advance(max(0, total - counts[queue.QueueStatus.PENDING] - counts[queue.QueueStatus.PROCESSING] - done.done))
                 bar.update(done.as_dict())
         finally:
             conn.close()

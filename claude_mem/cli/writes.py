@@ -14,7 +14,8 @@ from claude_mem.cli.app import AppContext, NotFound, cli, emit_json, pass_app
 from claude_mem.cli.marks import echo_marked, marks_counts
 from claude_mem.cli.params import OneLineErrors, UsageProblem, create_db, json_option
 from claude_mem.kinds import OBSERVATION_TYPES, Source
-from claude_mem.store.reads import json_list
+from claude_mem.store import writes as stored
+from claude_mem.store.writes import Fields
 from claude_mem.writes.checks import Missing, Refused, observation_id
 from claude_mem.writes.remember import DEFAULT_TYPE
 
@@ -118,19 +119,19 @@ def _named(fields: list[str]) -> list[str]:
 
 def _in_editor(conn: Any, row_id: int) -> dict[str, Any] | None:
     """The fields as the person left them in $EDITOR; None when the editor was closed unsaved."""
-    row = conn.execute("SELECT type, title, narrative, facts, project FROM observations WHERE id = ?", (row_id,)).fetchone()
-    if row is None:
+    found = stored.fields(conn, row_id)
+    if found is None:
         raise NotFound(f"no observation obs:{row_id} (list them with `claude-mem observations`)")
-    edited = click.edit(render_form(row_id, dict(row)), extension=".txt", require_save=True)
+    edited = click.edit(render_form(row_id, found), extension=".txt", require_save=True)
     return None if edited is None else parse_form(edited)
 
 
-def render_form(row_id: int, row: dict[str, Any]) -> str:
-    facts = "".join(f"- {fact}\n" for fact in json_list(row["facts"]))
-    return (f"# Editing obs:{row_id} ({row['project']}). Lines starting with # are left out.\n"
+def render_form(row_id: int, row: Fields) -> str:
+    facts = "".join(f"- {fact}\n" for fact in row.facts)
+    return (f"# Editing obs:{row_id} ({row.project}). Lines starting with # are left out.\n"
             f"# Save and close to apply; close without saving to change nothing.\n"
             f"# type: one of {', '.join(OBSERVATION_TYPES)}\n"
-            f"type: {row['type']}\ntitle: {row['title']}\n\n{FORM_TEXT}\n{row['narrative'] or ''}\n\n{FORM_FACTS}\n{facts}")
+            f"type: {row.type}\ntitle: {row.title}\n\n{FORM_TEXT}\n{row.narrative}\n\n{FORM_FACTS}\n{facts}")
 
 
 def parse_form(text: str) -> dict[str, Any]:

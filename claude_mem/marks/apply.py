@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from claude_mem.marks.candidates import Claims, candidates, rows
+from claude_mem.marks.candidates import Claims, candidates
 from claude_mem.marks.rules import Mark, marks_for
-from claude_mem.store import marks
-from claude_mem.store.db import transaction
+from claude_mem.store import marking, marks
+from claude_mem.store.db import savepoint, transaction
 
 CHUNK = 25  # observations a long run marks per transaction (a few milliseconds each)
 
@@ -61,7 +61,7 @@ class Run:
 
 
 def _oldest_first(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:
-    return sorted(rows(conn, list(ids)), key=lambda r: (r["created_at_epoch"], r["id"]))
+    return sorted(marking.rows(conn, list(ids)), key=lambda r: (r["created_at_epoch"], r["id"]))
 
 
 def mark_stored(conn: sqlite3.Connection, ids: list[int]) -> list[Mark]:
@@ -75,15 +75,12 @@ def mark_stored_guarded(conn: sqlite3.Connection, ids: list[int], log: Callable[
     row it cannot read) costs its marks, logged, never the observations being stored."""
     if not ids:
         return []
-    conn.execute("SAVEPOINT marks")
     try:
-        made = mark_stored(conn, ids)
+        with savepoint(conn, "marks"):
+            return mark_stored(conn, ids)
     except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
-        conn.execute("ROLLBACK TO marks")
         log(f"marking rules failed on observations {ids[:5]}: {type(exc).__name__}: {exc}")
-        made = []
-    conn.execute("RELEASE marks")
-    return made
+        return []
 
 
 def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: int = 0, dry_run: bool = False) -> Applied:
@@ -92,8 +89,7 @@ def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: 
     writes nothing and still says what would be marked."""
     applied = Applied()
     run = Run(dry=dry_run)
-    where, params = ("WHERE id > ? AND project = ?", [after_id, project]) if project else ("WHERE id > ?", [after_id])
-    ids = [r[0] for r in conn.execute(f"SELECT id FROM observations {where} ORDER BY created_at_epoch, id", params)]
+    ids = marking.oldest_first(conn, project=project, after_id=after_id)
     for start in range(0, len(ids), CHUNK):
         if dry_run:
             applied.marks += [m for row in _oldest_first(conn, ids[start:start + CHUNK]) for m in run.one(conn, row)]
@@ -102,8 +98,8 @@ def mark_all(conn: sqlite3.Connection, *, project: str | None = None, after_id: 
                 applied.marks += [m for row in _oldest_first(conn, ids[start:start + CHUNK]) for m in run.one(conn, row)]
         applied.checked += len(ids[start:start + CHUNK])
     if not dry_run and not project and not after_id:
-        with transaction(conn):  # every observation has been through the rules: no sweep is left to do
-            conn.execute("UPDATE mark_sweep SET through_id = upto_id WHERE id = 1")
+        with transaction(conn):
+            marking.sweep_finished(conn)
     return applied
 
 
@@ -116,21 +112,15 @@ def sweep_step(conn: sqlite3.Connection, budget_s: float = 2.0, chunk: int = CHU
     deadline = time.monotonic() + budget_s
     while time.monotonic() < deadline:
         with transaction(conn):
-            state = conn.execute("SELECT through_id, upto_id FROM mark_sweep WHERE id = 1").fetchone()
-            if state is None or state[0] >= state[1]:
+            place = marking.sweep(conn)
+            if place is None or place.done:
                 break
-            ids = [r[0] for r in conn.execute("SELECT id FROM observations WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-                                              (state[0], state[1], chunk))]
+            ids = marking.sweep_ids(conn, place, chunk)
             for row in _oldest_first(conn, ids):
                 run.one(conn, row)
             checked += len(ids)
-            conn.execute("UPDATE mark_sweep SET through_id = ? WHERE id = 1", (ids[-1] if ids else state[1],))
+            marking.sweep_through(conn, ids[-1] if ids else place.upto_id)
     return checked
-
-
-def last_id(conn: sqlite3.Connection) -> int:
-    """The newest observation id (ids are never reused: what an import adds comes after it)."""
-    return int(conn.execute("SELECT coalesce(max(id), 0) FROM observations").fetchone()[0])
 
 
 def mark_added(conn: sqlite3.Connection, after_id: int) -> list[Mark]:

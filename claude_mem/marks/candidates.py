@@ -13,7 +13,7 @@ import sqlite3
 from collections import OrderedDict
 
 from claude_mem.marks.claims import Claim, claim
-from claude_mem.store import marks, observation_files
+from claude_mem.store import marking, marks, observation_files
 from claude_mem.text.terms import query_terms
 
 FILE_CANDIDATES = 50  # the newest observations naming a file of the same base name, per name
@@ -43,15 +43,6 @@ class Claims:
         return found
 
 
-def rows(conn: sqlite3.Connection, ids: list[int]) -> list[dict]:
-    """The observations `ids`, each with its session's folder (`session_cwd`: what its relative paths are read from)."""
-    if not ids:
-        return []
-    return [dict(r) for r in conn.execute(
-        "SELECT o.*, s.cwd AS session_cwd FROM observations o LEFT JOIN sdk_sessions s ON s.claude_session_id = o.session_id"
-        f" WHERE o.id IN ({','.join('?' * len(ids))})", ids)]
-
-
 def _words_query(column: str, text: str) -> str | None:
     """FTS5: rows whose `column` holds every word of `text` but its numbers (quoted: no syntax gets through)."""
     words = [t for t in query_terms(text) if not any(c.isdigit() for c in t)][:TERMS]
@@ -71,14 +62,10 @@ def candidates(conn: sqlite3.Connection, row: dict, claims: Claims | None = None
     ids.update(r["id"] for r in observation_files.naming(conn, new.project, files, limit=FILE_CANDIDATES, before=before))
     queries = [_words_query("title", new.title), *(_words_query("facts", c.command) for c in new.checks[:3])]
     if new.type == "decision":  # a rival statement shares a subject, rarely a file or every word of a title
-        ids.update(r[0] for r in conn.execute("SELECT id FROM observations WHERE project = ? AND type = 'decision'"
-                                              f" ORDER BY id DESC LIMIT {DECISION_CANDIDATES}", (new.project,)))
+        ids.update(marking.newest_decisions(conn, new.project, DECISION_CANDIDATES))
     for query in filter(None, queries):
-        ids.update(r[0] for r in conn.execute(
-            "SELECT o.id FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
-            " WHERE observations_fts MATCH ? AND o.project = ?"
-            f" ORDER BY observations_fts.rowid DESC LIMIT {WORD_CANDIDATES}", (query, new.project)))
+        ids.update(marking.newest_matching(conn, new.project, query, WORD_CANDIDATES))
     ids -= {new.id, *superseded}
-    older = [r for r in rows(conn, sorted(ids)) if (r["created_at_epoch"], r["id"]) < (row["created_at_epoch"], row["id"])]
+    older = [r for r in marking.rows(conn, sorted(ids)) if (r["created_at_epoch"], r["id"]) < (row["created_at_epoch"], row["id"])]
     gone = marks.superseded_ids(conn, [r["id"] for r in older])
     return [claims(r) for r in older if r["id"] not in gone]

@@ -44,6 +44,7 @@ from claude_mem.project import project_for
 from claude_mem.recall import teammates, views
 from claude_mem.service.search import search_memory
 from claude_mem.settings import Config
+from claude_mem.store import records, stream
 from claude_mem.store.reads import REF_PATTERN, parse_ref
 from claude_mem.text.clock import local_stamp
 
@@ -155,9 +156,7 @@ class Memory:
         session_id = self.session_id
         if not session_id:
             return None
-        row = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? ORDER BY prompt_number DESC LIMIT 1",
-                           (session_id,)).fetchone()
-        return int(row[0]) if row else None
+        return records.newest_prompt_id(conn, session_id)
 
     def record_fetch(self, conn: sqlite3.Connection, ids: list[int], chars: int) -> None:
         """Count what the agent read in full (`claude-mem stats`: were the pushes worth it?),
@@ -174,8 +173,7 @@ class Memory:
             pass
 
     def known_projects(self, conn: sqlite3.Connection) -> list[str]:
-        return [r[0] for r in conn.execute(
-            "SELECT project FROM sdk_sessions GROUP BY project ORDER BY MAX(updated_at_epoch) DESC LIMIT 10")]
+        return stream.recent_projects(conn, 10)
 
     def close(self) -> None:
         with self.lock:
@@ -349,7 +347,8 @@ class Tools:
             assert conn is not None
             project = memory.project(None) or ""
             live = memory.live_prompt(conn)  # what the user asked, which the agent may repeat (the write guard lets it)
-            asked = [r[0] for r in conn.execute("SELECT prompt_text FROM user_prompts WHERE id = ?", (live,))] if live else []
+            said = records.prompt_text_of(conn, live) if live else None
+            asked = [said] if said is not None else []
             try:
                 done = remember(memory.config, conn, text, project=project, type_=type_ or DEFAULT_TYPE,
                                 files=[memory.path(f) for f in files or ()], supersedes=supersedes, author=Source.AGENT,

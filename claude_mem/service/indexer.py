@@ -33,16 +33,13 @@ from claude_mem.index.semantic_index import Index
 from claude_mem.progress import Progress
 from claude_mem.service import notices
 from claude_mem.settings import Config
+from claude_mem.store import to_index
 from claude_mem.store.db import connect, data_version
-from claude_mem.store.reads import KINDS, TABLES
+from claude_mem.store.reads import KINDS
 from claude_mem.text.shorten import cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
-# Rows whose documents are stale (an edit, migration 0018; a forget that could not reach the index):
-# through the partial index, which the planner would not pick by itself over the primary key.
-STALE_ROWS = "SELECT row_id FROM index_state INDEXED BY index_state_stale WHERE kind = ? AND collection_id = ''"
-
 
 
 @dataclass(frozen=True)
@@ -218,7 +215,7 @@ class Indexer:
             self.job = None
         self.behind, self.failing, self.last_error = False, False, None
         self.last_full = time.monotonic()
-        self.high = {kind: self._max_id(self.conn, kind) for kind in KINDS}
+        self.high = {kind: to_index.newest_id(self.conn, kind) for kind in KINDS}
         self.indexed += sum(v for k, v in counts.items() if k != "removed")
         self.caught_up = True
         done.set_result(counts)
@@ -246,7 +243,7 @@ class Indexer:
             if self.previous is not None and not self.caught_up and not self._holds(self.previous):
                 self.previous = None
             self.job = Progress("catching up")
-            before = {kind: self._max_id(conn, kind) for kind in KINDS}  # what is committed from now on is new to the next job
+            before = {kind: to_index.newest_id(conn, kind) for kind in KINDS}  # what is committed from now on is new to the next job
             try:
                 counts = self.index.index_missing(conn, self.job)
             finally:
@@ -269,11 +266,11 @@ class Indexer:
             # Rows marked stale (an edit rewrote them, migration 0018; forget could not reach the
             # index): their documents are made again, or dropped if the row is gone, though no
             # notice named them.
-            wanted[kind].update(r[0] for r in conn.execute(STALE_ROWS, (kind,)))
-            top = self._max_id(conn, kind)
+            wanted[kind].update(to_index.stale(conn, kind))
+            top = to_index.newest_id(conn, kind)
             above = self.high.get(kind, top)
             if top > above:
-                wanted[kind].update(r[0] for r in conn.execute(f"SELECT id FROM {TABLES[kind]} WHERE id > ?", (above,)))
+                wanted[kind].update(to_index.ids_above(conn, kind, above))
                 grown = grown or kind != "summary"
             if wanted[kind]:
                 self.job = Progress(f"indexing new {kind}s", len(wanted[kind]))
@@ -302,10 +299,6 @@ class Indexer:
             return True
         except IndexUnavailable:
             return False
-
-    @staticmethod
-    def _max_id(conn: sqlite3.Connection, kind: str) -> int:
-        return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {TABLES[kind]}").fetchone()[0])
 
     def _failed(self, exc: BaseException) -> None:
         self.behind = True

@@ -19,6 +19,7 @@ from typing import Any
 
 from claude_mem.store.costs import USAGE_FIELDS
 from claude_mem.store.db import now_ms
+from claude_mem.store.queue import QueueStatus
 
 # Waiting rows' last_error starts with this: `reprocess` makes them due again.
 WAITING_REASON = "observer_daily_tokens reached"
@@ -99,8 +100,8 @@ def wait_for_tomorrow(conn: sqlite3.Connection, session_id: str, ids: list[int],
     due = next_day_ms()
     marks = ",".join("?" * len(ids))
     conn.execute(
-        "UPDATE observation_queue SET status = 'pending', claimed_by = NULL, last_error = ?, next_attempt_epoch = ?,"
-        f" updated_at_epoch = ? WHERE session_id = ? AND (status = 'pending' OR id IN ({marks}))",
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, last_error = ?, next_attempt_epoch = ?,"
+        f" updated_at_epoch = ? WHERE session_id = ? AND (status = '{QueueStatus.PENDING}' OR id IN ({marks}))",
         (f"{WAITING_REASON} ({detail})"[:500], due, now_ms(), session_id, *ids))
     return due
 
@@ -110,4 +111,4 @@ def requeue_waiting(conn: sqlite3.Connection, session_id: str) -> int:
     inside a transaction."""
     return conn.execute(
         "UPDATE observation_queue SET next_attempt_epoch = 0, updated_at_epoch = ? WHERE session_id = ?"
-        " AND status = 'pending' AND last_error LIKE ?", (now_ms(), session_id, WAITING_REASON + "%")).rowcount
+        f" AND status = '{QueueStatus.PENDING}' AND last_error LIKE ?", (now_ms(), session_id, WAITING_REASON + "%")).rowcount

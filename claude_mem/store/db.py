@@ -299,6 +299,55 @@ class transaction:
                 pass
 
 
+class savepoint:
+    """`with savepoint(conn, "name"):` inside a transaction: what the block wrote is undone when
+    it raises (the exception goes on), and the rest of the transaction kept."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str) -> None:
+        self.conn = conn
+        self.name = name
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute(f"SAVEPOINT {self.name}")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.conn.execute(f"ROLLBACK TO {self.name}")
+        self.conn.execute(f"RELEASE {self.name}")
+
+
+class snapshot:
+    """`with snapshot(conn):` one read transaction, so that what is read in it agrees (a cursor
+    and the rows listed with it)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.conn.execute("COMMIT")
+
+
+def query_only(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """The connection, made to refuse every write (SQLite's own `query_only`)."""
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The newest migration applied (mirrored in `PRAGMA user_version`)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def quick_check(conn: sqlite3.Connection) -> str:
+    """SQLite's `PRAGMA quick_check`: "ok", or the first problem it found."""
+    return str(conn.execute("PRAGMA quick_check").fetchone()[0])
+
+
 def chunks(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
     """`items` in pieces of at most `size`: what one statement (SQLite's limit on bound
     parameters) or one Chroma call takes."""

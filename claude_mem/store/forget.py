@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from claude_mem.store.db import chunks, transaction
 from claude_mem.store.overview import session_scope
+from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import KIND, TABLES
 
 CHUNK = 500  # ids per statement: well under SQLite's variable limit
@@ -105,7 +106,7 @@ def plan(conn: sqlite3.Connection, *, refs: Sequence[tuple[str, int]] = (), sess
             f"AND NOT EXISTS (SELECT 1 FROM {table} r WHERE r.session_id = s.claude_session_id AND r.created_at_epoch >= ?)"
             for table in ("user_prompts", "observations", "session_summaries", "observation_queue", "raw_replies"))
         whole = _ids(conn, f"{scope_sql} AND s.updated_at_epoch < ? {newer} AND NOT EXISTS (SELECT 1 FROM observation_queue q"
-                           " WHERE q.session_id = s.claude_session_id AND q.status = 'processing')",
+                           f" WHERE q.session_id = s.claude_session_id AND q.status = '{QueueStatus.PROCESSING}')",
                      [*params, before_ms, *[before_ms] * 5])
     keep = set(keep_sessions)
     result = Plan(sessions=[s for s in whole if s not in keep])
@@ -114,7 +115,7 @@ def plan(conn: sqlite3.Connection, *, refs: Sequence[tuple[str, int]] = (), sess
     result.summaries = _in_sessions(conn, "session_summaries", scope, age, age_params)
     result.raw_replies = _in_sessions(conn, "raw_replies", scope, age, age_params)
     # A worker holds 'processing' rows right now; they are only removed with their session.
-    result.queue = _in_sessions(conn, "observation_queue", scope, age + " AND status != 'processing'", age_params)
+    result.queue = _in_sessions(conn, "observation_queue", scope, age + f" AND status != '{QueueStatus.PROCESSING}'", age_params)
     gone = set(result.sessions)
     result.queue = sorted(set(result.queue) | set(_in_sessions(conn, "observation_queue", [s for s in scope if s in gone])))
     if project:
@@ -215,3 +216,40 @@ def compact(conn: sqlite3.Connection) -> str | None:
     except sqlite3.OperationalError as exc:
         return str(exc)
     return None
+
+
+@dataclass(frozen=True)
+class SessionLine:
+    """A session as a plan's preview shows it."""
+
+    session_id: str
+    project: str
+    started_at_epoch: int
+    first_prompt: str
+
+
+@dataclass(frozen=True)
+class ObservationLine:
+    """An observation as a plan's preview shows it."""
+
+    id: int
+    type: str
+    project: str
+    title: str
+
+
+def session_lines(conn: sqlite3.Connection, session_ids: Sequence[str]) -> list[SessionLine]:
+    """The sessions `session_ids`, oldest first."""
+    if not session_ids:
+        return []
+    return [SessionLine(r[0], r[1], r[2], r[3] or "") for r in conn.execute(
+        f"SELECT claude_session_id, project, started_at_epoch, user_prompt FROM sdk_sessions WHERE claude_session_id IN"
+        f" ({','.join('?' * len(session_ids))}) ORDER BY started_at_epoch", list(session_ids))]
+
+
+def observation_lines(conn: sqlite3.Connection, ids: Sequence[int]) -> list[ObservationLine]:
+    """The observations `ids`, in id order."""
+    if not ids:
+        return []
+    return [ObservationLine(*r) for r in conn.execute(
+        f"SELECT id, type, project, title FROM observations WHERE id IN ({','.join('?' * len(ids))}) ORDER BY id", list(ids))]

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from claude_mem.store import outages
+from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import TABLES, decode, like_escape
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
@@ -109,8 +110,8 @@ def model_outages(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, An
 
 def skipped_events(conn: sqlite3.Connection) -> dict[str, Any]:
     """How many events were given up (synthesizer=model) and the latest reason."""
-    count = conn.execute("SELECT COUNT(*) FROM observation_queue WHERE status = 'skipped'").fetchone()[0]
-    last = conn.execute("SELECT session_id, last_error FROM observation_queue WHERE status = 'skipped'"
+    count = conn.execute(f"SELECT COUNT(*) FROM observation_queue WHERE status = '{QueueStatus.SKIPPED}'").fetchone()[0]
+    last = conn.execute(f"SELECT session_id, last_error FROM observation_queue WHERE status = '{QueueStatus.SKIPPED}'"
                         " ORDER BY updated_at_epoch DESC, id DESC LIMIT 1").fetchone() if count else None
     return {"count": count, "last_error": last[1] if last else None, "session_id": last[0] if last else None}
 

@@ -13,12 +13,28 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from enum import StrEnum
 
 from claude_mem.store.db import now_iso, now_ms
 
 TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
+
+
+class QueueStatus(StrEnum):
+    """Where a queued event stands: `observation_queue.status`, the values its CHECK allows
+    (migration 0001). Defined here, not in kinds.py, so the hooks load nothing more to queue."""
+
+    PENDING = "pending"        # waiting for a worker, or for its backoff
+    PROCESSING = "processing"  # claimed by one worker
+    DONE = "done"              # stored (by the model or the heuristic synthesizer)
+    SKIPPED = "skipped"        # given up after max_attempts failed attempts (`claude-mem retry`)
+
+
+# Written into statements as literals, as they were before the enumeration: the same SQL text,
+# so the same plans (`due_sessions` names its index).
+WAITING_SQL = f"('{QueueStatus.PENDING}', '{QueueStatus.PROCESSING}')"  # rows still to do
 
 QUEUE_COLUMNS = (
     "id, session_id, kind, tool_name, tool_input, tool_response, tool_use_id, is_error, "
@@ -124,7 +140,7 @@ def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) ->
     if session_id:
         sql += " WHERE session_id = ?"
         params = (session_id,)
-    counts = {"pending": 0, "processing": 0, "done": 0, "skipped": 0}
+    counts = {s.value: 0 for s in QueueStatus}
     for status, n in conn.execute(sql + " GROUP BY status", params):
         counts[status] = n
     return counts
@@ -136,8 +152,8 @@ def release_processing(conn: sqlite3.Connection, session_id: str) -> int:
     """Give back rows a dead worker left in processing. Only the holder of the session's
     worker lock calls this, so no live worker can own them."""
     cur = conn.execute(
-        "UPDATE observation_queue SET status = 'pending', claimed_by = NULL, updated_at_epoch = ?"
-        " WHERE session_id = ? AND status = 'processing'",
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, updated_at_epoch = ?"
+        f" WHERE session_id = ? AND status = '{QueueStatus.PROCESSING}'",
         (now_ms(), session_id),
     )
     return cur.rowcount
@@ -147,7 +163,7 @@ def next_pending(conn: sqlite3.Connection, session_id: str, limit: int = 64) -> 
     """The session's pending rows in order. Rows are taken strictly in order (a row waiting
     for its backoff holds back later ones) so a turn's summary never overtakes its events."""
     rows = conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = 'pending'"
+        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = '{QueueStatus.PENDING}'"
         " ORDER BY id LIMIT ?",
         (session_id, limit),
     ).fetchall()
@@ -173,8 +189,8 @@ def repeated_reads(conn: sqlite3.Connection, session_id: str, ids: list[int], *,
 def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'processing', claimed_by = ?, updated_at_epoch = ?"
-        f" WHERE id IN ({marks}) AND status = 'pending'",
+        f"UPDATE observation_queue SET status = '{QueueStatus.PROCESSING}', claimed_by = ?, updated_at_epoch = ?"
+        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PENDING}'",
         (worker_id, now_ms(), *ids),
     )
 
@@ -184,7 +200,7 @@ def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str, given
     the model (that attempt is counted)."""
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'done', claimed_by = NULL, last_error = ?, attempts = attempts + ?,"
+        f"UPDATE observation_queue SET status = '{QueueStatus.DONE}', claimed_by = NULL, last_error = ?, attempts = attempts + ?,"
         f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
         (given_up[:500] if given_up else None, 1 if given_up else 0, processed_by, now_ms(), *ids),
     )
@@ -198,11 +214,12 @@ def mark_failed(conn: sqlite3.Connection, ids: list[int], error: str, *, max_att
     now = now_ms()
     conn.execute(
         f"UPDATE observation_queue SET attempts = attempts + 1, last_error = ?, claimed_by = NULL,"
-        f" status = CASE WHEN attempts + 1 >= ? THEN 'skipped' ELSE 'pending' END,"
+        f" status = CASE WHEN attempts + 1 >= ? THEN '{QueueStatus.SKIPPED}' ELSE '{QueueStatus.PENDING}' END,"
         f" next_attempt_epoch = ?, updated_at_epoch = ? WHERE id IN ({marks})",
         (error[:500], max_attempts, now + int(backoff_s * 1000), now, *ids),
     )
-    return conn.execute(f"SELECT COUNT(*) FROM observation_queue WHERE id IN ({marks}) AND status = 'skipped'", ids).fetchone()[0]
+    return conn.execute(f"SELECT COUNT(*) FROM observation_queue WHERE id IN ({marks}) AND status = '{QueueStatus.SKIPPED}'",
+                        ids).fetchone()[0]
 
 
 def defer(conn: sqlite3.Connection, ids: list[int], error: str, due_ms: int) -> None:
@@ -210,7 +227,7 @@ def defer(conn: sqlite3.Connection, ids: list[int], error: str, due_ms: int) -> 
     which says nothing about these events."""
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'pending', claimed_by = NULL, last_error = ?,"
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, last_error = ?,"
         f" next_attempt_epoch = ?, updated_at_epoch = ? WHERE id IN ({marks})",
         (error[:500], due_ms, now_ms(), *ids),
     )
@@ -220,15 +237,15 @@ def release(conn: sqlite3.Connection, ids: list[int]) -> None:
     """Hand rows back untouched (a worker stopping mid-batch)."""
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = 'pending', claimed_by = NULL, updated_at_epoch = ?"
-        f" WHERE id IN ({marks}) AND status = 'processing'",
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, updated_at_epoch = ?"
+        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PROCESSING}'",
         (now_ms(), *ids),
     )
 
 
 def retry_skipped(conn: sqlite3.Connection, *, session_id: str | None = None, ids: list[int] | None = None) -> list[str]:
     """Re-queue skipped rows; returns the sessions touched (they need a worker)."""
-    clauses = ["status = 'skipped'"]
+    clauses = [f"status = '{QueueStatus.SKIPPED}'"]
     params: list[Any] = []
     if session_id:
         clauses.append("session_id = ?")
@@ -239,7 +256,7 @@ def retry_skipped(conn: sqlite3.Connection, *, session_id: str | None = None, id
     where = " AND ".join(clauses)
     sessions = [r[0] for r in conn.execute(f"SELECT DISTINCT session_id FROM observation_queue WHERE {where}", params)]
     conn.execute(
-        f"UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0,"
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', attempts = 0, next_attempt_epoch = 0,"
         f" last_error = NULL, updated_at_epoch = ? WHERE {where}",
         (now_ms(), *params),
     )
@@ -251,7 +268,7 @@ def waiting_sessions(conn: sqlite3.Connection, *, due_by: int | None = None) -> 
     has waited longest first: its id, when that event came, how many wait."""
     due = "" if due_by is None else " AND next_attempt_epoch <= ?"
     return [{"session_id": sid, "waiting_since_epoch": since, "events": n} for sid, since, n in conn.execute(
-        "SELECT session_id, MIN(created_at_epoch), COUNT(*) FROM observation_queue WHERE status = 'pending'" + due
+        f"SELECT session_id, MIN(created_at_epoch), COUNT(*) FROM observation_queue WHERE status = '{QueueStatus.PENDING}'" + due
         + " GROUP BY session_id ORDER BY MIN(id)", () if due_by is None else (due_by,))]
 
 
@@ -259,7 +276,7 @@ def requeue_heuristic(conn: sqlite3.Connection, session_id: str) -> int:
     """Send the session's events the heuristic synthesizer handled to the model again; returns
     how many. Call inside a transaction, with memories.delete_heuristic."""
     return conn.execute(
-        "UPDATE observation_queue SET status = 'pending', attempts = 0, next_attempt_epoch = 0, processed_by = NULL,"
+        f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', attempts = 0, next_attempt_epoch = 0, processed_by = NULL,"
         " updated_at_epoch = ? WHERE session_id = ? AND processed_by = 'heuristic'", (now_ms(), session_id)).rowcount
 
 
@@ -268,13 +285,13 @@ def due_sessions(conn: sqlite3.Connection, now: int, limit: int = 4) -> list[str
     one index-only range scan of observation_queue_due, cheap enough for every hook."""
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT session_id FROM observation_queue INDEXED BY observation_queue_due"
-        " WHERE status IN ('pending', 'processing') AND next_attempt_epoch <= ? LIMIT ?", (now, limit))]
+        f" WHERE status IN {WAITING_SQL} AND next_attempt_epoch <= ? LIMIT ?", (now, limit))]
 
 
 def untouched_since(conn: sqlite3.Connection, session_id: str, before: int) -> bool:
     """True when the session's first waiting row has not changed since `before`: its worker is
     not merely starting up. (Two seeks of observation_queue_claim, however long the queue.)"""
-    for status in ("pending", "processing"):
+    for status in (QueueStatus.PENDING, QueueStatus.PROCESSING):
         head = conn.execute("SELECT updated_at_epoch FROM observation_queue WHERE session_id = ? AND status = ?"
                             " ORDER BY id LIMIT 1", (session_id, status)).fetchone()
         if head is not None and head[0] < before:
@@ -285,7 +302,7 @@ def untouched_since(conn: sqlite3.Connection, session_id: str, before: int) -> b
 def hold_session(conn: sqlite3.Connection, session_id: str, due_ms: int) -> None:
     """No pending row of the session is due before `due_ms` (the session waits for the model as
     a whole, so `due_sessions` does not count it)."""
-    conn.execute("UPDATE observation_queue SET next_attempt_epoch = ? WHERE session_id = ? AND status = 'pending'"
+    conn.execute(f"UPDATE observation_queue SET next_attempt_epoch = ? WHERE session_id = ? AND status = '{QueueStatus.PENDING}'"
                  " AND next_attempt_epoch < ?", (due_ms, session_id, due_ms))
 
 
@@ -297,6 +314,21 @@ def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict
     # The first row in order is the one the session waits for (rows are taken strictly in order).
     return {r[0]: {"waiting": r[1], "next_try_epoch": r[2]} for r in conn.execute(
         "SELECT session_id, COUNT(*), (SELECT h.next_attempt_epoch FROM observation_queue h WHERE h.session_id = q.session_id"
-        "  AND h.status IN ('pending', 'processing') ORDER BY h.id LIMIT 1)"
-        f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN ('pending', 'processing') GROUP BY session_id",
+        f"  AND h.status IN {WAITING_SQL} ORDER BY h.id LIMIT 1)"
+        f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN {WAITING_SQL} GROUP BY session_id",
         session_ids)}
+
+
+def pending_from(conn: sqlite3.Connection, session_id: str, first_id: int, limit: int) -> list[dict[str, Any]]:
+    """The session's pending rows from `first_id` on, in order (the heuristic's turn: worker/turns.py)."""
+    return [decode_row(r) for r in conn.execute(
+        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = '{QueueStatus.PENDING}' AND id >= ?"
+        " ORDER BY id LIMIT ?", (session_id, first_id, limit))]
+
+
+def queued_after_turn(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:
+    """Whether anything was queued after the turn's last event (`last_id`): its Stop, or an event
+    of a later prompt (a late event of an earlier prompt says nothing about this one)."""
+    return conn.execute(
+        "SELECT 1 FROM observation_queue WHERE session_id = ? AND id > ? AND (prompt_number > ? OR (kind != 'tool' AND prompt_number = ?))"
+        " LIMIT 1", (session_id, last_id, prompt_number, prompt_number)).fetchone() is not None

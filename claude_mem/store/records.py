@@ -191,3 +191,16 @@ def replace_reply(conn: sqlite3.Connection, session_id: str, prompt_number: int,
     """Claude's reply as the write guard leaves it (worker/guarding.py). Call inside a transaction."""
     conn.execute("UPDATE user_prompts SET reply_text = ? WHERE session_id = ? AND prompt_number = ?",
                  (text, session_id, prompt_number))
+
+
+def newest_prompt_id(conn: sqlite3.Connection, session_id: str) -> int | None:
+    """The id of the session's newest prompt: the one Claude Code is answering now."""
+    row = conn.execute("SELECT id FROM user_prompts WHERE session_id = ? ORDER BY prompt_number DESC LIMIT 1",
+                       (session_id,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def prompt_text_of(conn: sqlite3.Connection, prompt_id: int) -> str | None:
+    """The text of the prompt with this id (None when there is none)."""
+    row = conn.execute("SELECT prompt_text FROM user_prompts WHERE id = ?", (prompt_id,)).fetchone()
+    return row[0] if row else None

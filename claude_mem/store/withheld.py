@@ -105,3 +105,14 @@ def _list(raw: Any) -> list[str]:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def listed(conn: sqlite3.Connection, kind: str, *, project: str | None = None, released: bool = False) -> list[dict[str, Any]]:
+    """The rows of `kind` the guard left a note on, still withheld (and, with `released`, those a
+    person released): id, project, created_at_epoch, guard_note, released_at_epoch and provenance
+    (a JSON list; '[]' for a summary)."""
+    made_from = "provenance" if kind == "observation" else "'[]' AS provenance"
+    sql = (f"SELECT id, project, created_at_epoch, guard_note, released_at_epoch, {made_from} FROM {TABLES[kind]}"
+           " WHERE guard_note != ''" + ("" if released else " AND released_at_epoch IS NULL")
+           + (" AND project = ?" if project else ""))
+    return [dict(r) for r in conn.execute(sql, [project] if project else [])]

@@ -31,6 +31,8 @@ from starlette.types import ASGIApp
 
 from claude_mem.kinds import OBSERVATION_TYPES, SearchMode
 from claude_mem.logs import log_line
+from claude_mem.store import stream
+from claude_mem.store.db import data_version
 from claude_mem.store.reads import KINDS, parse_ref
 from claude_mem.viewer import data
 from claude_mem.viewer.changes import TOKEN_SLOT, Changes, checked_body, page_with_token
@@ -167,7 +169,7 @@ class Viewer:
         return HTMLResponse(page_with_token(self.template, self.write_token), headers={"cache-control": "no-store"})
 
     def api_projects(self, request: Request) -> Response:
-        return _json({"projects": self.read(data.projects)})
+        return _json({"projects": self.read(stream.projects)})
 
     def api_feed(self, request: Request) -> Response:
         items, cursor = self.read(data.feed, project=_text(request, "project"), limit=_int(request, "limit", 50, 1, 500))
@@ -280,7 +282,7 @@ class Viewer:
             health_sent = 0.0
             health_due = True
             while not self.stopping.is_set():
-                current = conn.execute("PRAGMA data_version").fetchone()[0]
+                current = data_version(conn)
                 if current != version:
                     version = current
                     items, cursor, more = await run_in_threadpool(data.new_since, conn, cursor, project)

@@ -24,6 +24,7 @@ from claude_mem.kinds import Source
 from claude_mem.logs import log_line
 from claude_mem.settings import Config
 from claude_mem.store import marks, withheld
+from claude_mem.store import writes as stored
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.reads import ref
 from claude_mem.viewer.data import DatabaseMissing
@@ -104,7 +105,7 @@ class Changes:
             raise BadRequest("reason is a short text (at most 300 characters)")
         with _writing(self.config.db_path) as conn:
             wanted = [i for i in (old_id, new_id) if i is not None]
-            known = {r[0] for r in conn.execute(f"SELECT id FROM observations WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
+            known = stored.existing(conn, wanted)
             missing = [i for i in wanted if i not in known]
             if missing:
                 raise BadRequest(f"no observation obs:{missing[0]}", 409)

@@ -1,7 +1,6 @@
 """What the viewer reads, shaped for the page.
 
-Store functions are used wherever they exist; the few queries here are ones nothing else needs
-(rows after a cursor, the newest prompts across sessions, table counts, the last error). Every
+Every row is read through the store (the feed's rows after a cursor: store/stream.py). Every
 reading connection is opened with `query_only`, so SQLite itself refuses a write from it; what a
 person changes (changes.py) opens its own.
 """
@@ -16,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, marks, overview, reads, records, revisions, withheld
-from claude_mem.store.db import connect
+from claude_mem.store import costs, injections, marks, overview, reads, records, revisions, stream, withheld
+from claude_mem.store.db import connect, query_only, snapshot
 from claude_mem.store.reads import TURN_RANK
 from claude_mem.text.shorten import cut
 
@@ -49,9 +48,7 @@ class Cursor:
 def open_reader(db_path: str) -> sqlite3.Connection:
     if not os.path.exists(db_path):
         raise DatabaseMissing(f"no database at {db_path}")
-    conn = connect(db_path, migrate=False)
-    conn.execute("PRAGMA query_only = ON")
-    return conn
+    return query_only(connect(db_path, migrate=False))
 
 
 @contextmanager
@@ -61,16 +58,6 @@ def reader(db_path: str) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.close()
-
-
-@contextmanager
-def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One read transaction, so a cursor and the rows listed with it agree."""
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    finally:
-        conn.execute("COMMIT")
 
 
 def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | None = None) -> dict[str, Any]:
@@ -102,23 +89,8 @@ def sort_items(items: list[dict[str, Any]], newest_first: bool = False) -> list[
 
 # -- the feed -----------------------------------------------------------------------------------
 
-def _prompts(conn: sqlite3.Connection, *, after: int = 0, project: str | None = None, limit: int,
-             newest_first: bool = False) -> list[dict[str, Any]]:
-    # The store lists prompts per session only; the feed needs them across sessions, with their project.
-    sql = ("SELECT p.id, p.session_id, p.prompt_number, p.prompt_text, p.created_at, p.created_at_epoch, s.project"
-           " FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id WHERE p.id > ?")
-    params: list[Any] = [after]
-    if project:
-        sql += " AND s.project = ?"
-        params.append(project)
-    sql += f" ORDER BY p.id {'DESC' if newest_first else 'ASC'} LIMIT ?"
-    return [dict(r) for r in conn.execute(sql, [*params, limit])]
-
-
 def current_cursor(conn: sqlite3.Connection) -> Cursor:
-    row = conn.execute("SELECT (SELECT MAX(id) FROM observations), (SELECT MAX(id) FROM session_summaries),"
-                       " (SELECT MAX(id) FROM user_prompts)").fetchone()
-    return Cursor(*(int(v or 0) for v in row))
+    return Cursor(*stream.newest_ids(conn))
 
 
 def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 50) -> tuple[list[dict[str, Any]], Cursor]:
@@ -128,7 +100,7 @@ def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 5
         rows = marks.annotate(conn, reads.list_observations(conn, project=project, limit=limit, newest_first=True))
         items = [observation_item(r) for r in rows]
         items += [summary_item(r) for r in reads.list_summaries(conn, project=project, limit=limit, newest_first=True)]
-        items += [prompt_item(r) for r in _prompts(conn, project=project, limit=limit, newest_first=True)]
+        items += [prompt_item(r) for r in stream.prompts_after(conn, project=project, limit=limit, newest_first=True)]
     return sort_items(items, newest_first=True)[:limit], cursor
 
 
@@ -139,11 +111,9 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     Ids only grow as rows commit (one writer at a time) and are never reused, even after a
     forget (migration 0004), which is what makes a cursor enough.
     """
-    obs = marks.annotate(conn, [reads.decode(r) for r in conn.execute(
-        "SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (cursor.observation, STREAM_BATCH))])
-    sums = [reads.decode(r) for r in conn.execute(
-        "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (cursor.summary, STREAM_BATCH))]
-    prompts = _prompts(conn, after=cursor.prompt, limit=STREAM_BATCH)
+    obs = marks.annotate(conn, stream.observations_after(conn, cursor.observation, STREAM_BATCH))
+    sums = stream.summaries_after(conn, cursor.summary, STREAM_BATCH)
+    prompts = stream.prompts_after(conn, after=cursor.prompt, limit=STREAM_BATCH)
     new_cursor = Cursor(obs[-1]["id"] if obs else cursor.observation, sums[-1]["id"] if sums else cursor.summary,
                         prompts[-1]["id"] if prompts else cursor.prompt)
     items = [observation_item(r) for r in obs] + [summary_item(r) for r in sums] + [prompt_item(r) for r in prompts]
@@ -151,13 +121,6 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
         items = [i for i in items if i["project"] == project]
     more = STREAM_BATCH in (len(obs), len(sums), len(prompts))
     return sort_items(items), new_cursor, more
-
-
-def projects(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Projects with their session count, most recently active first."""
-    return [dict(r) for r in conn.execute(
-        "SELECT project, COUNT(*) AS sessions, MAX(updated_at_epoch) AS last_epoch FROM sdk_sessions"
-        " GROUP BY project ORDER BY last_epoch DESC, project")]
 
 
 # -- details ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from claude_mem.guard.screen import Context, screen_fields
-from claude_mem.store import checkpoints, records, withheld, working_set
+from claude_mem.store import checkpoints, records, titles, working_set
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.text.shorten import clip, cut
 from claude_mem.worker.parse import parse_reply
@@ -87,8 +87,7 @@ def heuristic_fields(conn: sqlite3.Connection, session_id: str) -> dict[str, str
     done and decided, the commands still failing."""
     done: list[str] = []
     decided: list[str] = []
-    for kind, title in conn.execute(f"SELECT type, title FROM observations t WHERE session_id = ? AND {withheld.shown('t')}"
-                                    " ORDER BY id DESC LIMIT ?", (session_id, RECENT_TITLES)):
+    for kind, title in titles.newest_of_session(conn, session_id, RECENT_TITLES):
         if kind in ("bugfix", "change", "feature", "refactor") and title not in done:
             done.append(title)
         elif kind == "decision" and title not in decided:

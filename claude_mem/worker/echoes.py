@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 
+from claude_mem.store import titles
 from claude_mem.store.memories import Observation
 
 
@@ -32,8 +33,7 @@ def repeats(conn: sqlite3.Connection, session_id: str, obs: Observation, shown: 
     if title in shown:
         return True
     facts = _facts(obs.facts)
-    for stored_title, stored_facts in conn.execute(
-            "SELECT title, facts FROM observations WHERE session_id = ? AND type = ?", (session_id, obs.type)):
+    for stored_title, stored_facts in titles.of_session(conn, session_id, obs.type):
         if _norm(stored_title or "") != title:
             continue
         try:

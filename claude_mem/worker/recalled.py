@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import asdict
 
 from claude_mem.file_paths import place
-from claude_mem.store import marks, observation_files, withheld
+from claude_mem.store import marking, marks, observation_files, records, titles
 from claude_mem.text.clock import local_day
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import fts_match, query_terms
@@ -38,8 +39,8 @@ class Recalled:
 
     def _session(self) -> tuple[str, str | None] | None:
         """(project, folder) of this session, None before its row exists."""
-        row = self.conn.execute("SELECT project, cwd FROM sdk_sessions WHERE claude_session_id = ?", (self.session_id,)).fetchone()
-        return (row[0], row[1]) if row else None
+        row = records.get_session(self.conn, self.session_id)
+        return (row["project"], row["cwd"]) if row else None
 
     def block(self, events: list[Event], request: str = "") -> str:
         """The lines to put before the batch's events ("" when memory holds nothing new about it)."""
@@ -72,12 +73,8 @@ class Recalled:
         if len(terms) < SUBJECT_MIN_WORDS:
             return []
         wanted = set(terms)
-        rows = self.conn.execute(
-            "SELECT o.id, o.title, o.created_at_epoch FROM observations_fts JOIN observations o ON o.id = observations_fts.rowid"
-            f" WHERE observations_fts MATCH ? AND o.project = ? AND o.session_id != ? AND {withheld.shown('o')}"
-            " ORDER BY bm25(observations_fts) LIMIT 10",
-            (f"title : ({fts_match(terms)})", project, self.session_id)).fetchall()
-        return [dict(r) for r in rows if len(wanted & set(query_terms(r["title"]))) >= SUBJECT_MIN_WORDS]
+        found = titles.matching(self.conn, project, f"title : ({fts_match(terms)})", other_than_session=self.session_id, limit=10)
+        return [asdict(t) for t in found if len(wanted & set(query_terms(t.title))) >= SUBJECT_MIN_WORDS]
 
     def answered(self) -> None:
         """The message built by the last `block()` got its reply: its lines count as shown. A
@@ -92,10 +89,7 @@ class Recalled:
         `relation`: "supersedes" (<supersedes>), or "conflicts" (<conflicts>: rival decisions, issue 51)."""
         made: list[int] = []
         for old_id in claimed:
-            row = self.conn.execute(
-                "SELECT o.project = n.project AND (o.created_at_epoch, o.id) < (n.created_at_epoch, n.id)"
-                " FROM observations o, observations n WHERE o.id = ? AND n.id = ?", (old_id, new_id)).fetchone()
-            if old_id not in self.shown or row is None or not row[0]:
+            if old_id not in self.shown or not marking.earlier_of_project(self.conn, old_id, new_id):
                 self.log(f"ignored <{relation}>obs:{old_id}</{relation}> of obs:{new_id}: not an earlier observation"
                          " of this project shown to the model")
                 continue

@@ -17,8 +17,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from claude_mem.store import checkpoints, records
-from claude_mem.store.queue import QUEUE_COLUMNS, decode_row
+from claude_mem.store import checkpoints, queue, records
 
 TURN_LIMIT = 2000  # tool events of one turn taken at once: a very long turn is cut here, at the same place every time
 
@@ -31,9 +30,7 @@ def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[dict[s
     first = rows[0]
     if first["kind"] != "tool" or first["attempts"]:
         return [first]
-    turn = [decode_row(r) for r in conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = 'pending' AND id >= ?"
-        " ORDER BY id LIMIT ?", (session_id, first["id"], TURN_LIMIT))]
+    turn = queue.pending_from(conn, session_id, first["id"], TURN_LIMIT)
     # The turn's events, wherever a late event of an earlier prompt fell among them.
     run = [r for r in turn if r["kind"] == "tool" and r["prompt_number"] == first["prompt_number"] and not r["attempts"]]
     upto = _checkpoint_upto(conn, session_id)
@@ -47,13 +44,10 @@ def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[dict[s
 def _ended(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:
     """Something after the turn's last event: its Stop, a later prompt's event, or the session's end.
     (A late event of an earlier prompt says nothing about this one.)"""
-    later = conn.execute(
-        "SELECT 1 FROM observation_queue WHERE session_id = ? AND id > ? AND (prompt_number > ? OR (kind != 'tool' AND prompt_number = ?))"
-        " LIMIT 1", (session_id, last_id, prompt_number, prompt_number)).fetchone()
-    if later is not None or records.session_ended(conn, session_id):
+    if queue.queued_after_turn(conn, session_id, prompt_number, last_id) or records.session_ended(conn, session_id):
         return True
-    prompts = conn.execute("SELECT prompt_counter FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    return prompts is not None and int(prompts[0] or 0) > prompt_number  # the next prompt came before any event of it
+    session = records.get_session(conn, session_id)
+    return session is not None and int(session["prompt_counter"] or 0) > prompt_number  # the next prompt came before any event of it
 
 
 def _checkpoint_upto(conn: sqlite3.Connection, session_id: str) -> int | None:

@@ -8,7 +8,6 @@ the keyword index follows through the FTS triggers, the semantic index through t
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,8 +15,8 @@ from typing import Any
 from claude_mem.kinds import OBSERVATION_TYPES, Source
 from claude_mem.settings import Config
 from claude_mem.store import revisions
+from claude_mem.store import writes as stored
 from claude_mem.store.db import transaction
-from claude_mem.store.reads import json_list
 from claude_mem.writes.checks import Missing, Refused, checked, headline
 from claude_mem.writes.index import follow
 
@@ -30,17 +29,15 @@ class Edited:
 
 
 def _current(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any]:
-    row = conn.execute("SELECT type, title, narrative, facts FROM observations WHERE id = ?", (observation_id,)).fetchone()
-    if row is None:
+    found = stored.fields(conn, observation_id)
+    if found is None:
         raise Missing(f"no observation obs:{observation_id}")
-    return {"type": row["type"], "title": row["title"], "narrative": row["narrative"] or "", "facts": json_list(row["facts"])}
+    return {"type": found.type, "title": found.title, "narrative": found.narrative, "facts": found.facts}
 
 
 def _write(conn: sqlite3.Connection, observation_id: int, version: dict[str, Any], type_changed: bool) -> None:
-    conn.execute("UPDATE observations SET type = ?, raw_type = CASE WHEN ? THEN NULL ELSE raw_type END, title = ?,"
-                 " narrative = ?, facts = ? WHERE id = ?",
-                 (version["type"], type_changed, version["title"], version["narrative"],
-                  json.dumps(version["facts"], ensure_ascii=False), observation_id))
+    stored.rewrite(conn, observation_id, type_=version["type"], title=version["title"], narrative=version["narrative"],
+                   facts=version["facts"], type_changed=type_changed)
 
 
 def edit(config: Config, conn: sqlite3.Connection, observation_id: int, *, title: str | None = None, text: str | None = None,

@@ -19,6 +19,7 @@ from claude_mem.marks.apply import mark_stored_guarded
 from claude_mem.marks.rules import Mark
 from claude_mem.settings import Config
 from claude_mem.store import marks
+from claude_mem.store import writes as stored
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, guarded, insert_observation
 from claude_mem.store.records import stated_session
@@ -64,15 +65,14 @@ def remember(config: Config, conn: sqlite3.Connection, text: str, *, project: st
     paths = _files(files)
     observation = guarded(Observation(type_, headline(body), narrative=body, files_read=paths), author, own)
     with transaction(conn):
-        if supersedes is not None and conn.execute("SELECT 1 FROM observations WHERE id = ?", (supersedes,)).fetchone() is None:
+        if supersedes is not None and not stored.existing(conn, [supersedes]):
             raise Missing(f"no observation obs:{supersedes} to supersede; nothing was stored")
         session_id = stated_session(conn, project)
         new_id = insert_observation(conn, session_id, project, observation, prompt_number=0, source=author,
                                     provenance=[Provenance(author.value)])
         created = new_id is not None
         if new_id is None:  # the same text again: the memory it is
-            new_id = int(conn.execute("SELECT id FROM observations WHERE session_id = ? AND content_hash = ?",
-                                      (session_id, observation.content_hash())).fetchone()[0])
+            new_id = stored.same_text(conn, session_id, observation.content_hash())
         done = Remembered(new_id, project, created)
         if supersedes is not None and supersedes != new_id:
             marks.add(conn, supersedes, new_id, "supersedes", author.value, reason="replaced by a stated memory")
