@@ -297,6 +297,17 @@ def test_no_function_or_module_is_too_long() -> None:
     assert long_modules == [] and long_functions == []
 
 
+def test_every_sql_statement_is_run_in_store() -> None:
+    """store/ owns the SQL: a column renamed is one package to read, not thirty. A call of a
+    connection's or cursor's execute (any of its three forms) anywhere else in the package fails."""
+    wrong = [f"{module}:{node.lineno}" for module, path in MODULES.items()
+             if module.startswith("claude_mem") and not module.startswith("claude_mem.store")
+             for node in ast.walk(parsed(path))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr in ("execute", "executemany", "executescript")]
+    assert wrong == []
+
+
 # --- bench/: scripts run as their usage lines say ------------------------------------------------
 
 BENCH_SCRIPTS = sorted(m for m, path in MODULES.items() if m.startswith("bench.") and "__main__" in path.read_text(encoding="utf-8"))
