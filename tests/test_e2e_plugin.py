@@ -86,7 +86,9 @@ def test_installed_from_the_marketplace_it_builds_its_own_python_and_remembers(u
     plugin_data = user["cfg"] / "plugins" / "data" / "memory-claude-mem"
 
     notes = user["project"] / "notes.txt"
-    first_steps = [write(str(notes), f"{MARKER}\n"), bash(f"echo {MARKER}", "Print the calibration marker")]
+    # printf, not echo: an echo is a command that says nothing new (worker/render.py), a line of
+    # its batch, and the stand-in observer writes an observation per headline only.
+    first_steps = [write(str(notes), f"{MARKER}\n"), bash(f"printf %s {MARKER}", "Print the calibration marker")]
     second_steps = [tool_use(SEARCH, {"query": "zebrafish calibration marker", "limit": 5})]
     script = {"steps": first_steps}
     with FakeMessagesAPI(lambda r: AgentScript(script["steps"], final="Done.", side=observer_reply)(r)) as api:
