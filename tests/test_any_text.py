@@ -125,6 +125,7 @@ def test_a_lone_surrogate_in_an_import_file_is_replaced_not_refused(data_dir: Pa
     assert texts == [TEXT.replace("zebrafish", "zebra\ufffdfish"), "cut \ufffd here, pair 😀 there"]
 
 
+@pytest.mark.slow  # a real memory service (or the export of a whole store) for seconds
 @pytest.mark.parametrize("cut", ["between characters", "inside a character"])
 def test_a_cut_export_is_refused_by_its_line_and_changes_nothing(data_dir: Path, tmp_path: Path, cut: str) -> None:
     own = tmp_path / "own.jsonl"

@@ -105,6 +105,7 @@ def served(data_dir: Path) -> dict:
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # a real memory service (or the export of a whole store) for seconds
 def test_the_service_switches_a_store_to_multilingual_as_chinese_rows_arrive(data_dir: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_MEM_EMBEDDER", "auto")

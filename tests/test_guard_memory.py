@@ -122,6 +122,7 @@ def test_nothing_withheld_is_given_unasked(data_dir: Path, memory: dict[str, Any
     assert failed is not None and "hookspath" not in failed.lower() and "withheld" in failed
 
 
+@pytest.mark.slow  # a real memory service (or the export of a whole store) for seconds
 def test_the_agents_tools_show_a_withheld_memory_as_withheld_with_its_source_and_no_payload(data_dir: Path,
                                                                                              memory: dict[str, Any]) -> None:
     config = settings.load()

@@ -152,6 +152,7 @@ def test_ctrl_c_during_reindex_keeps_the_index_consistent_and_a_second_reindex_f
     assert final["state"] == "in sync" and final["observation"]["indexed"] == STORE_ROWS, final
 
 
+@pytest.mark.slow  # a real memory service (or the export of a whole store) for seconds
 def test_a_rebuild_cut_short_is_resumed_not_started_over(data_dir: Path) -> None:
     """In one process (as `reindex` runs without a memory service): Ctrl-C between two chunks
     keeps what was rebuilt, index_state says exactly that, and the next reindex does the rest."""

@@ -376,6 +376,7 @@ while True:
 """
 
 
+@pytest.mark.slow  # a real memory service (or the export of a whole store) for seconds
 def test_a_service_an_earlier_release_started_is_replaced_by_a_client_that_may_wait(data_dir: Path) -> None:
     """After an upgrade the running service speaks the older protocol: a hook (which never waits)
     gets an error and carries on; the CLI's call stops that service and is answered by a new one."""
