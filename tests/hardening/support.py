@@ -113,6 +113,9 @@ def model_env(tmp_path: Path, steps: list[dict] | None = None, default: dict | N
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
         # The memory service a worker starts must be gone within the census's wait, too.
         "CLAUDE_MEM_SERVICE_IDLE_S": "3",
+        # A transcript replayed in part leaves its last turn open: its batch would wait batch_wait_s
+        # (120 s) for an end that never comes (tests/test_batching.py tests that wait).
+        "CLAUDE_MEM_BATCH_WAIT_S": "2",
         **extra,
     }
 
