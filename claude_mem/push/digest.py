@@ -106,12 +106,7 @@ def _decision_block(conn: sqlite3.Connection, decided: list[dict[str, Any]], roo
             continue
         scope = f", for {o['scope']}" if o.get("scope") else ""
         lines.append(f"- decision obs:{o['id']} ({local_day(o['created_at_epoch'])}{scope}): {cut(o['title'], TITLE_CHARS * 2)}\n")
-    block = DECISIONS_HEADING
-    for line in lines:
-        if len(block) + len(line) > room:
-            break
-        block += line
-    return block if block != DECISIONS_HEADING else ""
+    return _fitted(DECISIONS_HEADING, lines, room)
 
 
 def _summary_block(s: dict[str, Any], room: int) -> str:
@@ -135,12 +130,7 @@ def _stated_block(stated: list[dict[str, Any]], room: int) -> str:
     """The stated memories that fit, newest first, each in its own words (cut)."""
     lines = [f"- obs:{o['id']} {local_day(o['created_at_epoch'])} [{o['type']}] {cut(o['narrative'] or o['title'], STATED_CHARS)}\n"
              for o in stated]
-    block = STATED_HEADING
-    for line in lines:
-        if len(block) + len(line) > room:
-            break
-        block += line
-    return block if block != STATED_HEADING else ""
+    return _fitted(STATED_HEADING, lines, room)
 
 
 def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
@@ -172,3 +162,12 @@ def _observation_block(observations: list[dict[str, Any]], room: int) -> str:
 def _day_heading(day: str) -> str:
     return f"### {day}\n"
 
+
+def _fitted(heading: str, lines: list[str], room: int) -> str:
+    """The heading and the lines that fit in `room`, in order; "" when none does."""
+    block = heading
+    for line in lines:
+        if len(block) + len(line) > room:
+            break
+        block += line
+    return block if block != heading else ""
