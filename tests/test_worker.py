@@ -517,6 +517,72 @@ def test_worker_hands_what_it_commits_to_the_service_and_vector_search_finds_it(
         conn.close()
 
 
+def _unindexed(data_dir: Path) -> int:
+    with db(data_dir) as conn:
+        return sum(conn.execute(f"SELECT count(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM index_state s"
+                                " WHERE s.kind = ? AND s.row_id = t.id)", (kind,)).fetchone()[0]
+                   for kind, table in (("observation", "observations"), ("summary", "session_summaries"),
+                                       ("prompt", "user_prompts")))
+
+
+def _waiting(data_dir: Path) -> int:
+    with db(data_dir) as conn:
+        return conn.execute("SELECT count(*) FROM observation_queue WHERE status IN ('pending', 'processing')").fetchone()[0]
+
+
+@pytest.mark.slow
+def test_a_drained_queue_means_the_index_holds_every_row(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: a batch's queue rows stay processing until the memory service has indexed what
+    they gave, so whenever the queue is seen drained, search by meaning finds every row (before,
+    the worker's notice was answered at once and the last rows were indexed a moment later)."""
+    play_demo(tmp_path / "proj")
+    env = fake_env(tmp_path, [{"reply": GOOD_XML}, {"reply": SUMMARY_XML}, {"reply": "<nothing/>"}, {"reply": SUMMARY_XML}],
+                   CLAUDE_MEM_SEMANTIC_INDEX="1", CLAUDE_MEM_SERVICE_IDLE_S="600")
+    monkeypatch.setenv("CLAUDE_MEM_SERVICE_IDLE_S", "600")
+    service_client.ensure_started(str(data_dir))
+    assert wait_until(lambda: _service_caught_up(data_dir), 120), "the service is up, its first catch-up done"
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo", "--drain"],
+                              env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen_drained, deadline = 0, time.monotonic() + 90
+    try:
+        while (worker.poll() is None or not seen_drained) and time.monotonic() < deadline:
+            if _waiting(data_dir) == 0:  # read first: what the index holds is read after the queue said drained
+                seen_drained += 1
+                assert _unindexed(data_dir) == 0, "the queue drained before the index held its rows"
+            time.sleep(0.01)
+    finally:
+        _, err = worker.communicate(timeout=90)
+    assert worker.returncode == 0, err
+    assert seen_drained and len(invoke_json("observations")) == 1 and len(invoke_json("summaries")) == 2
+    assert all(r["status"] == "done" for r in invoke_json("queue"))
+
+
+def test_rows_a_worker_stored_but_had_not_seen_indexed_end_done_not_run_again(data_dir: Path) -> None:
+    """A worker killed while it waits for the index leaves its rows processing with their memories
+    committed: the next worker must end them done, not give them to the model a second time."""
+    from claude_mem.store import queue
+    from claude_mem.store.records import ensure_session
+
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(config.db_path)
+    try:
+        with conn:
+            ensure_session(conn, "s", project="p", cwd="/p", transcript_path=None)
+            stored, claimed = (queue.enqueue_tool(conn, "s", tool_name="Bash", tool_input=f'{{"command": "ls {n}"}}',
+                                                  tool_response="ok", tool_use_id=f"t{n}", is_error=False, duration_ms=None,
+                                                  agent_id=None, cwd="/p") for n in (1, 2))
+            queue.claim(conn, [stored, claimed], "dead-worker")
+            queue.mark_stored(conn, [stored], "model")
+        assert queue.counts_by_status(conn)["processing"] == 2, "stored rows wait for the index as processing"
+        with conn:
+            assert queue.release_processing(conn, "s") == 1
+        status = {r["id"]: (r["status"], r["processed_by"]) for r in queue.list_rows(conn, session_id="s")}
+        assert status == {stored: ("done", "model"), claimed: ("pending", None)}
+    finally:
+        conn.close()
+
+
 @pytest.mark.slow
 def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")

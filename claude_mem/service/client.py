@@ -147,20 +147,29 @@ def _read_line(sock: socket.socket, deadline: float) -> bytes:
 NOTIFY_TIMEOUT_S = 0.5  # telling the memory service about new rows; an undelivered notice is kept for it
 
 
-def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int]) -> bool:
-    """Tell the memory service what a worker committed; True when it took the notice. It finds new
-    rows by their ids and catches up on start; rows rewritten in place (a summary replaced, a prompt
-    given its reply) it learns of here, so a notice it did not take in time is kept for it
-    (service/notices.py) rather than dropped."""
+def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int], prompt_ids: list[int], *,
+                 wait_s: float = 0.0) -> bool:
+    """Tell the memory service what a worker committed; True when it took the notice and, with
+    `wait_s`, indexed the rows within that time (a service that is not running is not waited for:
+    it is started, and catches up). It finds new rows by their ids and catches up on start; rows
+    rewritten in place (a summary replaced, a prompt given its reply) it learns of here, so a
+    notice it did not take in time is kept for it (service/notices.py) rather than dropped."""
+    args: dict[str, Any] = {"observations": observation_ids, "summaries": summary_ids, "prompts": prompt_ids,
+            "settings": index_settings(config)}
+    if wait_s > 0:
+        args["wait_s"] = wait_s
     try:
-        call(config.data_dir, "index", {"observations": observation_ids, "summaries": summary_ids, "prompts": prompt_ids,
-                                        "settings": index_settings(config)}, timeout_s=NOTIFY_TIMEOUT_S)
-        return True
+        # A service that is loading is waited for, within the same time; one that is not running
+        # is started and not waited for (it catches up on start): a service that cannot start
+        # would hold every batch.
+        answer = call(config.data_dir, "index", args, timeout_s=NOTIFY_TIMEOUT_S + wait_s,
+                      wait=wait_s > 0 and running(config.data_dir))
     except (ServiceUnavailable, ServiceError):
         from claude_mem.service import notices
 
         notices.keep(config.data_dir, observation_ids, summary_ids, prompt_ids)
         return False
+    return not wait_s or bool(isinstance(answer, dict) and answer.get("indexed"))
 
 
 def index_settings(config: Any) -> dict[str, Any]:

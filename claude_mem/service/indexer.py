@@ -18,6 +18,7 @@ and the viewer show; a rebuild asked for while one is under way is that one, not
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import sqlite3
 import threading
@@ -40,6 +41,7 @@ from claude_mem.text.shorten import cut
 
 RETRY_S = 30.0  # after a failure, jobs within this time only wait (a dead server can take seconds per try)
 FULL_CATCH_UP_S = 900.0  # a full catch-up now and then finds what a lost notice left (rewritten rows)
+MAX_WAIT_S = 30.0  # the longest a worker's notice waits for its rows to be indexed (indexed_within)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Job:
     summary_ids: Sequence[int] = ()
     prompt_ids: Sequence[int] = ()
     done: Future[dict[str, int]] | None = None
+    indexed: Future[bool] | None = None  # "rows": True once a pass took them, False if it failed
 
 
 class Indexer:
@@ -92,8 +95,22 @@ class Indexer:
         self.thread.start()
         self._put(Job("catch-up"))
 
-    def notify(self, observation_ids: Sequence[int], summary_ids: Sequence[int], prompt_ids: Sequence[int] = ()) -> None:
-        self._put(Job("rows", observation_ids, summary_ids, prompt_ids))
+    def notify(self, observation_ids: Sequence[int], summary_ids: Sequence[int], prompt_ids: Sequence[int] = ()) -> Future[bool]:
+        """Index these rows (and whatever else is new); the future says whether the pass that took
+        them indexed them."""
+        indexed: Future[bool] = Future()
+        self._put(Job("rows", observation_ids, summary_ids, prompt_ids, indexed=indexed))
+        return indexed
+
+    @staticmethod
+    async def indexed_within(indexed: Future[bool], wait_s: float) -> bool:
+        """Whether the pass that takes a notice's rows indexed them within `wait_s` (at most
+        MAX_WAIT_S): a worker holds its queue rows until then, so a drained queue means the index
+        holds every row."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(indexed)), min(max(wait_s, 0.0), MAX_WAIT_S))
+        except TimeoutError:
+            return False
 
     def rebuild(self) -> Future[dict[str, int]]:
         """Rebuild the whole index from SQLite on the indexing thread (nothing else indexes meanwhile,
@@ -186,14 +203,18 @@ class Indexer:
                     except queue.Empty:
                         break
                 stopping = any(job.kind == "stop" for job in jobs)
+                indexed = False
                 try:
                     for job in jobs:
                         if job.done is not None:
                             self._rebuild(job.done)
                     rows = [job for job in jobs if job.kind in ("catch-up", "rows")]
                     if rows and not stopping:
-                        self._handle(rows)
+                        indexed = self._handle(rows)
                 finally:
+                    for job in jobs:
+                        if job.indexed is not None:
+                            job.indexed.set_result(indexed)
                     with self._unfinished_lock:
                         self._unfinished -= sum(job.kind != "stop" for job in jobs)
                         self._unfinished_lock.notify_all()
@@ -220,10 +241,11 @@ class Indexer:
         self.caught_up = True
         done.set_result(counts)
 
-    def _handle(self, jobs: list[Job]) -> None:
+    def _handle(self, jobs: list[Job]) -> bool:
+        """True when the jobs' rows are indexed."""
         if self.failing and time.monotonic() < self.retry_at:
             self.behind = True
-            return  # the index is down: a job after the pause catches up
+            return False  # the index is down: a job after the pause catches up
         try:
             if self.conn is None:
                 self.conn = connect(self.config.db_path)
@@ -231,11 +253,12 @@ class Indexer:
                         [i for job in jobs for i in job.prompt_ids])
         except Exception as exc:  # IndexUnavailable mostly; whatever it is, the service goes on
             self._failed(exc)
-            return
+            return False
         if self.failing:
             self.failing = False
             self.last_error = None
             self.log("semantic index is back")
+        return True
 
     def _index(self, conn: sqlite3.Connection, observation_ids: list[int], summary_ids: list[int],
                prompt_ids: list[int]) -> None:
@@ -307,3 +330,4 @@ class Indexer:
         if not self.failing:
             self.failing = True
             self.log(f"semantic index unavailable, rows are indexed later: {self.last_error}")
+

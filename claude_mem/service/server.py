@@ -348,12 +348,13 @@ class Service:
         return unindexed_rows(self.conn())
 
     async def op_index(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Rows a worker just committed (a hint: new rows are found anyway; updated ones are not)."""
+        """Rows a worker committed (new rows are found anyway, rewritten ones not); `wait_s`: worker/loop.py."""
         if self.indexer is None:
             return {"queued": False, "why": "the semantic index is off"}
-        self.indexer.notify([int(i) for i in args.get("observations") or []], [int(i) for i in args.get("summaries") or []],
-                            [int(i) for i in args.get("prompts") or []])
-        return {"queued": True}
+        indexed = self.indexer.notify(*([int(i) for i in args.get(key) or []] for key in ("observations", "summaries", "prompts")))
+        if not args.get("wait_s"):
+            return {"queued": True}
+        return {"queued": True, "indexed": await self.indexer.indexed_within(indexed, float(args["wait_s"]))}
 
     async def op_search(self, args: dict[str, Any]) -> dict[str, Any]:
         query, filters = protocol.decode_search(args)

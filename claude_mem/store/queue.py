@@ -1,6 +1,7 @@
 """The event queue: what hooks put in, and what workers take out.
 
-A row moves pending -> processing (claimed by one worker) -> done, or back to pending: deferred
+A row moves pending -> processing (claimed by one worker) -> done (through "stored", still
+processing, while the index takes its memories: `mark_stored`), or back to pending: deferred
 while the model is unreachable (no attempt counted), or with a backoff after a failure of its own,
 and to skipped after too many of those. A worker that dies leaves its rows in processing; the next
 worker for the session takes them back (`release_processing`), and `due_sessions` lets whatever
@@ -149,12 +150,18 @@ def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) ->
 # --- the worker's side -------------------------------------------------------------------------
 
 def release_processing(conn: sqlite3.Connection, session_id: str) -> int:
-    """Give back rows a dead worker left in processing. Only the holder of the session's
-    worker lock calls this, so no live worker can own them."""
+    """Give back rows a dead worker left in processing; returns how many go back to pending. Only
+    the holder of the session's worker lock calls this, so no live worker can own them. Rows whose
+    memories it had committed (`mark_stored`: it died waiting for the index) end done instead:
+    run again they would be stored twice."""
+    now = now_ms()
+    conn.execute(
+        f"UPDATE observation_queue SET status = '{QueueStatus.DONE}', claimed_by = NULL, updated_at_epoch = ?"
+        f" WHERE session_id = ? AND status = '{QueueStatus.PROCESSING}' AND processed_by IS NOT NULL", (now, session_id))
     cur = conn.execute(
         f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, updated_at_epoch = ?"
         f" WHERE session_id = ? AND status = '{QueueStatus.PROCESSING}'",
-        (now_ms(), session_id),
+        (now, session_id),
     )
     return cur.rowcount
 
@@ -189,8 +196,8 @@ def repeated_reads(conn: sqlite3.Connection, session_id: str, ids: list[int], *,
 def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = '{QueueStatus.PROCESSING}', claimed_by = ?, updated_at_epoch = ?"
-        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PENDING}'",
+        f"UPDATE observation_queue SET status = '{QueueStatus.PROCESSING}', claimed_by = ?, processed_by = NULL,"
+        f" updated_at_epoch = ? WHERE id IN ({marks}) AND status = '{QueueStatus.PENDING}'",
         (worker_id, now_ms(), *ids),
     )
 
@@ -198,12 +205,31 @@ def claim(conn: sqlite3.Connection, ids: list[int], worker_id: str) -> None:
 def mark_done(conn: sqlite3.Connection, ids: list[int], processed_by: str, given_up: str | None = None) -> None:
     """`given_up`: the reason of the last of a row's failed attempts, when it ends done without
     the model (that attempt is counted)."""
+    _settle(conn, ids, QueueStatus.DONE, processed_by, given_up)
+
+
+def mark_stored(conn: sqlite3.Connection, ids: list[int], processed_by: str, given_up: str | None = None) -> None:
+    """As mark_done, for rows whose memories are committed with this but not yet in the semantic
+    index: they stay processing, their worker's, until it holds them (`finish_stored`). So a
+    drained queue means recall finds everything, by meaning too (issue 51)."""
+    _settle(conn, ids, QueueStatus.PROCESSING, processed_by, given_up)
+
+
+def _settle(conn: sqlite3.Connection, ids: list[int], status: QueueStatus, processed_by: str, given_up: str | None) -> None:
+    marks = ",".join("?" * len(ids))
+    claimed = "NULL" if status == QueueStatus.DONE else "claimed_by"
+    conn.execute(
+        f"UPDATE observation_queue SET status = ?, claimed_by = {claimed}, last_error = ?, attempts = attempts + ?,"
+        f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
+        (status.value, given_up[:500] if given_up else None, 1 if given_up else 0, processed_by, now_ms(), *ids),
+    )
+
+
+def finish_stored(conn: sqlite3.Connection, ids: list[int]) -> None:
     marks = ",".join("?" * len(ids))
     conn.execute(
-        f"UPDATE observation_queue SET status = '{QueueStatus.DONE}', claimed_by = NULL, last_error = ?, attempts = attempts + ?,"
-        f" processed_by = ?, updated_at_epoch = ? WHERE id IN ({marks})",
-        (given_up[:500] if given_up else None, 1 if given_up else 0, processed_by, now_ms(), *ids),
-    )
+        f"UPDATE observation_queue SET status = '{QueueStatus.DONE}', claimed_by = NULL, updated_at_epoch = ?"
+        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PROCESSING}' AND processed_by IS NOT NULL", (now_ms(), *ids))
 
 
 def mark_failed(conn: sqlite3.Connection, ids: list[int], error: str, *, max_attempts: int,

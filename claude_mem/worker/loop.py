@@ -1,10 +1,12 @@
 """The per-session worker: claim queued events in order, have them observed, store the result.
 
 Exactly once: a batch's observations are inserted and its queue rows marked done in ONE
-transaction; observations carry a content hash unique per session, so a batch replayed after a
-crash (or the CLI re-sending a failed message) inserts nothing new. A worker killed at any
-point leaves rows pending or processing; the next worker (holding the session's lock, so no
-other worker can own them) takes processing rows back.
+transaction (marked stored, still processing, while the memory service indexes them: a drained
+queue means search by meaning finds everything); observations carry a content hash unique per
+session, so a batch replayed after a crash (or the CLI re-sending a failed message) inserts
+nothing new. A worker killed at any point leaves rows pending or processing; the next worker
+(holding the session's lock, so no other worker can own them) takes processing rows back, stored
+ones ending done.
 
 Model failures (worker/faults.py): a transient one (CLI killed or failing while it starts or
 answers, timeout, 429, 5xx, 529, refused connection) is a session-level outage — the batch waits, backing off, and no attempt is counted.
@@ -56,6 +58,7 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
+INDEX_WAIT_S = 5.0  # a batch's rows wait this long for the memory service to index what they gave
 
 
 class Stopping(Exception):
@@ -200,7 +203,7 @@ class Worker:
             if not rows:
                 if self.drain:
                     return StopReason.DRAINED
-                if self._session_ended():
+                if records.session_ended(conn, self.session_id):  # SessionEnd came (a resumed session is active again)
                     return StopReason.SESSION_ENDED
                 if time.monotonic() - idle_since >= self.idle_s:
                     return StopReason.IDLE
@@ -288,10 +291,6 @@ class Worker:
         self.log(f"checkpoint for a compaction written ({await checkpoint.write(self.synthesis, due)})")
         return True
 
-    def _session_ended(self) -> bool:
-        """Claude Code sent SessionEnd: nothing more will come (a resumed session sets it active again)."""
-        return records.session_ended(self.conn, self.session_id)
-
     async def _process(self, batch: list[dict[str, Any]]) -> BatchOutcome:
         """Synthesise a claimed batch and settle every row of it; how it ended (BatchOutcome)."""
         synthesis = self.synthesis
@@ -349,14 +348,13 @@ class Worker:
         return BatchOutcome.OUTAGE
 
     def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
-        """Insert what was synthesised and mark its rows done, in one transaction; a model
-        batch also moves the point the observer conversation resumes from past it."""
+        """Insert what was synthesised and mark its rows done, in one transaction (done once indexed:
+        mark_stored); a model batch also moves the point the observer conversation resumes from past it."""
         ids = [e.id for e in events]
         project = (records.get_session(self.conn, self.session_id) or {}).get("project") or "unknown"
         prompts = outcome.prompts or [events[0].prompt_number] * len(outcome.observations)
         model = self.config.model if synth == "model" else None
-        new_ids: list[int] = []
-        summary_ids: list[int] = []
+        new_ids, summary_ids = [], []  # type: list[int], list[int]
         shown = outcome.recap_titles if synth == "model" else frozenset()
         # Provenance and the write guard, turn by turn (a batch may span turns).
         guarded = self.guarding.batch(events, outcome.observations, prompts, outcome.summaries)
@@ -387,12 +385,15 @@ class Worker:
             if synth == "model" and conversation.turn is not None:
                 records.set_resume_point(self.conn, self.session_id, *conversation.turn)
                 conversation.fresh = False
-            queue.mark_done(self.conn, ids, synth, given_up)
+            # The turns are over: their prompts are indexed again with Claude's reply (the Stop hook kept it).
+            replied = [i for n in outcome.summaries for i in records.replied_prompts(self.conn, self.session_id, n)]
+            indexing = bool(self.config.semantic_index and (new_ids or summary_ids or replied))
+            (queue.mark_stored if indexing else queue.mark_done)(self.conn, ids, synth, given_up)
         self.conversation.turn = None
-        # The turns are over: their prompts are indexed again with Claude's reply (the Stop hook kept it).
-        replied = [i for n in outcome.summaries for i in records.replied_prompts(self.conn, self.session_id, n)]
-        if self.config.semantic_index and (new_ids or summary_ids or replied):
-            service.notify_index(self.config, new_ids, summary_ids, replied)
+        if indexing:  # the rows are done once the index holds what they gave, or cannot soon
+            service.notify_index(self.config, new_ids, summary_ids, replied, wait_s=INDEX_WAIT_S)
+            with transaction(self.conn):
+                queue.finish_stored(self.conn, ids)
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
 
