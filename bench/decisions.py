@@ -319,9 +319,11 @@ def restore(memory: Memory) -> None:
 
 
 def start_service(memory: Memory) -> None:
-    """The memory service up and caught up, as the ingest left it: the tasks find it running."""
+    """The memory service up, caught up and its model loaded, as the ingest left it: the tasks
+    find it running (a service just started answers its first searches after the hook's budget,
+    and one task's push came from keywords alone)."""
     data_dir = str(memory.work / "data")
-    client.call(data_dir, "ping", timeout_s=120, wait=True)
+    client.call(data_dir, "search", {"query": "warm up", "mode": "semantic", "limit": 1, "wait_s": 60}, timeout_s=120, wait=True)
     deadline = time.monotonic() + INDEX_WAIT_S
     while unindexed(memory.db) and time.monotonic() < deadline:
         time.sleep(0.25)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 KINDS = ("observation", "summary")  # prompts are not pushed: the user wrote them, Claude answered them
 SEARCH_LIMIT = 16  # room for the current session's own memories, left out afterwards
 MAX_MEMORIES = 8
-DECISION_GATE = 0.45  # below GATE, the best hit's session's decisions alone, when it reaches this
+DECISION_GATE = 0.42  # below GATE, the best hit's session's decisions alone, when it reaches this (bench/README.md, issue 51)
 GATE = 0.55  # the best memory's fused score must reach this for anything to be pushed
 FLOOR = 0.40  # and each memory shown this
 FTS_MIN_WORDS = 2  # keywords alone: a memory holds at least this many of the prompt's words
