@@ -24,6 +24,13 @@ from tests.stores import Stored, populate
 if TYPE_CHECKING:
     from claude_mem.index.semantic_index import Index
 
+# Bytecode is written, whatever the environment says (PYTHONDONTWRITEBYTECODE is set on some
+# machines, this one among them): else every hook, worker, service and CLI process a test starts
+# compiles the editable install's sources again, and every xdist worker rewrites every test
+# module's asserts (a fresh clone's collection took twice as long). A wheel has pip's bytecode.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 TRANSCRIPTS = SHARED_DATA / "transcripts"

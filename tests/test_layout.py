@@ -129,7 +129,10 @@ def imports_of(module: str) -> list[Import]:
     return found
 
 
-IMPORTS = [imp for module in MODULES for imp in imports_of(module)]
+@functools.cache
+def every_import() -> list[Import]:
+    """Read when a test asks, not at collection: every xdist worker collects this module."""
+    return [imp for module in MODULES for imp in imports_of(module)]
 
 
 def room(module: str) -> str:
@@ -197,14 +200,14 @@ def test_no_import_cycle() -> None:
     """None even counting the imports under TYPE_CHECKING: two modules that name each other's
     types are one module cut in two (a protocol of what one needs of the other breaks it)."""
     edges: dict[str, set[str]] = {}
-    for imp in IMPORTS:
+    for imp in every_import():
         edges.setdefault(imp.source, set()).add(imp.target)
     assert cycles(edges) == []
 
 
 def test_no_floor_imports_one_above_it_or_beside_it() -> None:
     ground = len(FLOORS) - 1
-    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in IMPORTS
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in every_import()
              if i.source.startswith("claude_mem") and room(i.source) != room(i.target) and floor(i.target) <= floor(i.source)
              and not floor(i.source) == floor(i.target) == ground]
     assert wrong == []
@@ -218,7 +221,7 @@ def test_the_floors_are_stated_in_the_docs_as_kept_here() -> None:
 
 
 def test_no_room_imports_one_its_walls_forbid() -> None:
-    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in IMPORTS
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in every_import()
              if i.source.startswith("claude_mem") and room(i.target) in NEVER.get(room(i.source), ())]
     assert wrong == []
 
@@ -341,7 +344,7 @@ def test_bench_scripts_put_the_checkout_on_the_path_before_importing_their_sibli
 
 
 def _imported_only_by_scripts_that_insert(module: str) -> bool:
-    importers = {i.source for i in IMPORTS if i.target == module}
+    importers = {i.source for i in every_import() if i.target == module}
     return all(imp in BENCH_SCRIPTS or _imported_only_by_scripts_that_insert(imp) for imp in importers)
 
 
