@@ -164,6 +164,12 @@ class _SharedFixtureScheduling:
         return Scheduling(config, log)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first (in their order): in parallel the longest work starts at once and the
+    quick tests fill in around it, rather than a slow test starting near the end and running alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_SharedFixtureScheduling(), "claude-mem-xdist-scheduling")

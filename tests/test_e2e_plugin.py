@@ -107,7 +107,9 @@ def test_installed_from_the_marketplace_it_builds_its_own_python_and_remembers(u
         # The build started the first session's worker; the observer (the fake model) distils it.
         observations = wait_for("observations of the first session", lambda: [
             o for o in mem(user, "observations", "--session", first["session_id"]) if MARKER in json.dumps(o)])
-        assert all(r["status"] == "done" for r in mem(user, "queue", "--session", first["session_id"]))
+        # Done once the memory service has indexed what they gave (they stay processing meanwhile).
+        wait_for("the first session's queue done", lambda: all(
+            r["status"] == "done" for r in mem(user, "queue", "--session", first["session_id"])))
 
         # Second session: the environment serves the hooks and the MCP server.
         script["steps"] = second_steps

@@ -28,7 +28,7 @@ from claude_mem.store.memories import Observation, insert_observation
 from claude_mem.store.records import ensure_session
 from tests.waiting import wait_until
 
-STORE_ROWS = 2000  # "a few thousand observations": one document each, seconds to embed
+STORE_ROWS = 1200  # "a thousand observations or so": one document each, seconds to embed (the bar moves 9+ times)
 WORDS = ["parser", "cache", "index", "token", "login", "export", "import", "retry", "queue", "worker", "service", "digest",
          "prompt", "search", "vector", "summary"]
 
@@ -321,7 +321,7 @@ def test_the_services_catch_up_shows_in_status_and_the_viewer(big_store: Path) -
 
     assert wait_until(catching_up, 120, step=0.2), seen
     assert seen["job"]["what"] == "catching up" and seen["job"]["total"] == STORE_ROWS and seen["job"]["done"] <= STORE_ROWS
-    assert re.search(r"catching up: [\d,]+ of 2,000 rows \(\d+%\), [\d,]+ rows/s", seen["text"]), seen["text"]
+    assert re.search(rf"catching up: [\d,]+ of {STORE_ROWS:,} rows \(\d+%\), [\d,]+ rows/s", seen["text"]), seen["text"]
     assert "catching up by itself" in seen["text"]
     assert seen["viewed"]["what"] == "catching up" and seen["viewed"]["total"] == STORE_ROWS, seen["viewed"]
     assert wait_until(lambda: json.loads(piped("status", "--json").stdout)["index"]["state"] == "in sync", 120)

@@ -79,7 +79,9 @@ def test_the_reliability_table_is_the_same_with_and_without_xdist(tmp_path: Path
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_first.py").write_text(FIRST)
     (tmp_path / "test_second.py").write_text(SECOND)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Not this run's xdist worker's variables: the serial run would take itself for a worker (and
+    # its first file wait a minute for the second).
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT"))}, "PYTHONPATH": str(ROOT)}
 
     def table(*args: str) -> list[str]:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"),
