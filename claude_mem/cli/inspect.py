@@ -12,10 +12,11 @@ from claude_mem.cli.format import Column, echo_fields, echo_table, heading, pain
 from claude_mem.cli.params import UsageProblem, json_option, parse_when
 from claude_mem.cli.withheld import agent_safe, withheld_block
 from claude_mem.kinds import OBSERVATION_TYPES
-from claude_mem.store import injections, marks, outages, overview, revisions
-from claude_mem.store import queue as queue_mod
+from claude_mem.store import injections, marks, outages, overview, queue_rows, revisions
 from claude_mem.store.outages import describe
+from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
+from claude_mem.store.rows import as_dict
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -293,7 +294,7 @@ def summaries_list(app: AppContext, session_id: str | None, project: str | None,
 
 @cli.command("queue")
 @click.option("--session", "session_id", help="Only this Claude session id.")
-@click.option("--status", type=click.Choice([s.value for s in queue_mod.QueueStatus]), help="Only this status.")
+@click.option("--status", type=click.Choice([s.value for s in QueueStatus]), help="Only this status.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
 @json_option
 @pass_app
@@ -301,13 +302,14 @@ def queue_list(app: AppContext, session_id: str | None, status: str | None, limi
     """Show queued hook events and their processing status."""
     conn = app.db()
     require_session(conn, session_id)
-    rows = queue_mod.list_rows(conn, session_id=session_id, status=status, limit=limit)
+    rows = queue_rows.list_rows(conn, session_id=session_id, status=QueueStatus(status) if status else None, limit=limit)
     if as_json:
-        emit_json(rows)
+        # The write guard's note on an event's output is the viewer's to show: the queue lists what was queued.
+        emit_json([{k: v for k, v in as_dict(r).items() if k != "guard_note"} for r in rows])
         return
     echo_table([Column("ID", ">"), Column("STATUS", colour=status_colour), Column("#", ">"), Column("SESSION"), Column("EVENT"),
                 Column("TRIES", ">"), Column("LAST ERROR", fit=True)],
-               [(r["id"], r["status"], r["prompt_number"], r["session_id"][:12],
-                 (r["tool_name"] + (" (failed)" if r["is_error"] else "")) if r["kind"] == "tool" else "(end of turn)",
-                 r["attempts"], r.get("last_error") or "") for r in rows],
+               [(r.id, r.status, r.prompt_number, r.session_id[:12],
+                 f"{r.tool_name}{' (failed)' if r.is_error else ''}" if r.kind == "tool" else "(end of turn)",
+                 r.attempts, r.last_error or "") for r in rows],
                empty="the queue is empty" if not (session_id or status) else "no queued events match")

@@ -14,6 +14,7 @@ from typing import Any
 from claude_mem.guard.screen import Context, screen_fields
 from claude_mem.store import checkpoints, records, titles, working_set
 from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.rows import QueuedEvent
 from claude_mem.text.shorten import clip, cut
 from claude_mem.worker.parse import parse_reply
 from claude_mem.worker.render import fill
@@ -25,15 +26,15 @@ MAX_WAIT_MS = 30_000
 RECENT_TITLES = 60
 
 
-def due(conn: sqlite3.Connection, session_id: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def due(conn: sqlite3.Connection, session_id: str, rows: list[QueuedEvent]) -> dict[str, Any] | None:
     """The pending checkpoint, once no event queued before it is left (`rows`: the session's
     pending events in order), or once those left have held it back for MAX_WAIT_MS."""
     checkpoint = checkpoints.pending(conn, session_id)
     if checkpoint is None:
         return None
-    if not rows or rows[0]["id"] > checkpoint["upto_queue_id"]:
+    if not rows or rows[0].id > checkpoint["upto_queue_id"]:
         return checkpoint
-    waiting = rows[0]["next_attempt_epoch"] > now_ms()
+    waiting = rows[0].next_attempt_epoch > now_ms()
     return checkpoint if waiting and now_ms() - checkpoint["created_at_epoch"] >= MAX_WAIT_MS else None
 
 
