@@ -14,6 +14,7 @@ from claude_mem.cli.withheld import agent_safe, withheld_block
 from claude_mem.kinds import OBSERVATION_TYPES
 from claude_mem.store import injections, marks, outages, overview, queue_rows, revisions
 from claude_mem.store.outages import describe
+from claude_mem.store.overview import Timeline
 from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
 from claude_mem.store.rows import as_dict
@@ -88,13 +89,12 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
-    marks.annotate(conn, timeline["observations"])
-    timeline["outage"] = outages.for_session(conn, matches[0])
-    timeline["injections"] = injections.for_session(conn, matches[0])
+    marks.annotate(conn, timeline.observations)
+    outage, given = outages.for_session(conn, matches[0]), injections.for_session(conn, matches[0])
     if as_json:
-        emit_json(timeline)
+        emit_json({**timeline.as_dict(), "outage": outage, "injections": given})
     else:
-        _show_session(timeline)
+        _show_session(timeline, outage, given)
 
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
@@ -119,37 +119,37 @@ def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: 
         click.echo(line)
 
 
-def _show_session(t: dict[str, Any]) -> None:
-    s = t["session"]
-    heading(f"session {s['claude_session_id']}")
-    echo_fields([("project", s["project"]), ("status", paint(s["status"], status_colour(s["status"]))),
-                 ("started", local_stamp(s["started_at_epoch"])), ("last activity", local_stamp(s["updated_at_epoch"])),
-                 ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]),
-                 ("model outage", describe(t["outage"], local_stamp) if t.get("outage") else None)])
-    numbers = sorted({r["prompt_number"] for kind in ("prompts", "observations", "summaries") for r in t[kind]})
+def _show_session(t: Timeline, outage: dict[str, Any] | None, given: list[dict[str, Any]]) -> None:
+    s = t.session
+    heading(f"session {s.claude_session_id}")
+    echo_fields([("project", s.project), ("status", paint(s.status, status_colour(s.status))),
+                 ("started", local_stamp(s.started_at_epoch)), ("last activity", local_stamp(s.updated_at_epoch)),
+                 ("cwd", s.cwd), ("synthesizer", s.synthesizer),
+                 ("model outage", describe(outage, local_stamp) if outage else None)])
+    numbers = sorted({p.prompt_number for p in t.prompts} | {r["prompt_number"] for r in t.observations + t.summaries})
     if not numbers:
         click.echo("\n(nothing stored for this session yet)")
     for n in numbers:
         click.echo()
-        prompt = next((p for p in t["prompts"] if p["prompt_number"] == n), None)
+        prompt = next((p for p in t.prompts if p.prompt_number == n), None)
         title = f"prompt #{n}" if n else "before the first prompt"
-        when = local_stamp(prompt["created_at_epoch"]) if prompt else ""
+        when = local_stamp(prompt.created_at_epoch) if prompt else ""
         heading(f"{title}  {paint(when, dim=True)}".rstrip())
         if prompt:
-            click.echo(f"  > {cut(prompt['prompt_text'], 300)}")
-        for o in (o for o in t["observations"] if o["prompt_number"] == n):
+            click.echo(f"  > {cut(prompt.prompt_text, 300)}")
+        for o in (o for o in t.observations if o["prompt_number"] == n):
             source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
             mark = paint(f" [{o['mark']}]", "yellow") if o.get("mark") else ""
             mark += paint(" [withheld]", "red") if o.get("guard_note") and o.get("released_at_epoch") is None else ""
             click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}{mark}")
-        for m in (m for m in t["summaries"] if m["prompt_number"] == n):
+        for m in (m for m in t.summaries if m["prompt_number"] == n):
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
             echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
                          for name in ("request", "completed", "learned", "next_steps")], indent="    ")
-    if t["injections"]:
+    if given:
         click.echo()
         heading("given to Claude  " + paint("(injected tokens are estimates: characters / 4)", dim=True))
-        for i in t["injections"]:
+        for i in given:
             what = f"{i['kind']} {i['note']}".strip() if i["kind"] in ("file", "command") else i["kind"]
             refs = " ".join(i["refs"]) or "-"
             click.echo(f"  {local_stamp(i['created_at_epoch'])}  {what:<28} ~{i['tokens']:>5} tokens  {refs}")

@@ -150,11 +150,11 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         given = injections.for_session(conn, session_id)
     if found is None:
         return None
-    marks.annotate(conn, found["observations"])
-    entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
-                                                        ("summary", "summaries")) for row in found[key]]
+    marks.annotate(conn, found.observations)
+    entries = [{"kind": "prompt", **as_dict(p)} for p in found.prompts] + [{"kind": "observation", **o} for o in found.observations]
+    entries += [{"kind": "summary", **m} for m in found.summaries]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
-    return {"session": found["session"], "entries": entries, "injections": given}
+    return {"session": as_dict(found.session), "entries": entries, "injections": given}
 
 
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:
