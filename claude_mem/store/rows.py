@@ -1,4 +1,5 @@
-"""Rows as typed records: what store/ hands the rest for a queued event, a session and a prompt.
+"""Rows as typed records: what store/ hands the rest for a queued event, a session, a prompt and
+a compaction's checkpoint.
 
 Each record has one field per column of its table, named as the column (tests/test_migrations.py
 holds them to `PRAGMA table_info`: a column added without its field fails there, not in a worker
@@ -112,11 +113,39 @@ class Prompt:
         return cls(**dict(row))
 
 
-def columns(record: type[QueuedEvent | Session | Prompt]) -> str:
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One row of `checkpoints` (migration 0012): a compaction's checkpoint, asked for by PreCompact
+    and written by the session's worker once the events queued before it are taken."""
+
+    id: int
+    session_id: str
+    trigger: str  # 'auto' or 'manual', as Claude Code says
+    upto_queue_id: int  # the session's last queued event when it was asked for
+    prompt_number: int
+    status: str  # 'pending' or 'written' (the table's CHECK)
+    request: str
+    completed: str
+    decided: str
+    failing: str
+    next_steps: str
+    source: str  # '' until written, then 'model' or 'heuristic'
+    created_at_epoch: int
+    written_at_epoch: int | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Checkpoint:
+        return cls(**dict(row))
+
+
+Record = QueuedEvent | Session | Prompt | Checkpoint
+
+
+def columns(record: type[Record]) -> str:
     """The SELECT list that reads a record's row: its columns, in its fields' order."""
     return ", ".join(f.name for f in fields(record))
 
 
-def as_dict(record: QueuedEvent | Session | Prompt) -> dict[str, Any]:
+def as_dict(record: Record) -> dict[str, Any]:
     """The record as a dict, its fields in order (for JSON: `claude-mem queue --json`, the viewer)."""
     return {f.name: getattr(record, f.name) for f in fields(record)}

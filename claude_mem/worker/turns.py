@@ -52,4 +52,4 @@ def _ended(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_i
 
 def _checkpoint_upto(conn: sqlite3.Connection, session_id: str) -> int | None:
     pending = checkpoints.pending(conn, session_id)
-    return int(pending["upto_queue_id"]) if pending is not None else None
+    return pending.upto_queue_id if pending is not None else None
