@@ -66,6 +66,11 @@ def test_rows_committed_while_the_first_catch_up_runs_are_indexed_right_after(da
                 during.append(insert_observation(conn, "s", "p", Observation(
                     type="decision", title=f"Committed during the catch-up: rule {len(during)} about pelican migration routes"),
                     prompt_number=2) or 0)
+            if len(during) == 1:
+                # A worker's notice meanwhile is answered at once, not after the catch-up: its
+                # queue rows would otherwise wait out the whole first fill, batch after batch.
+                assert client.notify_index(config, during, [], [], wait_s=60) is False
+                assert ((_status(data_dir) or {}).get("index") or {}).get("job") is not None, "answered before the catch-up ended"
     assert during, "no row was committed while the catch-up ran"
     assert wait_until(lambda: _indexed(conn, "observation", during) == set(during), 60), \
         f"not indexed: {sorted(set(during) - _indexed(conn, 'observation', during))}"

@@ -102,11 +102,14 @@ class Indexer:
         self._put(Job("rows", observation_ids, summary_ids, prompt_ids, indexed=indexed))
         return indexed
 
-    @staticmethod
-    async def indexed_within(indexed: Future[bool], wait_s: float) -> bool:
+    async def indexed_within(self, indexed: Future[bool], wait_s: float) -> bool:
         """Whether the pass that takes a notice's rows indexed them within `wait_s` (at most
         MAX_WAIT_S): a worker holds its queue rows until then, so a drained queue means the index
-        holds every row."""
+        holds every row. Not waited for while the index is first filled or rebuilt (minutes at
+        100k rows: every batch would wait its whole time); `status` shows that lag."""
+        rebuilding = self._rebuilding is not None and not self._rebuilding.done()
+        if not self.caught_up or rebuilding:
+            return False
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(indexed)), min(max(wait_s, 0.0), MAX_WAIT_S))
         except TimeoutError:
