@@ -39,9 +39,10 @@ from bench.data import transcripts  # noqa: E402
 from claude_mem import settings  # noqa: E402
 from claude_mem.hooks import matches_skip_list, store_in_process  # noqa: E402
 from claude_mem.replay import transcript_payloads  # noqa: E402
-from claude_mem.store import queue  # noqa: E402
+from claude_mem.store import queue_rows  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402
 from claude_mem.store.memories import insert_observation  # noqa: E402
+from claude_mem.store.rows import QueuedEvent  # noqa: E402
 from claude_mem.worker import heuristic  # noqa: E402
 from claude_mem.worker.events import Event  # noqa: E402
 from claude_mem.worker.loop import Worker  # noqa: E402
@@ -88,7 +89,8 @@ def baseline_message(payload: dict) -> str:
             f"Output:\n{baseline_cut(json.dumps(output, indent=2, ensure_ascii=False))}\n" + BASELINE_OBSERVATION_TAIL)
 
 
-def observer_chars(worker: Worker, rows: list[dict], conn, recalled: Recalled | None) -> tuple[int, int, int, list[list[dict]]]:
+def observer_chars(worker: Worker, rows: list[QueuedEvent], conn,
+                   recalled: Recalled | None) -> tuple[int, int, int, list[list[QueuedEvent]]]:
     """(characters, messages, of them memory lines, batches) the worker would send for these queue
     rows: the real request text once per prompt, and what memory holds about each batch."""
     ours = len(fill("init", project="bench", date="2026-01-01"))
@@ -117,23 +119,23 @@ def observer_chars(worker: Worker, rows: list[dict], conn, recalled: Recalled | 
     return ours, messages, memory_chars, batches
 
 
-def subagent_titles(batches: list[list[dict]], rows: list[dict]) -> list[dict]:
+def subagent_titles(batches: list[list[QueuedEvent]], rows: list[QueuedEvent]) -> list[dict]:
     """Per subagent: the heuristic titles of its own calls, batched as the worker batches them,
     and of the Task call(s) whose result folding keeps."""
     agents: dict[str, dict] = {}
     for batch in batches:
         mine: dict[str, list[Event]] = {}
         for r in batch:
-            if r["kind"] == "tool" and r.get("agent_id"):
-                mine.setdefault(r["agent_id"], []).append(Event.from_row(r))
+            if r.kind == "tool" and r.agent_id:
+                mine.setdefault(r.agent_id, []).append(Event.from_row(r))
         for agent, events in mine.items():
             entry = agents.setdefault(agent, {"agent_id": agent, "calls": 0, "unfolded": [], "folded": []})
             entry["calls"] += len(events)
             entry["unfolded"] += [o.title for o in heuristic.observe(events)]
     for r in rows:
-        response = r.get("tool_response")
+        response = r.tool_response
         agent = response.get("agentId") if isinstance(response, dict) else None
-        if r["kind"] == "tool" and r["tool_name"] in ("Task", "Agent") and agent in agents:
+        if r.kind == "tool" and r.tool_name in ("Task", "Agent") and agent in agents:
             agents[agent]["folded"] += [o.title for o in heuristic.observe([Event.from_row(r)])]
     return list(agents.values())
 
@@ -141,7 +143,7 @@ def subagent_titles(batches: list[list[dict]], rows: list[dict]) -> list[dict]:
 def remember_earlier(conn, config: settings.Config, path: Path) -> None:
     """The transcript as an earlier session of the project, observed by the heuristic synthesizer."""
     store_in_process(config, conn, transcript_payloads(path, session_id="earlier"))
-    rows = [r for r in queue.list_rows(conn, session_id="earlier") if r["kind"] == "tool"]
+    rows = [r for r in queue_rows.list_rows(conn, session_id="earlier") if r.kind == "tool"]
     worker = Worker(config, "earlier", synthesizer="heuristic")
     project = conn.execute("SELECT project FROM sdk_sessions WHERE claude_session_id = 'earlier'").fetchone()[0]
     with transaction(conn):
@@ -149,7 +151,7 @@ def remember_earlier(conn, config: settings.Config, path: Path) -> None:
             batch = worker._take_batch(rows)
             rows = rows[len(batch):]
             for obs in heuristic.observe([Event.from_row(r) for r in batch]):
-                insert_observation(conn, "earlier", project, obs, prompt_number=batch[0]["prompt_number"], source="heuristic")
+                insert_observation(conn, "earlier", project, obs, prompt_number=batch[0].prompt_number, source="heuristic")
         # The same project: the bench session's events are found as being about these files.
         conn.execute("UPDATE sdk_sessions SET project = ? WHERE claude_session_id = 'bench'", (project,))
 
@@ -166,10 +168,10 @@ def measure(path: Path, config: settings.Config, memory: bool = True) -> dict:
     if memory:
         remember_earlier(conn, config, path)
     recalled = Recalled(conn, "bench")
-    rows = queue.list_rows(conn, session_id="bench")
+    rows = queue_rows.list_rows(conn, session_id="bench")
     worker = Worker(config, "bench", synthesizer="model")
     each, each_messages, each_memory, batches = observer_chars(worker, rows, conn, recalled if memory else None)
-    subagent_rows = [r for r in rows if r["kind"] == "tool" and r.get("agent_id")]
+    subagent_rows = [r for r in rows if r.kind == "tool" and r.agent_id]
     folded, folded_messages, folded_memory, _ = observer_chars(worker, [r for r in rows if r not in subagent_rows], conn,
                                                                recalled if memory else None)
     conn.close()

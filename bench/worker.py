@@ -32,7 +32,7 @@ from bench.data import transcripts  # noqa: E402
 from claude_mem import settings  # noqa: E402
 from claude_mem.hooks import store_in_process  # noqa: E402
 from claude_mem.replay import transcript_payloads  # noqa: E402
-from claude_mem.store import queue  # noqa: E402
+from claude_mem.store import queue, queue_rows  # noqa: E402
 from claude_mem.store.db import connect  # noqa: E402
 from tests.fakes.fake_claude import write_wrapper  # noqa: E402
 
@@ -47,7 +47,7 @@ def fill(data_dir: Path, transcript: Path | None) -> int:
     try:
         if transcript is not None:
             store_in_process(config, conn, transcript_payloads(transcript, session_id=SESSION))
-        return len(queue.list_rows(conn, session_id=SESSION))
+        return len(queue_rows.list_rows(conn, session_id=SESSION))
     finally:
         conn.close()
 

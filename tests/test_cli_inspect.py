@@ -149,6 +149,20 @@ def test_queue_table(stored: Stored) -> None:
     assert "no session 'ghost'" in invoke("queue", "--session", "ghost", code=1).output
 
 
+def test_queue_json_lists_every_column_but_the_guard_note_decoded(stored: Stored) -> None:
+    """`claude-mem queue --json` as it was before the rows became records (store/rows.py): the same
+    keys in the same order, JSON columns decoded, the flag a bool, the status its string."""
+    first, done = invoke_json("queue")
+    assert list(first) == [
+        "id", "session_id", "kind", "tool_name", "tool_input", "tool_response", "tool_use_id", "is_error", "duration_ms",
+        "agent_id", "cwd", "prompt_number", "status", "attempts", "last_error", "next_attempt_epoch", "claimed_by",
+        "processed_by", "created_at", "created_at_epoch", "updated_at_epoch"]
+    assert {k: first[k] for k in ("session_id", "tool_input", "tool_response", "is_error", "status", "prompt_number", "attempts")} \
+        == {"session_id": "sess-alpha", "tool_input": {"command": "make test"}, "tool_response": {"stdout": "ok"},
+            "is_error": False, "status": "pending", "prompt_number": 2, "attempts": 0}
+    assert done["status"] == "done" and [r["id"] for r in invoke_json("queue", "--status", "done")] == [done["id"]]
+
+
 @pytest.mark.parametrize("args", [("observations",), ("summaries",), ("show", "1"), ("status", "--json")])
 def test_no_database_yet(data_dir: Path, args: tuple[str, ...]) -> None:
     if args[0] == "status":

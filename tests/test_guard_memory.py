@@ -22,7 +22,7 @@ from claude_mem.mcp.server import build_server
 from claude_mem.memory_file.choose import choose
 from claude_mem.push.digest import build_digest
 from claude_mem.replay import run_hook
-from claude_mem.store import queue
+from claude_mem.store import queue, queue_rows
 from claude_mem.store.db import connect, transaction
 from claude_mem.store.memories import Observation
 from claude_mem.store.transfer import import_lines
@@ -220,7 +220,7 @@ def test_observations_a_summary_request_brings_are_guarded_with_the_turn(data_di
                            tool_response=json.dumps({"result": PAGE}), tool_use_id="t1", is_error=False, duration_ms=1,
                            agent_id=None, cwd=None)
         finalize_id = queue.enqueue_finalize(mem.conn, "s1", last_assistant_message="done", cwd=None)
-    [row] = [r for r in queue.list_rows(mem.conn, session_id="s1") if r["id"] == finalize_id]
+    [row] = [r for r in queue_rows.list_rows(mem.conn, session_id="s1") if r.id == finalize_id]
     copied = Observation(type="discovery", title="Release notes", narrative=PAGE, facts=PAGE.splitlines())
     stored = Guarding(mem.conn, "s1").observations([Event.from_row(row)], [copied])
     mem.close()

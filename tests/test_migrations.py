@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import re
 import shutil
@@ -20,6 +20,7 @@ import pytest
 from claude_mem.store import memories, records
 from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migrations, transaction
 from claude_mem.store.queue import QueueStatus
+from claude_mem.store.rows import Checkpoint, Prompt, QueuedEvent, Session
 from tests.migration_helpers import copy_first_migrations
 
 EXPECTED_COLUMNS = {
@@ -72,6 +73,20 @@ def test_the_queue_statuses_are_those_the_schema_allows(tmp_path: Path) -> None:
     allowed = re.search(r"CHECK\s*\(\s*status\s+IN\s*\(([^)]*)\)", sql, re.IGNORECASE)
     assert allowed is not None
     assert sorted(v.strip().strip("'") for v in allowed.group(1).split(",")) == sorted(s.value for s in QueueStatus)
+
+
+@pytest.mark.parametrize(("record", "table"), [(QueuedEvent, "observation_queue"), (Session, "sdk_sessions"),
+                                              (Prompt, "user_prompts"), (Checkpoint, "checkpoints")])
+def test_each_record_has_one_field_for_each_column_of_its_table(tmp_path: Path, record: type, table: str) -> None:
+    """store/rows.py's records are the rows the rest reads: a column a migration adds without its
+    field (or a field the table lost) fails here. In the table's order where the order is seen
+    (the viewer's JSON of a session and a prompt; the queue keeps `claude-mem queue --json`'s)."""
+    conn = connect(str(tmp_path / "s.db"))
+    columns = [r["name"] for r in conn.execute(f"PRAGMA table_info({table})")]
+    names = [f.name for f in dataclasses.fields(record)]
+    assert sorted(names) == sorted(columns)
+    if record is not QueuedEvent:
+        assert names == columns
 
 
 def test_pragmas(tmp_path: Path) -> None:
@@ -401,7 +416,8 @@ def test_database_file_is_private(tmp_path: Path) -> None:
     for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
         if p.exists():
             assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
-    assert json.loads(json.dumps(records.get_session(conn, "s")))["project"] == "p"
+    session = records.get_session(conn, "s")
+    assert session is not None and session.project == "p"
 
 
 @pytest.mark.parametrize("k", [3, latest_version()])

@@ -45,12 +45,11 @@ def test_a_session_is_found_by_its_id_or_the_start_of_it(stored: Stored) -> None
 def test_a_sessions_timeline_in_the_order_things_happened(stored: Stored) -> None:
     assert overview.session_timeline(stored.conn, "ghost") is None
     timeline = overview.session_timeline(stored.conn, "sess-alpha")
-    assert timeline["session"]["project"] == "alpha"
-    assert [(p["prompt_number"], p["prompt_text"]) for p in timeline["prompts"]] == [
-        (1, "fix the login crash"), (2, "now add a dark theme")]
-    assert [o["id"] for o in timeline["observations"]] == [stored.obs["login"], stored.obs["tests"], stored.obs["dark"]]
-    assert timeline["observations"][0]["facts"] == ["token refresh raced with logout", "a lock now guards the refresh"]
-    assert [s["id"] for s in timeline["summaries"]] == [stored.sums["alpha1"], stored.sums["alpha2"]]
+    assert timeline is not None and timeline.session.project == "alpha"
+    assert [(p.prompt_number, p.prompt_text) for p in timeline.prompts] == [(1, "fix the login crash"), (2, "now add a dark theme")]
+    assert [o["id"] for o in timeline.observations] == [stored.obs["login"], stored.obs["tests"], stored.obs["dark"]]
+    assert timeline.observations[0]["facts"] == ["token refresh raced with logout", "a lock now guards the refresh"]
+    assert [s["id"] for s in timeline.summaries] == [stored.sums["alpha1"], stored.sums["alpha2"]]
 
 
 def test_one_row_by_kind_and_id_decoded(stored: Stored) -> None:

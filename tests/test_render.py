@@ -3,14 +3,19 @@ fields that say what happened, responses are cut to their budget, boring events 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from claude_mem import settings
-from claude_mem.store import queue, records
+from claude_mem.store import queue, queue_rows, records
 from claude_mem.store.db import connect, transaction
+from claude_mem.store.queue import QueueStatus
+from claude_mem.store.rows import QueuedEvent
 from claude_mem.worker.events import Event, files_touched
 from claude_mem.worker.render import RESPONSE_BUDGET, fill, is_boring, render_batch, render_event
 
@@ -24,10 +29,31 @@ def tool(name: str, tool_input: Any, response: Any = None, *, error: bool = Fals
                  prompt_number=1, created_at_epoch=EPOCH_MS, cwd=CWD)
 
 
-def test_a_queue_row_becomes_an_event_with_defaults() -> None:
-    event = Event.from_row({"id": 7, "kind": "tool", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": None,
-                            "is_error": 1, "prompt_number": None, "created_at_epoch": EPOCH_MS})
-    assert (event.id, event.is_error, event.prompt_number, event.cwd) == (7, True, 0, None)
+def test_a_queued_row_reads_back_as_a_typed_record_and_becomes_an_event(data_dir: Path) -> None:
+    """store/queue_rows: a row comes back as a frozen QueuedEvent, its JSON decoded (text that is
+    not JSON kept as it is), its flag a bool and its status a QueueStatus; the worker's Event is made of it."""
+    config = settings.load()
+    config.ensure_dirs()
+    conn = connect(config.db_path)
+    with transaction(conn):
+        records.ensure_session(conn, "s1", project="p", cwd="/p", transcript_path=None)
+        records.record_prompt(conn, "s1", "list it", None)
+        tool_id = queue.enqueue_tool(conn, "s1", tool_name="Bash", tool_input='{"command": "ls"}', tool_response="not json",
+                                     tool_use_id="t1", is_error=True, duration_ms=12, agent_id=None, cwd="/p")
+        end_id = queue.enqueue_finalize(conn, "s1", last_assistant_message="listed", cwd="/p")
+    tool_row, end_row = queue_rows.list_rows(conn, session_id="s1")
+    assert isinstance(tool_row, QueuedEvent) and (tool_row.id, end_row.id) == (tool_id, end_id)
+    assert (tool_row.tool_input, tool_row.tool_response, tool_row.is_error, tool_row.prompt_number) == \
+        ({"command": "ls"}, "not json", True, 1)
+    assert tool_row.status is QueueStatus.PENDING and (tool_row.attempts, tool_row.last_error, tool_row.duration_ms) == (0, None, 12)
+    assert end_row.kind == "finalize" and end_row.tool_response == {"last_assistant_message": "listed"}
+    assert queue_rows.list_rows(conn, status=QueueStatus.DONE) == [] and queue_rows.next_pending(conn, "s1") == [tool_row, end_row]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tool_row.status = QueueStatus.DONE  # type: ignore[misc]
+    conn.close()
+    event = Event.from_row(tool_row)
+    assert (event.id, event.kind, event.tool_input, event.is_error, event.prompt_number, event.cwd) == \
+        (tool_id, "tool", {"command": "ls"}, True, 1, "/p")
 
 
 def test_bash_shows_the_command_its_purpose_and_both_streams() -> None:

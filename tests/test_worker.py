@@ -560,7 +560,7 @@ def test_a_drained_queue_means_the_index_holds_every_row(tmp_path: Path, data_di
 def test_rows_a_worker_stored_but_had_not_seen_indexed_end_done_not_run_again(data_dir: Path) -> None:
     """A worker killed while it waits for the index leaves its rows processing with their memories
     committed: the next worker must end them done, not give them to the model a second time."""
-    from claude_mem.store import queue
+    from claude_mem.store import queue, queue_rows
     from claude_mem.store.records import ensure_session
 
     config = settings.load()
@@ -577,7 +577,7 @@ def test_rows_a_worker_stored_but_had_not_seen_indexed_end_done_not_run_again(da
         assert queue.counts_by_status(conn)["processing"] == 2, "stored rows wait for the index as processing"
         with conn:
             assert queue.release_processing(conn, "s") == 1
-        status = {r["id"]: (r["status"], r["processed_by"]) for r in queue.list_rows(conn, session_id="s")}
+        status = {r.id: (r.status, r.processed_by) for r in queue_rows.list_rows(conn, session_id="s")}
         assert status == {stored: ("done", "model"), claimed: ("pending", None)}
     finally:
         conn.close()

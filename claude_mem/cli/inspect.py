@@ -12,10 +12,12 @@ from claude_mem.cli.format import Column, echo_fields, echo_table, heading, pain
 from claude_mem.cli.params import UsageProblem, json_option, parse_when
 from claude_mem.cli.withheld import agent_safe, withheld_block
 from claude_mem.kinds import OBSERVATION_TYPES
-from claude_mem.store import injections, marks, outages, overview, revisions
-from claude_mem.store import queue as queue_mod
+from claude_mem.store import injections, marks, outages, overview, queue_rows, revisions
 from claude_mem.store.outages import describe
+from claude_mem.store.overview import Timeline
+from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
+from claude_mem.store.rows import as_dict
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -87,13 +89,12 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
-    marks.annotate(conn, timeline["observations"])
-    timeline["outage"] = outages.for_session(conn, matches[0])
-    timeline["injections"] = injections.for_session(conn, matches[0])
+    marks.annotate(conn, timeline.observations)
+    outage, given = outages.for_session(conn, matches[0]), injections.for_session(conn, matches[0])
     if as_json:
-        emit_json(timeline)
+        emit_json({**timeline.as_dict(), "outage": outage, "injections": given})
     else:
-        _show_session(timeline)
+        _show_session(timeline, outage, given)
 
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
@@ -118,37 +119,37 @@ def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: 
         click.echo(line)
 
 
-def _show_session(t: dict[str, Any]) -> None:
-    s = t["session"]
-    heading(f"session {s['claude_session_id']}")
-    echo_fields([("project", s["project"]), ("status", paint(s["status"], status_colour(s["status"]))),
-                 ("started", local_stamp(s["started_at_epoch"])), ("last activity", local_stamp(s["updated_at_epoch"])),
-                 ("cwd", s["cwd"]), ("synthesizer", s["synthesizer"]),
-                 ("model outage", describe(t["outage"], local_stamp) if t.get("outage") else None)])
-    numbers = sorted({r["prompt_number"] for kind in ("prompts", "observations", "summaries") for r in t[kind]})
+def _show_session(t: Timeline, outage: dict[str, Any] | None, given: list[dict[str, Any]]) -> None:
+    s = t.session
+    heading(f"session {s.claude_session_id}")
+    echo_fields([("project", s.project), ("status", paint(s.status, status_colour(s.status))),
+                 ("started", local_stamp(s.started_at_epoch)), ("last activity", local_stamp(s.updated_at_epoch)),
+                 ("cwd", s.cwd), ("synthesizer", s.synthesizer),
+                 ("model outage", describe(outage, local_stamp) if outage else None)])
+    numbers = sorted({p.prompt_number for p in t.prompts} | {r["prompt_number"] for r in t.observations + t.summaries})
     if not numbers:
         click.echo("\n(nothing stored for this session yet)")
     for n in numbers:
         click.echo()
-        prompt = next((p for p in t["prompts"] if p["prompt_number"] == n), None)
+        prompt = next((p for p in t.prompts if p.prompt_number == n), None)
         title = f"prompt #{n}" if n else "before the first prompt"
-        when = local_stamp(prompt["created_at_epoch"]) if prompt else ""
+        when = local_stamp(prompt.created_at_epoch) if prompt else ""
         heading(f"{title}  {paint(when, dim=True)}".rstrip())
         if prompt:
-            click.echo(f"  > {cut(prompt['prompt_text'], 300)}")
-        for o in (o for o in t["observations"] if o["prompt_number"] == n):
+            click.echo(f"  > {cut(prompt.prompt_text, 300)}")
+        for o in (o for o in t.observations if o["prompt_number"] == n):
             source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
             mark = paint(f" [{o['mark']}]", "yellow") if o.get("mark") else ""
             mark += paint(" [withheld]", "red") if o.get("guard_note") and o.get("released_at_epoch") is None else ""
             click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}{mark}")
-        for m in (m for m in t["summaries"] if m["prompt_number"] == n):
+        for m in (m for m in t.summaries if m["prompt_number"] == n):
             click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
             echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
                          for name in ("request", "completed", "learned", "next_steps")], indent="    ")
-    if t["injections"]:
+    if given:
         click.echo()
         heading("given to Claude  " + paint("(injected tokens are estimates: characters / 4)", dim=True))
-        for i in t["injections"]:
+        for i in given:
             what = f"{i['kind']} {i['note']}".strip() if i["kind"] in ("file", "command") else i["kind"]
             refs = " ".join(i["refs"]) or "-"
             click.echo(f"  {local_stamp(i['created_at_epoch'])}  {what:<28} ~{i['tokens']:>5} tokens  {refs}")
@@ -293,7 +294,7 @@ def summaries_list(app: AppContext, session_id: str | None, project: str | None,
 
 @cli.command("queue")
 @click.option("--session", "session_id", help="Only this Claude session id.")
-@click.option("--status", type=click.Choice([s.value for s in queue_mod.QueueStatus]), help="Only this status.")
+@click.option("--status", type=click.Choice([s.value for s in QueueStatus]), help="Only this status.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
 @json_option
 @pass_app
@@ -301,13 +302,14 @@ def queue_list(app: AppContext, session_id: str | None, status: str | None, limi
     """Show queued hook events and their processing status."""
     conn = app.db()
     require_session(conn, session_id)
-    rows = queue_mod.list_rows(conn, session_id=session_id, status=status, limit=limit)
+    rows = queue_rows.list_rows(conn, session_id=session_id, status=QueueStatus(status) if status else None, limit=limit)
     if as_json:
-        emit_json(rows)
+        # The write guard's note on an event's output is the viewer's to show: the queue lists what was queued.
+        emit_json([{k: v for k, v in as_dict(r).items() if k != "guard_note"} for r in rows])
         return
     echo_table([Column("ID", ">"), Column("STATUS", colour=status_colour), Column("#", ">"), Column("SESSION"), Column("EVENT"),
                 Column("TRIES", ">"), Column("LAST ERROR", fit=True)],
-               [(r["id"], r["status"], r["prompt_number"], r["session_id"][:12],
-                 (r["tool_name"] + (" (failed)" if r["is_error"] else "")) if r["kind"] == "tool" else "(end of turn)",
-                 r["attempts"], r.get("last_error") or "") for r in rows],
+               [(r.id, r.status, r.prompt_number, r.session_id[:12],
+                 f"{r.tool_name}{' (failed)' if r.is_error else ''}" if r.kind == "tool" else "(end of turn)",
+                 r.attempts, r.last_error or "") for r in rows],
                empty="the queue is empty" if not (session_id or status) else "no queued events match")

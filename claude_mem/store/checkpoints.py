@@ -14,6 +14,8 @@ TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
+    from claude_mem.store.rows import Checkpoint
+
 FIELDS = ("request", "completed", "decided", "failing", "next_steps")
 
 
@@ -35,11 +37,14 @@ def request(conn: sqlite3.Connection, session_id: str, trigger: str) -> int:
     return int(cur.lastrowid or 0)
 
 
-def pending(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, upto_queue_id, prompt_number, trigger, created_at_epoch FROM checkpoints"
-                       " WHERE session_id = ? AND status = 'pending' ORDER BY id LIMIT 1", (session_id,)).fetchone()
-    return None if row is None else {"id": row[0], "upto_queue_id": row[1], "prompt_number": row[2],
-                                     "trigger": row[3], "created_at_epoch": row[4]}
+def pending(conn: sqlite3.Connection, session_id: str) -> Checkpoint | None:
+    """The checkpoint the session's worker has still to write (the worker's: the records' module
+    is imported here, not by the hooks)."""
+    from claude_mem.store.rows import Checkpoint, columns
+
+    row = conn.execute(f"SELECT {columns(Checkpoint)} FROM checkpoints WHERE session_id = ? AND status = 'pending'"
+                       " ORDER BY id LIMIT 1", (session_id,)).fetchone()
+    return None if row is None else Checkpoint.from_row(row)
 
 
 def write(conn: sqlite3.Connection, checkpoint_id: int, fields: dict[str, str], source: str) -> None:
@@ -50,7 +55,8 @@ def write(conn: sqlite3.Connection, checkpoint_id: int, fields: dict[str, str], 
 
 
 def latest(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    """The session's newest written checkpoint."""
+    """The session's newest written checkpoint: what SessionStart(compact) shows (the hook path,
+    hence a dict of the columns it shows, not a record)."""
     row = conn.execute(f"SELECT id, {', '.join(FIELDS)}, source, written_at_epoch FROM checkpoints"
                        " WHERE session_id = ? AND status = 'written' ORDER BY id DESC LIMIT 1", (session_id,)).fetchone()
     if row is None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.store import outages
 from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import TABLES, decode, like_escape
+from claude_mem.store.rows import Prompt, Session, as_dict, columns
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
            "summaries": "session_summaries", "raw_replies": "raw_replies"}
@@ -81,21 +83,36 @@ def find_sessions(conn: sqlite3.Connection, text: str) -> list[str]:
         (pattern,))]
 
 
-def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class Timeline:
     """A session with its prompts, observations and summaries, each list in the order they
-    happened (by prompt number, then time)."""
-    row = conn.execute("SELECT * FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    happened (by prompt number, then time). The observations and summaries are still reads.py's
+    decoded rows (dicts): their records are the next step of issue 48."""
+
+    session: Session
+    prompts: list[Prompt]
+    observations: list[dict[str, Any]]
+    summaries: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON (`show --json`): the session and its prompts as their rows' columns."""
+        return {"session": as_dict(self.session), "prompts": [as_dict(p) for p in self.prompts],
+                "observations": self.observations, "summaries": self.summaries}
+
+
+def session_timeline(conn: sqlite3.Connection, session_id: str) -> Timeline | None:
+    row = conn.execute(f"SELECT {columns(Session)} FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
     if row is None:
         return None
-    return {
-        "session": dict(row),
-        "prompts": [dict(r) for r in conn.execute(
-            "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
-        "observations": [decode(r) for r in conn.execute(
+    return Timeline(
+        session=Session.from_row(row),
+        prompts=[Prompt.from_row(r) for r in conn.execute(
+            f"SELECT {columns(Prompt)} FROM user_prompts WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
+        observations=[decode(r) for r in conn.execute(
             "SELECT * FROM observations WHERE session_id = ? ORDER BY prompt_number, created_at_epoch, id", (session_id,))],
-        "summaries": [decode(r) for r in conn.execute(
+        summaries=[decode(r) for r in conn.execute(
             "SELECT * FROM session_summaries WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
-    }
+    )
 
 
 def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> dict[str, Any] | None:

@@ -1,11 +1,12 @@
-"""The event queue: what hooks put in, and what workers take out.
+"""The event queue: what hooks put in, and how its rows move as workers take them.
 
 A row moves pending -> processing (claimed by one worker) -> done (through "stored", still
 processing, while the index takes its memories: `mark_stored`), or back to pending: deferred
 while the model is unreachable (no attempt counted), or with a backoff after a failure of its own,
 and to skipped after too many of those. A worker that dies leaves its rows in processing; the next
 worker for the session takes them back (`release_processing`), and `due_sessions` lets whatever
-runs next notice rows that no worker is left to take.
+runs next notice rows that no worker is left to take. The rows read back whole, as records, are
+store/queue_rows.py's (off the hook path).
 
 On the hook path: standard library only.
 """
@@ -36,13 +37,6 @@ class QueueStatus(StrEnum):
 # Written into statements as literals, as they were before the enumeration: the same SQL text,
 # so the same plans (`due_sessions` names its index).
 WAITING_SQL = f"('{QueueStatus.PENDING}', '{QueueStatus.PROCESSING}')"  # rows still to do
-
-QUEUE_COLUMNS = (
-    "id, session_id, kind, tool_name, tool_input, tool_response, tool_use_id, is_error, "
-    "duration_ms, agent_id, cwd, prompt_number, status, attempts, last_error, "
-    "next_attempt_epoch, claimed_by, processed_by, created_at, created_at_epoch, updated_at_epoch"
-)
-
 
 # The prompt an event belongs to: the one Claude Code names by prompt_id when we recorded it
 # (a re-delivered or late event keeps its own turn), else the session's current prompt.
@@ -90,36 +84,6 @@ def enqueue_finalize(conn: sqlite3.Connection, session_id: str, *,
     return cur.lastrowid if cur.rowcount else None
 
 
-def decode_row(row: sqlite3.Row) -> dict[str, Any]:
-    """A queue row as a dict with its JSON columns decoded."""
-    item = dict(row)
-    for key in ("tool_input", "tool_response"):
-        value = item.get(key)
-        if isinstance(value, str):
-            try:
-                item[key] = json.loads(value)
-            except ValueError:
-                pass
-    item["is_error"] = bool(item.get("is_error"))
-    return item
-
-
-def list_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
-              status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-    clauses, params = [], []
-    if session_id:
-        clauses.append("session_id = ?")
-        params.append(session_id)
-    if status:
-        clauses.append("status = ?")
-        params.append(status)
-    sql = f"SELECT {QUEUE_COLUMNS} FROM observation_queue"
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY id"
-    if limit:
-        sql += f" LIMIT {int(limit)}"
-    return [decode_row(r) for r in conn.execute(sql, params)]
 
 
 def set_guard_notes(conn: sqlite3.Connection, notes: dict[int, str]) -> None:
@@ -127,12 +91,6 @@ def set_guard_notes(conn: sqlite3.Connection, notes: dict[int, str]) -> None:
     (migration 0019). Call inside a transaction."""
     conn.executemany("UPDATE observation_queue SET guard_note = ? WHERE id = ?", [(note, row_id) for row_id, note in notes.items()])
 
-
-def turn_tool_rows(conn: sqlite3.Connection, session_id: str, prompt_number: int) -> list[dict[str, Any]]:
-    """The tool events of one turn, in order (the write guard's context: worker/guarding.py)."""
-    return [decode_row(r) for r in conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND prompt_number = ? AND kind = 'tool' ORDER BY id",
-        (session_id, prompt_number))]
 
 
 def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) -> dict[str, int]:
@@ -165,16 +123,6 @@ def release_processing(conn: sqlite3.Connection, session_id: str) -> int:
     )
     return cur.rowcount
 
-
-def next_pending(conn: sqlite3.Connection, session_id: str, limit: int = 64) -> list[dict[str, Any]]:
-    """The session's pending rows in order. Rows are taken strictly in order (a row waiting
-    for its backoff holds back later ones) so a turn's summary never overtakes its events."""
-    rows = conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = '{QueueStatus.PENDING}'"
-        " ORDER BY id LIMIT ?",
-        (session_id, limit),
-    ).fetchall()
-    return [decode_row(r) for r in rows]
 
 
 def repeated_reads(conn: sqlite3.Connection, session_id: str, ids: list[int], *, subagents_seen: bool) -> set[int]:
@@ -344,12 +292,6 @@ def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict
         f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN {WAITING_SQL} GROUP BY session_id",
         session_ids)}
 
-
-def pending_from(conn: sqlite3.Connection, session_id: str, first_id: int, limit: int) -> list[dict[str, Any]]:
-    """The session's pending rows from `first_id` on, in order (the heuristic's turn: worker/turns.py)."""
-    return [decode_row(r) for r in conn.execute(
-        f"SELECT {QUEUE_COLUMNS} FROM observation_queue WHERE session_id = ? AND status = '{QueueStatus.PENDING}' AND id >= ?"
-        " ORDER BY id LIMIT ?", (session_id, first_id, limit))]
 
 
 def queued_after_turn(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:

@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # typing costs the hook ~2 ms to import
 if TYPE_CHECKING:
     from typing import Any
 
+    from claude_mem.store.rows import Prompt, Session
+
 
 def ensure_session(conn: sqlite3.Connection, session_id: str, *, project: str | None,
                    cwd: str | None, transcript_path: str | None, host: str | None = None) -> bool:
@@ -106,14 +108,21 @@ def end_session(conn: sqlite3.Connection, session_id: str) -> None:
                  (now_ms(), session_id))
 
 
-def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT * FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
-    return dict(row) if row else None
+# The records' module is imported where they are read, not at the top: hooks only write (it
+# costs a hook ~7 ms: store/rows.py).
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> Session | None:
+    from claude_mem.store.rows import Session, columns
+
+    row = conn.execute(f"SELECT {columns(Session)} FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
+    return Session.from_row(row) if row else None
 
 
-def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(
-        "SELECT * FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]
+def list_prompts(conn: sqlite3.Connection, session_id: str) -> list[Prompt]:
+    from claude_mem.store.rows import Prompt, columns
+
+    return [Prompt.from_row(r) for r in conn.execute(
+        f"SELECT {columns(Prompt)} FROM user_prompts WHERE session_id = ? ORDER BY prompt_number", (session_id,))]
 
 
 def apply_event(conn: sqlite3.Connection, record: dict[str, Any]) -> None:

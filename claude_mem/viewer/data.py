@@ -18,6 +18,7 @@ from claude_mem.settings import Config
 from claude_mem.store import costs, injections, marks, overview, reads, records, revisions, stream, withheld
 from claude_mem.store.db import connect, query_only, snapshot
 from claude_mem.store.reads import TURN_RANK
+from claude_mem.store.rows import as_dict
 from claude_mem.text.shorten import cut
 
 FEED_TEXT_CHARS = 400
@@ -132,12 +133,13 @@ def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[st
         return None
     obs = rows[0]
     session = records.get_session(conn, obs["session_id"])
-    prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p["prompt_number"] == obs["prompt_number"]), None)
+    prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p.prompt_number == obs["prompt_number"]), None)
     listed = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
                                  "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
     # The page is a person's view: the text the write guard withheld is shown, marked (issue 47).
     obs["withheld_original"] = withheld.withheld_text(obs)
-    return {"observation": obs, "session": session, "prompt": prompt, "marks": listed,
+    return {"observation": obs, "session": as_dict(session) if session else None,
+            "prompt": as_dict(prompt) if prompt else None, "marks": listed,
             "revisions": revisions.of(conn, observation_id)}
 
 
@@ -148,11 +150,11 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         given = injections.for_session(conn, session_id)
     if found is None:
         return None
-    marks.annotate(conn, found["observations"])
-    entries = [{"kind": kind, **row} for kind, key in (("prompt", "prompts"), ("observation", "observations"),
-                                                        ("summary", "summaries")) for row in found[key]]
+    marks.annotate(conn, found.observations)
+    entries = [{"kind": "prompt", **as_dict(p)} for p in found.prompts] + [{"kind": "observation", **o} for o in found.observations]
+    entries += [{"kind": "summary", **m} for m in found.summaries]
     entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
-    return {"session": found["session"], "entries": entries, "injections": given}
+    return {"session": as_dict(found.session), "entries": entries, "injections": given}
 
 
 def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 50) -> dict[str, Any]:

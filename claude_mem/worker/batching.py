@@ -22,11 +22,11 @@ they carry (bench/observer_bill.py). Hence fewer, fuller requests:
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from claude_mem.settings import Config
 from claude_mem.store import checkpoints, queue, records
 from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.rows import QueuedEvent
 from claude_mem.worker import turns
 from claude_mem.worker.events import Event
 from claude_mem.worker.render import folded_line, is_boring, render_event
@@ -34,29 +34,29 @@ from claude_mem.worker.render import folded_line, is_boring, render_event
 TURN_END_CHARS = 1500  # what a turn's end takes of a batch: Claude's last message, and the summary it asks for
 
 
-def choose(conn: sqlite3.Connection, config: Config, session_id: str, rows: list[dict[str, Any]], *,
-           hold: bool, heuristic: bool = False, take_open: bool = False) -> tuple[list[dict[str, Any]] | None, set[int], int | None]:
+def choose(conn: sqlite3.Connection, config: Config, session_id: str, rows: list[QueuedEvent], *,
+           hold: bool, heuristic: bool = False, take_open: bool = False) -> tuple[list[QueuedEvent] | None, set[int], int | None]:
     """The next batch of the session's pending rows (in order); of the rows, those that read a
     file again as it was; and, when `hold`, until when the batch waits for more (None: send it now).
     The heuristic synthesizer's batch is a turn whole once it is over (worker/turns.py; `take_open`:
     as it is), None while it goes on."""
     if heuristic:
         return turns.heuristic_batch(conn, session_id, rows, take_open=take_open), set(), None
-    reads = [r["id"] for r in rows if r["kind"] == "tool" and r.get("tool_name") == "Read"]
+    reads = [r.id for r in rows if r.kind == "tool" and r.tool_name == "Read"]
     repeats = queue.repeated_reads(conn, session_id, reads, subagents_seen=not config.fold_subagents)
     batch = take(rows, config, repeats, now_ms())
     return batch, repeats, wait_until(conn, config, session_id, batch, rows) if hold else None
 
 
-def fold_subagents(conn: sqlite3.Connection, batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def fold_subagents(conn: sqlite3.Connection, batch: list[QueuedEvent]) -> tuple[list[QueuedEvent], int]:
     """Settle a subagent's own tool calls without the model (setting fold_subagents): the result
     of the Task call that ran it tells what it found (the heuristic synthesizer, which costs no
     tokens, still sees them). Returns the rest of the batch and how many were folded."""
-    folded = [r["id"] for r in batch if r["kind"] == "tool" and r.get("agent_id")]
+    folded = [r.id for r in batch if r.kind == "tool" and r.agent_id]
     if folded:
         with transaction(conn):
             queue.mark_done(conn, folded, "folded")
-    return [r for r in batch if r["id"] not in folded], len(folded)
+    return [r for r in batch if r.id not in folded], len(folded)
 
 
 def says_nothing(event: Event, repeats: set[int]) -> bool:
@@ -73,20 +73,20 @@ def fold_if_silent(conn: sqlite3.Connection, events: list[Event], repeats: set[i
     return True
 
 
-def take(rows: list[dict[str, Any]], config: Config, repeats: set[int], now: int) -> list[dict[str, Any]]:
+def take(rows: list[QueuedEvent], config: Config, repeats: set[int], now: int) -> list[QueuedEvent]:
     """The next batch from the session's pending rows in order: an event that failed on its own
     before goes alone; otherwise the ready rows up to batch_chars, across a turn's end."""
     first = rows[0]
-    if first["attempts"]:
+    if first.attempts:
         return [first]
-    batch: list[dict[str, Any]] = []
+    batch: list[QueuedEvent] = []
     size = 0
     for row in rows:
-        if row["next_attempt_epoch"] > now or row["attempts"] or row["kind"] not in ("tool", "finalize"):
+        if row.next_attempt_epoch > now or row.attempts or row.kind not in ("tool", "finalize"):
             break
-        if batch and row["prompt_number"] != batch[-1]["prompt_number"] and batch[-1]["kind"] != "finalize":
+        if batch and row.prompt_number != batch[-1].prompt_number and batch[-1].kind != "finalize":
             break  # the turn before ended without its end (interrupted): its observations must stay its own
-        cost = TURN_END_CHARS if row["kind"] == "finalize" else _chars(Event.from_row(row), repeats)
+        cost = TURN_END_CHARS if row.kind == "finalize" else _chars(Event.from_row(row), repeats)
         if batch and size + cost > config.batch_chars:
             break
         batch.append(row)
@@ -98,12 +98,12 @@ def _chars(event: Event, repeats: set[int]) -> int:
     return len(folded_line(event)) + 2 if says_nothing(event, repeats) else len(render_event(event))
 
 
-def wait_until(conn: sqlite3.Connection, config: Config, session_id: str, batch: list[dict[str, Any]],
-               rows: list[dict[str, Any]]) -> int | None:
+def wait_until(conn: sqlite3.Connection, config: Config, session_id: str, batch: list[QueuedEvent],
+               rows: list[QueuedEvent]) -> int | None:
     """When to send `batch` (epoch ms) if it should wait for more, else None: send it now."""
-    if any(r["kind"] == "finalize" for r in batch) or len(batch) < len(rows) or batch[0]["attempts"]:
+    if any(r.kind == "finalize" for r in batch) or len(batch) < len(rows) or batch[0].attempts:
         return None  # a turn ended, the batch is full, or what follows is not ready: more will not join it
-    due = min(r["created_at_epoch"] for r in batch) + int(config.batch_wait_s * 1000)
+    due = min(r.created_at_epoch for r in batch) + int(config.batch_wait_s * 1000)
     if due <= now_ms() or records.session_ended(conn, session_id) or checkpoints.pending(conn, session_id):
         return None
     return due

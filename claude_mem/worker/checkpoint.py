@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 from types import SimpleNamespace
-from typing import Any
 
 from claude_mem.guard.screen import Context, screen_fields
 from claude_mem.store import checkpoints, records, titles, working_set
 from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.rows import Checkpoint, QueuedEvent
 from claude_mem.text.shorten import clip, cut
 from claude_mem.worker.parse import parse_reply
 from claude_mem.worker.render import fill
@@ -25,19 +25,19 @@ MAX_WAIT_MS = 30_000
 RECENT_TITLES = 60
 
 
-def due(conn: sqlite3.Connection, session_id: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def due(conn: sqlite3.Connection, session_id: str, rows: list[QueuedEvent]) -> Checkpoint | None:
     """The pending checkpoint, once no event queued before it is left (`rows`: the session's
     pending events in order), or once those left have held it back for MAX_WAIT_MS."""
     checkpoint = checkpoints.pending(conn, session_id)
     if checkpoint is None:
         return None
-    if not rows or rows[0]["id"] > checkpoint["upto_queue_id"]:
+    if not rows or rows[0].id > checkpoint.upto_queue_id:
         return checkpoint
-    waiting = rows[0]["next_attempt_epoch"] > now_ms()
-    return checkpoint if waiting and now_ms() - checkpoint["created_at_epoch"] >= MAX_WAIT_MS else None
+    waiting = rows[0].next_attempt_epoch > now_ms()
+    return checkpoint if waiting and now_ms() - checkpoint.created_at_epoch >= MAX_WAIT_MS else None
 
 
-async def write(synthesis: Synthesis, checkpoint: dict[str, Any]) -> str:
+async def write(synthesis: Synthesis, checkpoint: Checkpoint) -> str:
     """Write the checkpoint; returns who wrote it ("model" or "heuristic")."""
     conn, session_id = synthesis.conn, synthesis.session_id
     fields = heuristic_fields(conn, session_id)
@@ -48,7 +48,7 @@ async def write(synthesis: Synthesis, checkpoint: dict[str, Any]) -> str:
             fields, source = {**fields, **{k: v for k, v in written.items() if v}}, "model"
             _guard(fields)
     with transaction(conn):
-        checkpoints.write(conn, checkpoint["id"], fields, source)
+        checkpoints.write(conn, checkpoint.id, fields, source)
         if source == "model" and synthesis.conversation.turn is not None:
             records.set_resume_point(conn, session_id, *synthesis.conversation.turn)
             synthesis.conversation.fresh = False

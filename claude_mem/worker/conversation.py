@@ -169,13 +169,13 @@ class Conversation:
 
         waking, self._asleep = self._asleep and not fresh, False
         await self.close()
-        session = records.get_session(self.conn, self.session_id) or {}
-        resume = None if fresh else session.get("sdk_session_id")
+        session = records.get_session(self.conn, self.session_id)
+        resume = None if fresh or session is None else session.sdk_session_id
         folder = observer_dir(self.config.data_dir)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        system = fill("init", project=session.get("project") or "unknown", date=time.strftime("%Y-%m-%d"))
+        system = fill("init", project=session.project if session else "unknown", date=time.strftime("%Y-%m-%d"))
         observer = Observer(model=self.config.model, system_prompt=system, cwd=folder,
-                            cli_path=self.config.cli_path or None, resume=resume, resume_at=session.get("sdk_resume_at"),
+                            cli_path=self.config.cli_path or None, resume=resume, resume_at=session.sdk_resume_at if session else None,
                             turn_timeout_s=self.config.observer_timeout_s)
         self.observer = observer
         await observer.start()

@@ -9,10 +9,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from claude_mem.store.rows import QueuedEvent
+
 
 @dataclass
 class Event:
-    """A queue row, decoded, as the worker sees it."""
+    """A queued event as the worker hands it on (the renderer, the synthesizers, the guard): the
+    fields of its `QueuedEvent` they read, and a test can build alone."""
 
     id: int
     kind: str
@@ -25,10 +28,9 @@ class Event:
     cwd: str | None = None
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Event:
-        return cls(id=row["id"], kind=row["kind"], tool_name=row.get("tool_name"), tool_input=row.get("tool_input"),
-                   tool_response=row.get("tool_response"), is_error=bool(row.get("is_error")),
-                   prompt_number=row.get("prompt_number") or 0, created_at_epoch=row["created_at_epoch"], cwd=row.get("cwd"))
+    def from_row(cls, row: QueuedEvent) -> Event:
+        return cls(id=row.id, kind=row.kind, tool_name=row.tool_name, tool_input=row.tool_input, tool_response=row.tool_response,
+                   is_error=row.is_error, prompt_number=row.prompt_number, created_at_epoch=row.created_at_epoch, cwd=row.cwd)
 
 
 def text_of(value: Any) -> str:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from claude_mem.guard.screen import Analysis, Context, Source, analyse, cut, is_agent_file, says_something, screen_fields
 from claude_mem.kinds import Provenance, provenance_list, tool_provenance
-from claude_mem.store import queue, records
+from claude_mem.store import queue, queue_rows, records
 from claude_mem.store.memories import Observation, Summary
 from claude_mem.store.reads import SUMMARY_FIELDS
 from claude_mem.text.command_keys import command_key
@@ -89,7 +89,7 @@ class Guarding:
         the turn's, and Claude's reply."""
         if prompt_number != self._turn:
             self._analysed, self._turn = {}, prompt_number
-        turn = {e.id: e for e in (Event.from_row(r) for r in queue.turn_tool_rows(self.conn, self.session_id, prompt_number))}
+        turn = {e.id: e for e in (Event.from_row(r) for r in queue_rows.turn_tool_rows(self.conn, self.session_id, prompt_number))}
         turn.update((e.id, e) for e in events if e.kind == "tool")
         ctx = Context(made_from=provenance if provenance is not None else [*made_from(list(turn.values())), Provenance.REPLY])
         ctx.add_own([records.prompt_text(self.conn, self.session_id, prompt_number) or ""])

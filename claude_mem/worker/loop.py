@@ -44,10 +44,11 @@ from claude_mem.marks.apply import mark_stored_guarded, sweep_step
 from claude_mem.memory_file import write as memory_file
 from claude_mem.service import client as service
 from claude_mem.settings import Config
-from claude_mem.store import budget, outages, queue, records, runs
+from claude_mem.store import budget, outages, queue, queue_rows, records, runs
 from claude_mem.store.db import connect, data_version, now_ms, transaction
 from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
+from claude_mem.store.rows import QueuedEvent
 from claude_mem.store.spool import drain_spool
 from claude_mem.worker import batching, checkpoint, echoes, faults, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
@@ -59,10 +60,6 @@ POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
 INDEX_WAIT_S = 5.0  # a batch's rows wait this long for the memory service to index what they gave
-
-
-class Stopping(Exception):
-    """Raised inside the loop when a stop was requested between batches."""
 
 
 class Worker:
@@ -129,7 +126,7 @@ class Worker:
                     pass
             try:
                 reason = await self._loop()
-            except (asyncio.CancelledError, Stopping):
+            except asyncio.CancelledError:
                 reason = StopReason.SIGNAL
             if reason is StopReason.SESSION_ENDED:
                 memory_file.after_session(self.conn, self.config, self.session_id, self.log)
@@ -196,7 +193,7 @@ class Worker:
         while True:
             if self.stop_requested:
                 return StopReason.SIGNAL
-            rows = queue.next_pending(conn, self.session_id)
+            rows = queue_rows.next_pending(conn, self.session_id)
             if await self._checkpoint(rows):
                 idle_since = time.monotonic()
                 continue
@@ -224,14 +221,14 @@ class Worker:
                     await asyncio.sleep(POLL_S)
                 last_version = version
                 continue
-            wait_ms = rows[0]["next_attempt_epoch"] - now_ms()
+            wait_ms = rows[0].next_attempt_epoch - now_ms()
             if wait_ms > 0:
                 # Waiting out a backoff is idle time too: a long outage does not keep one worker
                 # per session alive; whatever runs next once the rows are due starts another.
                 if not self.drain and time.monotonic() - idle_since >= self.idle_s:
                     self.log(f"{len(rows)} event(s) wait for the model; the next hook or `status` starts a worker for them")
                     return StopReason.IDLE
-                if self.drain and (rows[0]["last_error"] or "").startswith(budget.WAITING_REASON):
+                if self.drain and (rows[0].last_error or "").startswith(budget.WAITING_REASON):
                     return StopReason.DRAINED_BUT_BUDGET
                 await asyncio.sleep(min(wait_ms / 1000, 1.0))
                 continue
@@ -248,14 +245,14 @@ class Worker:
             if wait is not None:
                 # Batch by cost: a request re-reads the whole conversation, so a batch that is not
                 # full waits for its turn's end or more events (worker/batching.py).
-                if self._waiting != batch[0]["id"]:
-                    self._waiting = batch[0]["id"]
+                if self._waiting != batch[0].id:
+                    self._waiting = batch[0].id
                     self.log(f"{len(batch)} event(s) wait up to {(wait - now_ms()) / 1000:.0f} s for their turn's end or"
                              " more events (setting batch_wait_s)")
                 await self._wait_for_more(wait, idle_since)
                 continue
             self._slot_wanted = False
-            ids = [r["id"] for r in batch]
+            ids = [r.id for r in batch]
             with transaction(conn):
                 queue.claim(conn, ids, self.worker_id)
             try:
@@ -283,7 +280,7 @@ class Worker:
                     return
             await asyncio.sleep(min(POLL_S, max(until_ms - now_ms(), 0) / 1000))
 
-    async def _checkpoint(self, rows: list[dict[str, Any]]) -> bool:
+    async def _checkpoint(self, rows: list[QueuedEvent]) -> bool:
         """A compaction's checkpoint, once the events queued before it are taken."""
         due = checkpoint.due(self.conn, self.session_id, rows)
         if due is None:
@@ -291,7 +288,7 @@ class Worker:
         self.log(f"checkpoint for a compaction written ({await checkpoint.write(self.synthesis, due)})")
         return True
 
-    async def _process(self, batch: list[dict[str, Any]]) -> BatchOutcome:
+    async def _process(self, batch: list[QueuedEvent]) -> BatchOutcome:
         """Synthesise a claimed batch and settle every row of it; how it ended (BatchOutcome)."""
         synthesis = self.synthesis
         assert synthesis is not None
@@ -329,7 +326,7 @@ class Worker:
             middle = len(batch) // 2
             first, second = batch[:middle], batch[middle:]
             if await self._process(first) is BatchOutcome.OUTAGE:
-                self._defer_for_outage([r["id"] for r in second], None)
+                self._defer_for_outage([r.id for r in second], None)
                 return BatchOutcome.OUTAGE
             await self._process(second)
             return BatchOutcome.FAILED
@@ -351,7 +348,8 @@ class Worker:
         """Insert what was synthesised and mark its rows done, in one transaction (done once indexed:
         mark_stored); a model batch also moves the point the observer conversation resumes from past it."""
         ids = [e.id for e in events]
-        project = (records.get_session(self.conn, self.session_id) or {}).get("project") or "unknown"
+        session = records.get_session(self.conn, self.session_id)
+        project = session.project if session else "unknown"
         prompts = outcome.prompts or [events[0].prompt_number] * len(outcome.observations)
         model = self.config.model if synth == "model" else None
         new_ids, summary_ids = [], []  # type: list[int], list[int]
@@ -425,13 +423,13 @@ class Worker:
             queue.defer(self.conn, ids, message, due)
             queue.hold_session(self.conn, self.session_id, due)
 
-    def _failed_alone(self, row: dict[str, Any], event: Event, outcome: Outcome) -> None:
+    def _failed_alone(self, row: QueuedEvent, event: Event, outcome: Outcome) -> None:
         """An event that fails on its own: another attempt after a backoff, or, once
         max_attempts are used, heuristic observations (auto) or skipped with its reason (model)."""
         reason = f"{outcome.error}: {outcome.detail}".strip(": ")
-        attempts, limit = row["attempts"] + 1, self.config.max_attempts
+        attempts, limit = row.attempts + 1, self.config.max_attempts
         if attempts < limit:
-            backoff = faults.attempt_backoff_s(self.config, row["attempts"])
+            backoff = faults.attempt_backoff_s(self.config, row.attempts)
             with transaction(self.conn):
                 queue.mark_failed(self.conn, [event.id], reason, max_attempts=limit, backoff_s=backoff)
             self.log(f"model failed on event {event.id} ({reason}); attempt {attempts} of {limit}, next in {backoff:g} s")

@@ -40,7 +40,7 @@ class Recalled:
     def _session(self) -> tuple[str, str | None] | None:
         """(project, folder) of this session, None before its row exists."""
         row = records.get_session(self.conn, self.session_id)
-        return (row["project"], row["cwd"]) if row else None
+        return (row.project, row.cwd) if row else None
 
     def block(self, events: list[Event], request: str = "") -> str:
         """The lines to put before the batch's events ("" when memory holds nothing new about it)."""

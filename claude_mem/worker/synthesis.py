@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_mem.logs import log_line
 from claude_mem.settings import Config
-from claude_mem.store import outages, queue, records
+from claude_mem.store import outages, queue, queue_rows, records
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, Summary
 from claude_mem.store.outages import Failure
@@ -285,7 +285,8 @@ class Synthesis:
         if reply.error not in faults.NO_MODEL or (self.mode != "auto" and reply.error != Failure.CANNOT_START):
             return Outcome(error=reply.error, detail=reply.detail)
         message = f"{reply.error}: {reply.detail}"
-        known = (records.get_session(self.conn, self.session_id) or {}).get("observer_error") or ""
+        session = records.get_session(self.conn, self.session_id)
+        known = (session.observer_error if session else None) or ""
         with transaction(self.conn):
             outages.record_failure(self.conn, self.session_id, message)
         instead = "heuristic observations instead" if self.mode == "auto" else \
@@ -303,8 +304,8 @@ class Synthesis:
         return cut(records.prompt_text(self.conn, self.session_id, prompt_number) or "", 1500)
 
     def _turn_events(self, prompt_number: int) -> list[Event]:
-        rows = queue.list_rows(self.conn, session_id=self.session_id)
-        return [Event.from_row(r) for r in rows if r["kind"] == "tool" and r["prompt_number"] == prompt_number]
+        rows = queue_rows.list_rows(self.conn, session_id=self.session_id)
+        return [Event.from_row(r) for r in rows if r.kind == "tool" and r.prompt_number == prompt_number]
 
 
 

@@ -15,28 +15,28 @@ asks for everything queued before it (up to there), or when the worker would oth
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
-from claude_mem.store import checkpoints, queue, records
+from claude_mem.store import checkpoints, queue, queue_rows, records
+from claude_mem.store.rows import QueuedEvent
 
 TURN_LIMIT = 2000  # tool events of one turn taken at once: a very long turn is cut here, at the same place every time
 
 
-def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[dict[str, Any]], *,
-                    take_open: bool) -> list[dict[str, Any]] | None:
+def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[QueuedEvent], *,
+                    take_open: bool) -> list[QueuedEvent] | None:
     """What the heuristic synthesizer takes next from the session's pending `rows` (in order): the
     first row alone unless it is a tool event, else its turn's pending tool events when the turn
     is over (or `take_open`); None while the turn goes on."""
     first = rows[0]
-    if first["kind"] != "tool" or first["attempts"]:
+    if first.kind != "tool" or first.attempts:
         return [first]
-    turn = queue.pending_from(conn, session_id, first["id"], TURN_LIMIT)
+    turn = queue_rows.pending_from(conn, session_id, first.id, TURN_LIMIT)
     # The turn's events, wherever a late event of an earlier prompt fell among them.
-    run = [r for r in turn if r["kind"] == "tool" and r["prompt_number"] == first["prompt_number"] and not r["attempts"]]
+    run = [r for r in turn if r.kind == "tool" and r.prompt_number == first.prompt_number and not r.attempts]
     upto = _checkpoint_upto(conn, session_id)
-    if upto is not None and upto >= first["id"]:
-        return [r for r in run if r["id"] <= upto]
-    if take_open or len(turn) == TURN_LIMIT or _ended(conn, session_id, first["prompt_number"], run[-1]["id"]):
+    if upto is not None and upto >= first.id:
+        return [r for r in run if r.id <= upto]
+    if take_open or len(turn) == TURN_LIMIT or _ended(conn, session_id, first.prompt_number, run[-1].id):
         return run
     return None
 
@@ -47,9 +47,9 @@ def _ended(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_i
     if queue.queued_after_turn(conn, session_id, prompt_number, last_id) or records.session_ended(conn, session_id):
         return True
     session = records.get_session(conn, session_id)
-    return session is not None and int(session["prompt_counter"] or 0) > prompt_number  # the next prompt came before any event of it
+    return session is not None and session.prompt_counter > prompt_number  # the next prompt came before any event of it
 
 
 def _checkpoint_upto(conn: sqlite3.Connection, session_id: str) -> int | None:
     pending = checkpoints.pending(conn, session_id)
-    return int(pending["upto_queue_id"]) if pending is not None else None
+    return pending.upto_queue_id if pending is not None else None

@@ -1,0 +1,151 @@
+"""Rows as typed records: what store/ hands the rest for a queued event, a session, a prompt and
+a compaction's checkpoint.
+
+Each record has one field per column of its table, named as the column (tests/test_migrations.py
+holds them to `PRAGMA table_info`: a column added without its field fails there, not in a worker
+reading a key that is not there). Frozen: a record is what the row was when read; a change goes
+through the store's functions, in SQL.
+
+Not on the hook path: `dataclasses` costs a hook ~7 ms to import (it imports inspect), and hooks
+only write. store/queue.py and store/records.py import this module inside the functions that read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, fields
+from typing import Any
+
+from claude_mem.store.queue import QueueStatus
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedEvent:
+    """One row of `observation_queue`: a hook's tool event or a turn's end (kind 'finalize'),
+    `tool_input` and `tool_response` decoded from their JSON (kept as text when it is not JSON).
+    Fields in the order `claude-mem queue --json` lists them."""
+
+    id: int
+    session_id: str
+    kind: str  # 'tool' or 'finalize' (the table's CHECK)
+    tool_name: str | None
+    tool_input: Any
+    tool_response: Any  # a finalize row's: {"last_assistant_message": ...}
+    tool_use_id: str | None
+    is_error: bool
+    duration_ms: int | None
+    agent_id: str | None  # set when a subagent made the call
+    cwd: str | None
+    prompt_number: int
+    status: QueueStatus
+    attempts: int
+    last_error: str | None
+    next_attempt_epoch: int
+    claimed_by: str | None  # the worker holding a processing row
+    processed_by: str | None  # 'model', 'heuristic', 'folded', ...: set once its memories are committed
+    created_at: str
+    created_at_epoch: int
+    updated_at_epoch: int
+    guard_note: str | None  # what the write guard found in the event's output (migration 0019)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> QueuedEvent:
+        item = dict(row)
+        for key in ("tool_input", "tool_response"):
+            value = item[key]
+            if isinstance(value, str):
+                try:
+                    item[key] = json.loads(value)
+                except ValueError:
+                    pass
+        item["is_error"] = bool(item["is_error"])
+        item["status"] = QueueStatus(item["status"])
+        return cls(**item)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One row of `sdk_sessions`: a Claude Code (or Codex) session as the hooks saw it, and where
+    its observer conversation stands."""
+
+    id: int
+    claude_session_id: str  # Claude Code's id: what every other table calls session_id
+    sdk_session_id: str | None  # the observer's conversation, resumed by the next worker
+    project: str
+    cwd: str | None
+    transcript_path: str | None
+    user_prompt: str | None  # the session's first prompt
+    status: str  # 'active', 'completed', 'failed' or 'ended' (the table's CHECK)
+    prompt_counter: int
+    started_at: str
+    started_at_epoch: int
+    updated_at_epoch: int
+    completed_at_epoch: int | None
+    observer_error: str | None  # why the model could not be used, when it could not
+    observer_error_at_epoch: int | None
+    synthesizer: str | None
+    outage_since_epoch: int | None
+    outage_failures: int
+    sdk_resume_at: str | None  # the observer message its conversation resumes after
+    host: str  # 'claude-code', 'codex', or 'stated' (records.STATED_HOST)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Session:
+        return cls(**dict(row))
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One row of `user_prompts`: a prompt the person typed, and Claude's final reply to it."""
+
+    id: int
+    session_id: str
+    prompt_number: int
+    prompt_text: str
+    prompt_id: str | None  # Claude Code's id for it, when it gave one
+    created_at: str
+    created_at_epoch: int
+    reply_text: str  # '' until the turn's Stop
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Prompt:
+        return cls(**dict(row))
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One row of `checkpoints` (migration 0012): a compaction's checkpoint, asked for by PreCompact
+    and written by the session's worker once the events queued before it are taken."""
+
+    id: int
+    session_id: str
+    trigger: str  # 'auto' or 'manual', as Claude Code says
+    upto_queue_id: int  # the session's last queued event when it was asked for
+    prompt_number: int
+    status: str  # 'pending' or 'written' (the table's CHECK)
+    request: str
+    completed: str
+    decided: str
+    failing: str
+    next_steps: str
+    source: str  # '' until written, then 'model' or 'heuristic'
+    created_at_epoch: int
+    written_at_epoch: int | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Checkpoint:
+        return cls(**dict(row))
+
+
+Record = QueuedEvent | Session | Prompt | Checkpoint
+
+
+def columns(record: type[Record]) -> str:
+    """The SELECT list that reads a record's row: its columns, in its fields' order."""
+    return ", ".join(f.name for f in fields(record))
+
+
+def as_dict(record: Record) -> dict[str, Any]:
+    """The record as a dict, its fields in order (for JSON: `claude-mem queue --json`, the viewer)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
