@@ -352,7 +352,8 @@ class Worker:
         project = session.project if session else "unknown"
         prompts = outcome.prompts or [events[0].prompt_number] * len(outcome.observations)
         model = self.config.model if synth == "model" else None
-        new_ids, summary_ids = [], []  # type: list[int], list[int]
+        new_ids: list[int] = []
+        summary_ids: list[int] = []
         shown = outcome.recap_titles if synth == "model" else frozenset()
         # Provenance and the write guard, turn by turn (a batch may span turns).
         guarded = self.guarding.batch(events, outcome.observations, prompts, outcome.summaries)
