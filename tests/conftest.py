@@ -139,7 +139,7 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> object:
 # here: it marks groups by rewriting node ids, which pytest 9.2 no longer lets it do, and then
 # silently groups nothing: pytest-xdist issue 1386.)
 SHARED_FIXTURE_MODULES = frozenset(f"tests/{name}.py" for name in (
-    "hardening/test_hardening_fuzz", "test_index", "test_mcp_server", "test_recall_cli", "test_replay", "test_search",
+    "hardening/test_hardening_fuzz", "test_index", "test_layout", "test_mcp_server", "test_recall_cli", "test_replay", "test_search",
     "test_multilingual", "test_search_quality", "test_search_turns", "test_service", "test_team", "test_viewer_browser",
     "test_wheel"))
 

@@ -89,7 +89,7 @@ def test_the_readme_is_short_and_links_every_page() -> None:
 
 
 def test_readme_has_the_inner_loop_and_the_marker_is_registered() -> None:
-    assert '.venv/bin/pytest -q -m "not slow"' in fenced_commands()
+    assert '.venv/bin/pytest -q -m "not slow" -n 2' in fenced_commands()
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^markers = \[\n\s+"slow: ', pyproject, re.M), "pytest knows the slow marker"
 

@@ -135,6 +135,13 @@ def every_import() -> list[Import]:
     return [imp for module in MODULES for imp in imports_of(module)]
 
 
+@pytest.fixture(scope="module")
+def imports() -> list[Import]:
+    """The import graph, for the module's tests: they run in one xdist worker (tests/conftest.py,
+    SHARED_FIXTURE_MODULES), which reads it once (~2 s), not one reading per worker."""
+    return every_import()
+
+
 def room(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
@@ -196,18 +203,18 @@ def test_the_walker_sees_every_kind_of_import() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_cycle() -> None:
+def test_no_import_cycle(imports: list[Import]) -> None:
     """None even counting the imports under TYPE_CHECKING: two modules that name each other's
     types are one module cut in two (a protocol of what one needs of the other breaks it)."""
     edges: dict[str, set[str]] = {}
-    for imp in every_import():
+    for imp in imports:
         edges.setdefault(imp.source, set()).add(imp.target)
     assert cycles(edges) == []
 
 
-def test_no_floor_imports_one_above_it_or_beside_it() -> None:
+def test_no_floor_imports_one_above_it_or_beside_it(imports: list[Import]) -> None:
     ground = len(FLOORS) - 1
-    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in every_import()
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in imports
              if i.source.startswith("claude_mem") and room(i.source) != room(i.target) and floor(i.target) <= floor(i.source)
              and not floor(i.source) == floor(i.target) == ground]
     assert wrong == []
@@ -220,8 +227,8 @@ def test_the_floors_are_stated_in_the_docs_as_kept_here() -> None:
     assert tuple(tuple(line.split("(", 1)[0].split()) for line in block.strip().splitlines()) == FLOORS
 
 
-def test_no_room_imports_one_its_walls_forbid() -> None:
-    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in every_import()
+def test_no_room_imports_one_its_walls_forbid(imports: list[Import]) -> None:
+    wrong = [f"{i.source}:{i.line} imports {i.target}" for i in imports
              if i.source.startswith("claude_mem") and room(i.target) in NEVER.get(room(i.source), ())]
     assert wrong == []
 
