@@ -155,7 +155,7 @@ def notify_index(config: Any, observation_ids: list[int], summary_ids: list[int]
     rewritten in place (a summary replaced, a prompt given its reply) it learns of here, so a
     notice it did not take in time is kept for it (service/notices.py) rather than dropped."""
     args: dict[str, Any] = {"observations": observation_ids, "summaries": summary_ids, "prompts": prompt_ids,
-            "settings": index_settings(config)}
+                            "settings": index_settings(config)}
     if wait_s > 0:
         args["wait_s"] = wait_s
     try:

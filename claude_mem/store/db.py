@@ -282,11 +282,13 @@ class transaction:
     can fail with SQLITE_BUSY at once in WAL mode, without waiting for busy_timeout.
     """
 
+    BEGIN = "BEGIN IMMEDIATE"
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.BEGIN)
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -317,19 +319,11 @@ class savepoint:
         self.conn.execute(f"RELEASE {self.name}")
 
 
-class snapshot:
+class snapshot(transaction):
     """`with snapshot(conn):` one read transaction, so that what is read in it agrees (a cursor
-    and the rows listed with it)."""
+    and the rows listed with it). Deferred: it takes no write lock."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN")
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.conn.execute("COMMIT")
+    BEGIN = "BEGIN"
 
 
 def query_only(conn: sqlite3.Connection) -> sqlite3.Connection:

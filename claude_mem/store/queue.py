@@ -84,13 +84,10 @@ def enqueue_finalize(conn: sqlite3.Connection, session_id: str, *,
     return cur.lastrowid if cur.rowcount else None
 
 
-
-
 def set_guard_notes(conn: sqlite3.Connection, notes: dict[int, str]) -> None:
     """What the write guard found in each event's output ('' for nothing), by queue row id
     (migration 0019). Call inside a transaction."""
     conn.executemany("UPDATE observation_queue SET guard_note = ? WHERE id = ?", [(note, row_id) for row_id, note in notes.items()])
-
 
 
 def counts_by_status(conn: sqlite3.Connection, session_id: str | None = None) -> dict[str, int]:
@@ -122,7 +119,6 @@ def release_processing(conn: sqlite3.Connection, session_id: str) -> int:
         (now, session_id),
     )
     return cur.rowcount
-
 
 
 def repeated_reads(conn: sqlite3.Connection, session_id: str, ids: list[int], *, subagents_seen: bool) -> set[int]:
@@ -291,7 +287,6 @@ def waiting_by_session(conn: sqlite3.Connection, session_ids: list[str]) -> dict
         f"  AND h.status IN {WAITING_SQL} ORDER BY h.id LIMIT 1)"
         f" FROM observation_queue q WHERE session_id IN ({marks}) AND status IN {WAITING_SQL} GROUP BY session_id",
         session_ids)}
-
 
 
 def queued_after_turn(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:

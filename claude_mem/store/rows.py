@@ -15,9 +15,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Self
 
 from claude_mem.store.queue import QueueStatus
+
+
+class _Row:
+    """A record read from its row as it is: one field a column, named as the column."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Self:
+        return cls(**dict(row))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +75,7 @@ class QueuedEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class Session:
+class Session(_Row):
     """One row of `sdk_sessions`: a Claude Code (or Codex) session as the hooks saw it, and where
     its observer conversation stands."""
 
@@ -90,13 +100,9 @@ class Session:
     sdk_resume_at: str | None  # the observer message its conversation resumes after
     host: str  # 'claude-code', 'codex', or 'stated' (records.STATED_HOST)
 
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Session:
-        return cls(**dict(row))
-
 
 @dataclass(frozen=True, slots=True)
-class Prompt:
+class Prompt(_Row):
     """One row of `user_prompts`: a prompt the person typed, and Claude's final reply to it."""
 
     id: int
@@ -108,13 +114,9 @@ class Prompt:
     created_at_epoch: int
     reply_text: str  # '' until the turn's Stop
 
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Prompt:
-        return cls(**dict(row))
-
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(_Row):
     """One row of `checkpoints` (migration 0012): a compaction's checkpoint, asked for by PreCompact
     and written by the session's worker once the events queued before it are taken."""
 
@@ -132,10 +134,6 @@ class Checkpoint:
     source: str  # '' until written, then 'model' or 'heuristic'
     created_at_epoch: int
     written_at_epoch: int | None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Checkpoint:
-        return cls(**dict(row))
 
 
 Record = QueuedEvent | Session | Prompt | Checkpoint
