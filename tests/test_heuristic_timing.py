@@ -75,9 +75,7 @@ def test_the_same_events_give_the_same_memories_however_they_arrive(tmp_path: Pa
     config.ensure_dirs()
     conn = connect(config.db_path)
     store_in_process(config, conn, events[:2])
-    # Idle long enough for any trickle: a worker idle past --idle takes a turn still open (its events
-    # would otherwise wait for a worker forever), and a long turn trickled at load ~8 took a minute.
-    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", session, "--idle", "900"],
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", session, "--idle", "60"],
                               env=_env(trickled), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for n, event in enumerate(events[2:], 1):
