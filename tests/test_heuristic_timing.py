@@ -57,6 +57,10 @@ def _queue_done(data_dir: Path) -> bool:
 def test_the_same_events_give_the_same_memories_however_they_arrive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events = [e.payload for e in transcript_events(_transcript(), session_id="timing")]
     session = "timing"
+    # The session ends, so its last turn is over however long the trickle took: no idle limit
+    # decides where a turn stops (a loaded machine once outlasted one and split a turn).
+    events.append({k: events[0][k] for k in ("session_id", "transcript_path", "cwd")}
+                  | {"hook_event_name": "SessionEnd", "reason": "other"})
     # All at once, then one worker drains them: the biggest batches there can be.
     at_once = tmp_path / "at-once"
     monkeypatch.setenv("CLAUDE_MEM_DATA_DIR", str(at_once))
@@ -75,7 +79,7 @@ def test_the_same_events_give_the_same_memories_however_they_arrive(tmp_path: Pa
     config.ensure_dirs()
     conn = connect(config.db_path)
     store_in_process(config, conn, events[:2])
-    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", session, "--idle", "60"],
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", session, "--idle", "900"],
                               env=_env(trickled), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for n, event in enumerate(events[2:], 1):
