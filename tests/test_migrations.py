@@ -20,7 +20,7 @@ import pytest
 from claude_mem.store import memories, records
 from claude_mem.store.db import SchemaTooNewError, connect, latest_version, migrations, transaction
 from claude_mem.store.queue import QueueStatus
-from claude_mem.store.rows import Checkpoint, Prompt, QueuedEvent, Session
+from claude_mem.store.rows import Checkpoint, Prompt, QueuedEvent, Session, StoredObservation, StoredSummary
 from tests.migration_helpers import copy_first_migrations
 
 EXPECTED_COLUMNS = {
@@ -76,11 +76,13 @@ def test_the_queue_statuses_are_those_the_schema_allows(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("record", "table"), [(QueuedEvent, "observation_queue"), (Session, "sdk_sessions"),
-                                              (Prompt, "user_prompts"), (Checkpoint, "checkpoints")])
+                                              (Prompt, "user_prompts"), (Checkpoint, "checkpoints"),
+                                              (StoredObservation, "observations"), (StoredSummary, "session_summaries")])
 def test_each_record_has_one_field_for_each_column_of_its_table(tmp_path: Path, record: type, table: str) -> None:
     """store/rows.py's records are the rows the rest reads: a column a migration adds without its
     field (or a field the table lost) fails here. In the table's order where the order is seen
-    (the viewer's JSON of a session and a prompt; the queue keeps `claude-mem queue --json`'s)."""
+    (the viewer's JSON of a session and a prompt, `claude-mem observations --json` and `summaries --json`;
+    the queue keeps `claude-mem queue --json`'s)."""
     conn = connect(str(tmp_path / "s.db"))
     columns = [r["name"] for r in conn.execute(f"PRAGMA table_info({table})")]
     names = [f.name for f in dataclasses.fields(record)]

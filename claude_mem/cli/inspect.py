@@ -17,7 +17,7 @@ from claude_mem.store.outages import describe
 from claude_mem.store.overview import Timeline
 from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
-from claude_mem.store.rows import as_dict
+from claude_mem.store.rows import MarkedObservation, as_dict
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -254,20 +254,26 @@ def _no_match(what: str, *given: Any) -> str:
 def observations_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                       file: str | None, limit: int | None, as_json: bool, type_: str | None) -> None:
     """List stored observations, oldest first (`show ID` prints one in full)."""
-    from claude_mem.store.reads import list_observations
+    from claude_mem.store.memory_rows import list_observations, with_marks
 
     conn = app.db()
-    rows = marks.annotate(conn, list_observations(conn, type_=type_, **_filters(conn, session_id, project, since, until, file, limit)))
+    rows = with_marks(conn, list_observations(conn, type_=type_,
+                                              **_filters(conn, session_id, project, since, until, file, limit)))
     if limit:
         rows.reverse()
     if as_json:
-        emit_json(rows)
+        emit_json([m.as_dict() for m in rows])
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
-               [(o["id"], local_stamp(o["created_at_epoch"]), o["type"], o["source"], o["project"],
-                 o["title"] + (f" [{o['mark']}]" if o["mark"] else "")
-                 + (" [withheld]" if o["guard_note"] and o["released_at_epoch"] is None else "")) for o in rows],
+               [_observation_cells(m) for m in rows],
                empty=_no_match("observations", session_id, project, since, until, file, type_))
+
+
+def _observation_cells(marked: MarkedObservation) -> tuple[Any, ...]:
+    o = marked.observation
+    return (o.id, local_stamp(o.created_at_epoch), o.type, o.source, o.project,
+            o.title + (f" [{marked.mark}]" if marked.mark else "")
+            + (" [withheld]" if o.withheld else ""))
 
 
 @cli.command("summaries", short_help="List per-turn summaries (filters, --json).")
@@ -276,19 +282,19 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
 def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                    file: str | None, limit: int | None, as_json: bool) -> None:
     """List per-turn session summaries, oldest first (`show sum:ID` prints one in full)."""
-    from claude_mem.store.reads import list_summaries
+    from claude_mem.store.memory_rows import list_summaries
 
     conn = app.db()
     rows = list_summaries(conn, **_filters(conn, session_id, project, since, until, file, limit))
     if limit:
         rows.reverse()
     if as_json:
-        emit_json(rows)
+        emit_json([as_dict(s) for s in rows])
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("SESSION"), Column("#", ">"), Column("REQUEST", fit=True),
                 Column("COMPLETED", fit=True)],
-               [(s["id"], local_stamp(s["created_at_epoch"]), s["session_id"][:12], s["prompt_number"], s["request"],
-                 s["completed"]) for s in rows],
+               [(s.id, local_stamp(s.created_at_epoch), s.session_id[:12], s.prompt_number, s.request, s.completed)
+                for s in rows],
                empty=_no_match("summaries", session_id, project, since, until, file))
 
 

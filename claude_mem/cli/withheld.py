@@ -46,7 +46,7 @@ def withheld_block(row: dict[str, Any], kind: str) -> None:
     if run_by_agent():
         click.echo("  (its text is shown to a person only: run `claude-mem show` in your own terminal)")
         return
-    written = withheld.withheld_text(row)
+    written = withheld.withheld_text(row["withheld_text"])
     pieces = written.get("withheld") if isinstance(written.get("withheld"), list) else []
     if released:
         click.echo(paint("  as the guard had kept it:", dim=True))

@@ -26,7 +26,7 @@ import sqlite3
 from claude_mem.push.decisions import pair_line
 from claude_mem.push.lines import NOT_INSTRUCTIONS
 from claude_mem.store import marks
-from claude_mem.store.reads import list_observations, list_summaries
+from claude_mem.store.reads import observation_rows, summary_rows
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
 
@@ -51,19 +51,20 @@ FOOTER = "\nclaude-mem MCP: search(query) -> timeline(anchor=\"obs:<id>\") -> ge
 def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 8000, other_than: str | None = None) -> str:
     """The project's digest; `other_than`: leave that session's own rows out (after its compaction,
     Claude's summary and the working set already carry them)."""
-    # What the write guard withheld is never given unasked (issue 47).
-    summaries = list_summaries(conn, project=project, limit=1, newest_first=True, other_than=other_than, given=True)
-    observations = list_observations(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
-                                     other_than=other_than, stated=False, given=True)
-    stated = list_observations(conn, project=project, limit=STATED_MEMORIES, newest_first=True, current=True, stated=True,
-                               given=True)
+    # What the write guard withheld is never given unasked (issue 47). Dicts, not records: the
+    # hook does without the records' module (store/rows.py; dataclasses cost it ~7 ms).
+    summaries = summary_rows(conn, project=project, limit=1, newest_first=True, other_than=other_than, given=True)
+    observations = observation_rows(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
+                                    other_than=other_than, stated=False, given=True)
+    stated = observation_rows(conn, project=project, limit=STATED_MEMORIES, newest_first=True, current=True, stated=True,
+                              given=True)
     if not summaries and not observations and not stated:
         return ""
     rivals = marks.conflicting(conn, [int(o["id"]) for o in stated])
     stated = [o for o in stated if int(o["id"]) not in rivals]  # with its rival among the decisions below
     shown = {int(o["id"]) for o in stated}
-    decided = [o for o in list_observations(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True,
-                                            current=True, given=True)
+    decided = [o for o in observation_rows(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True,
+                                           current=True, given=True)
                if int(o["id"]) not in shown]
     header = f"# claude-mem: what happened recently in {project} {NOT_INSTRUCTIONS}\n"
     budget = max_chars - len(header) - len(FOOTER)

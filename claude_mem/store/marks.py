@@ -213,25 +213,33 @@ def list_marks(conn: sqlite3.Connection, *, project: str | None = None, ids: lis
     return [dict(r) for r in conn.execute(sql, params)]
 
 
-def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
-    """Each observation row (a dict with its `id`) given `superseded_by`, the refs of what
-    superseded it ([] while current), `conflicts_with`, the refs of its current rivals, and `mark`,
-    what views say of it: "superseded by obs:12, 2026-03-03", "seen 3 times since 2026-01-08",
-    "conflicts with obs:40 (neither replaces the other)", or "". A few queries for all the rows."""
-    ids = [int(r["id"]) for r in rows]
+def notes(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[list[str], list[str], str]]:
+    """What views say of each observation, by id: the refs of what superseded it ([] while
+    current), the refs of its current rivals, and `mark`: "superseded by obs:12, 2026-03-03",
+    "seen 3 times since 2026-01-08", "conflicts with obs:40 (neither replaces the other)", or "".
+    A few queries for all the ids."""
     superseded = superseded_by(conn, ids)
     seen = repeats(conn, ids)
     rivals = conflicting(conn, ids)
+    found: dict[int, tuple[list[str], list[str], str]] = {}
+    for i in ids:
+        reps = superseded.get(i, [])
+        said = [superseded_text(reps)] if reps else []
+        if i in seen:
+            said.append(repeats_text(*seen[i]))
+        if i in rivals:
+            said.append(conflict_text(rivals[i]))
+        found[i] = ([f"obs:{x.new_id}" for x in reps], [f"obs:{o}" for o in rivals.get(i, [])], "; ".join(said))
+    return found
+
+
+def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
+    """Each observation row (a dict with its `id`) given `superseded_by`, `conflicts_with` and
+    `mark` (`notes`): the dict rows search and its views read (recall/). Records: memory_rows.with_marks."""
+    found = notes(conn, [int(r["id"]) for r in rows])
     for r in rows:
-        reps = superseded.get(int(r["id"]), [])
-        r["superseded_by"] = [f"obs:{x.new_id}" for x in reps]
-        r["conflicts_with"] = [f"obs:{o}" for o in rivals.get(int(r["id"]), [])]
-        notes = [superseded_text(reps)] if reps else []
-        if int(r["id"]) in seen:
-            notes.append(repeats_text(*seen[int(r["id"])]))
-        if int(r["id"]) in rivals:
-            notes.append(conflict_text(rivals[int(r["id"])]))
-        r["mark"] = "; ".join(notes)
+        by, rivals, mark = found[int(r["id"])]
+        r["superseded_by"], r["conflicts_with"], r["mark"] = list(by), list(rivals), mark
     return rows
 
 

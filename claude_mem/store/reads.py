@@ -3,7 +3,9 @@ and reading observations and summaries back: filtered lists and records by id.
 
 Kept apart from memories.py (which defines the dataclasses the worker writes) because the
 SessionStart hook reads through here: no dataclasses (which import inspect), no typing, no
-hashlib, ~10 ms of the hook's start-up saved. Standard library only.
+hashlib, ~10 ms of the hook's start-up saved. Standard library only. So the reads here give
+decoded dicts (`observation_rows`, `summary_rows`: the SessionStart digest's; `get_observations`:
+search's views'); the rest reads the same rows as records through store/memory_rows.py.
 """
 
 from __future__ import annotations
@@ -188,15 +190,16 @@ def filter_clauses(kind: str, *, alias: str = "t", project: str | None = None, t
     return clauses, params
 
 
-def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
-                      type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
-                      file: str | None = None, limit: int | None = None, newest_first: bool = False,
-                      current: bool = False, other_than: str | None = None, stated: bool | None = None,
-                      given: bool = False) -> list[dict[str, Any]]:
-    """Observations passing the filters; `current`: only those no mark supersedes (store/marks.py);
-    `other_than`: none of that session's; `stated`: only those a person or the agent stated (True),
-    or none of them (False); `given`: only those memory may give unasked (none the write guard
-    withheld: store/withheld.py)."""
+def observation_rows(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
+                     type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
+                     file: str | None = None, limit: int | None = None, newest_first: bool = False,
+                     current: bool = False, other_than: str | None = None, stated: bool | None = None,
+                     given: bool = False) -> list[dict[str, Any]]:
+    """Observations passing the filters, as decoded dicts: the SessionStart digest's read (the
+    hook does without the records' module); memory_rows.list_observations gives them as records.
+    `current`: only those no mark supersedes (store/marks.py); `other_than`: none of that session's;
+    `stated`: only those a person or the agent stated (True), or none of them (False); `given`: only
+    those memory may give unasked (none the write guard withheld: store/withheld.py)."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
@@ -206,10 +209,12 @@ def list_observations(conn: sqlite3.Connection, *, session_id: str | None = None
     return _list(conn, "observation", _other_than(where, other_than, given), limit, newest_first)
 
 
-def list_summaries(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
-                   since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
-                   limit: int | None = None, newest_first: bool = False, other_than: str | None = None,
-                   given: bool = False) -> list[dict[str, Any]]:
+def summary_rows(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
+                 since_ms: int | None = None, until_ms: int | None = None, file: str | None = None,
+                 limit: int | None = None, newest_first: bool = False, other_than: str | None = None,
+                 given: bool = False) -> list[dict[str, Any]]:
+    """Summaries passing the filters (as `observation_rows`), as decoded dicts: the digest's read
+    (memory_rows.list_summaries gives them as records)."""
     where = filter_clauses("summary", project=project, session_id=session_id, since_ms=since_ms, until_ms=until_ms,
                            file=file)
     return _list(conn, "summary", _other_than(where, other_than, given), limit, newest_first)
@@ -237,6 +242,8 @@ def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]
 
 
 def get_observations(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+    """The observations of these ids, decoded, by id: search's views read them so (recall/views.py),
+    dict-shaped with search's rows (store/recall_rows.py); the rest reads memory_rows.observations_by_id."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))

@@ -1,5 +1,5 @@
-"""Rows as typed records: what store/ hands the rest for a queued event, a session, a prompt and
-a compaction's checkpoint.
+"""Rows as typed records: what store/ hands the rest for a queued event, a session, a prompt, a
+compaction's checkpoint, and a stored observation and summary (with an observation's marks).
 
 Each record has one field per column of its table, named as the column (tests/test_migrations.py
 holds them to `PRAGMA table_info`: a column added without its field fails there, not in a worker
@@ -7,7 +7,8 @@ reading a key that is not there). Frozen: a record is what the row was when read
 through the store's functions, in SQL.
 
 Not on the hook path: `dataclasses` costs a hook ~7 ms to import (it imports inspect), and hooks
-only write. store/queue.py and store/records.py import this module inside the functions that read.
+only write. store/queue.py, store/records.py, store/reads.py and store/marks.py import this module
+inside the functions that read (the SessionStart digest reads memories as dicts: reads.observation_rows).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Self
 
 from claude_mem.store.queue import QueueStatus
+from claude_mem.store.reads import decode
 
 
 class _Row:
@@ -136,7 +138,102 @@ class Checkpoint(_Row):
     written_at_epoch: int | None
 
 
-Record = QueuedEvent | Session | Prompt | Checkpoint
+class _Guarded:
+    """A memory the write guard may have withheld (store/withheld.py)."""
+
+    __slots__ = ()
+    guard_note: str
+    released_at_epoch: int | None
+
+    @property
+    def withheld(self) -> bool:
+        """The guard left a note on it and no person released it: memory does not give it unasked."""
+        return bool(self.guard_note) and self.released_at_epoch is None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObservation(_Row, _Guarded):
+    """One row of `observations` as the worker, a person or an import stored it, the JSON list
+    columns decoded (text that is not JSON as []). Not store/memories.py's `Observation`, which is
+    what the worker writes: this is what reads give back, id, hash, guard state and all."""
+
+    id: int
+    session_id: str
+    project: str
+    type: str  # kinds.OBSERVATION_TYPES (the table's CHECK)
+    raw_type: str | None  # what the model wrote when it was not a known type
+    title: str
+    subtitle: str
+    narrative: str
+    facts: list[str]
+    concepts: list[str]
+    files_read: list[str]
+    files_modified: list[str]
+    prompt_number: int
+    source: str  # a kinds.Source value
+    model: str | None
+    content_hash: str
+    created_at: str
+    created_at_epoch: int
+    provenance: list[str]  # kinds.Provenance values: what it was made from
+    guard_note: str  # '' or the write guard's note: withheld while not released (store/withheld.py)
+    released_at_epoch: int | None
+    scope: str  # '' = the whole project, else the component or path a decision was stated for
+    withheld_text: str  # '' or JSON of the fields as written before the guard cut them (migration 0019)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> StoredObservation:
+        return cls(**decode(row))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSummary(_Row, _Guarded):
+    """One row of `session_summaries`: a turn's summary as stored, its file lists decoded. (What
+    the worker writes is store/memories.py's `Summary`.)"""
+
+    id: int
+    session_id: str
+    project: str
+    request: str
+    investigated: str
+    learned: str
+    completed: str
+    next_steps: str
+    files_read: list[str]
+    files_edited: list[str]
+    notes: str
+    prompt_number: int
+    source: str  # 'model', 'derived', 'heuristic' or 'import' (the table's CHECK)
+    model: str | None
+    created_at: str
+    created_at_epoch: int
+    guard_note: str
+    released_at_epoch: int | None
+    withheld_text: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> StoredSummary:
+        return cls(**decode(row))
+
+
+@dataclass(frozen=True, slots=True)
+class MarkedObservation:
+    """An observation with what the marks say of it (store/marks.py `with_marks`): the refs of what
+    superseded it ([] while current), of its current rivals, and the line views show ("superseded
+    by obs:12, 2026-03-03", or "")."""
+
+    observation: StoredObservation
+    superseded_by: list[str]
+    conflicts_with: list[str]
+    mark: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON (`claude-mem observations --json`, the viewer): the row's columns, then the marks."""
+        return {**as_dict(self.observation), "superseded_by": self.superseded_by, "conflicts_with": self.conflicts_with,
+                "mark": self.mark}
+
+
+Record = QueuedEvent | Session | Prompt | Checkpoint | StoredObservation | StoredSummary
 
 
 def columns(record: type[Record]) -> str:

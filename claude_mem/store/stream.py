@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from claude_mem.store.reads import decode
+from claude_mem.store.rows import StoredObservation, StoredSummary, columns
 
 
 def newest_ids(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -21,12 +21,14 @@ def newest_ids(conn: sqlite3.Connection) -> tuple[int, int, int]:
     return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
-def observations_after(conn: sqlite3.Connection, after: int, limit: int) -> list[dict[str, Any]]:
-    return [decode(r) for r in conn.execute("SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
+def observations_after(conn: sqlite3.Connection, after: int, limit: int) -> list[StoredObservation]:
+    return [StoredObservation.from_row(r) for r in conn.execute(
+        f"SELECT {columns(StoredObservation)} FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
 
 
-def summaries_after(conn: sqlite3.Connection, after: int, limit: int) -> list[dict[str, Any]]:
-    return [decode(r) for r in conn.execute("SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
+def summaries_after(conn: sqlite3.Connection, after: int, limit: int) -> list[StoredSummary]:
+    return [StoredSummary.from_row(r) for r in conn.execute(
+        f"SELECT {columns(StoredSummary)} FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
 
 
 def prompts_after(conn: sqlite3.Connection, *, after: int = 0, project: str | None = None, limit: int,

@@ -39,10 +39,6 @@ def withheld_ids(conn: sqlite3.Connection, project: str) -> set[tuple[str, int]]
     return found
 
 
-def is_withheld(row: dict[str, Any]) -> bool:
-    return bool(row.get("guard_note")) and row.get("released_at_epoch") is None
-
-
 def counts(conn: sqlite3.Connection) -> dict[str, Any]:
     """How many memories are withheld, and where they came from: by provenance (what the
     observations were made from) and by project."""
@@ -61,10 +57,11 @@ def counts(conn: sqlite3.Connection) -> dict[str, Any]:
             "by_project": dict(sorted(projects.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
-def withheld_text(row: dict[str, Any] | sqlite3.Row) -> dict[str, Any]:
-    """What the guard withheld from a row, as written (its fields by name, and the pieces cut)."""
+def withheld_text(stored: str) -> dict[str, Any]:
+    """What the guard withheld from a row, as written (its fields by name, and the pieces cut),
+    from the row's `withheld_text`."""
     try:
-        value = json.loads(row["withheld_text"] or "{}")
+        value = json.loads(stored or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -87,7 +84,7 @@ def release(conn: sqlite3.Connection, kind: str, row_id: int, *, undo: bool = Fa
         raise NotWithheld("the write guard withheld nothing from it")
     if undo != (row["released_at_epoch"] is not None):
         raise NotWithheld("it is withheld already" if undo else "it was released already (`--undo` withholds it again)")
-    written = withheld_text(row)
+    written = withheld_text(row["withheld_text"])
     fields = [name for name in written if name in row and name not in ("id", "withheld_text")]
     now: dict[str, Any] = {name: row[name] for name in fields}
     back = {name: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v for name, v in written.items() if name in fields}

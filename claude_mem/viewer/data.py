@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.settings import Config
-from claude_mem.store import costs, injections, marks, overview, reads, records, revisions, stream, withheld
+from claude_mem.store import costs, injections, marks, memory_rows, overview, reads, records, revisions, stream, withheld
 from claude_mem.store.db import connect, query_only, snapshot
 from claude_mem.store.reads import TURN_RANK
-from claude_mem.store.rows import as_dict
+from claude_mem.store.rows import MarkedObservation, StoredSummary, as_dict
 from claude_mem.text.shorten import cut
 
 FEED_TEXT_CHARS = 400
@@ -61,27 +61,31 @@ def reader(db_path: str) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def _item(kind: str, row: dict[str, Any], title: str, text: str, type_: str | None = None) -> dict[str, Any]:
-    return {"kind": kind, "id": row["id"], "session_id": row["session_id"], "project": row.get("project") or "",
-            "type": type_, "title": cut(title, 200), "text": cut(text, FEED_TEXT_CHARS), "prompt_number": row.get("prompt_number"),
-            "created_at_epoch": row["created_at_epoch"], "withheld": str(row.get("guard_note") or "") if withheld.is_withheld(row) else "",
-            "provenance": reads.json_list(row.get("provenance"))}
+def _item(kind: str, id_: int, session_id: str, project: str | None, prompt_number: int | None, created_at_epoch: int,
+          title: str, text: str, type_: str | None = None, withheld_note: str = "",
+          provenance: list[str] | None = None) -> dict[str, Any]:
+    return {"kind": kind, "id": id_, "session_id": session_id, "project": project or "", "type": type_,
+            "title": cut(title, 200), "text": cut(text, FEED_TEXT_CHARS), "prompt_number": prompt_number,
+            "created_at_epoch": created_at_epoch, "withheld": withheld_note, "provenance": provenance or []}
 
 
-def observation_item(row: dict[str, Any]) -> dict[str, Any]:
-    """An observation for the list; its `mark` says what superseded it (rows passed through marks.annotate)."""
-    return {**_item("observation", row, row["title"], row.get("subtitle") or row.get("narrative") or "", row["type"]),
-            "mark": row.get("mark", ""), "superseded_by": row.get("superseded_by", [])}
+def observation_item(marked: MarkedObservation) -> dict[str, Any]:
+    """An observation for the list; its `mark` says what superseded it."""
+    o = marked.observation
+    return {**_item("observation", o.id, o.session_id, o.project, o.prompt_number, o.created_at_epoch, o.title,
+                    o.subtitle or o.narrative or "", o.type, o.guard_note if o.withheld else "", reads.json_list(o.provenance)),
+            "mark": marked.mark, "superseded_by": marked.superseded_by}
 
 
-def summary_item(row: dict[str, Any]) -> dict[str, Any]:
-    fields = [row.get(name) or "" for name in reads.SUMMARY_FIELDS]
-    title = row.get("request") or next((f for f in fields if f.strip()), "")
-    return _item("summary", row, title, row.get("completed") or row.get("learned") or "")
+def summary_item(s: StoredSummary) -> dict[str, Any]:
+    title = s.request or next((f for f in (getattr(s, name) or "" for name in reads.SUMMARY_FIELDS) if f.strip()), "")
+    return _item("summary", s.id, s.session_id, s.project, s.prompt_number, s.created_at_epoch, title,
+                 s.completed or s.learned or "", withheld_note=s.guard_note if s.withheld else "")
 
 
 def prompt_item(row: dict[str, Any]) -> dict[str, Any]:
-    return _item("prompt", row, row["prompt_text"], "")
+    return _item("prompt", row["id"], row["session_id"], row.get("project"), row.get("prompt_number"), row["created_at_epoch"],
+                 row["prompt_text"], "")
 
 
 def sort_items(items: list[dict[str, Any]], newest_first: bool = False) -> list[dict[str, Any]]:
@@ -98,9 +102,9 @@ def feed(conn: sqlite3.Connection, *, project: str | None = None, limit: int = 5
     """The newest prompts, observations and summaries (newest first) and the cursor to stream from."""
     with snapshot(conn):
         cursor = current_cursor(conn)
-        rows = marks.annotate(conn, reads.list_observations(conn, project=project, limit=limit, newest_first=True))
+        rows = memory_rows.with_marks(conn, memory_rows.list_observations(conn, project=project, limit=limit, newest_first=True))
         items = [observation_item(r) for r in rows]
-        items += [summary_item(r) for r in reads.list_summaries(conn, project=project, limit=limit, newest_first=True)]
+        items += [summary_item(r) for r in memory_rows.list_summaries(conn, project=project, limit=limit, newest_first=True)]
         items += [prompt_item(r) for r in stream.prompts_after(conn, project=project, limit=limit, newest_first=True)]
     return sort_items(items, newest_first=True)[:limit], cursor
 
@@ -112,10 +116,10 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
     Ids only grow as rows commit (one writer at a time) and are never reused, even after a
     forget (migration 0004), which is what makes a cursor enough.
     """
-    obs = marks.annotate(conn, stream.observations_after(conn, cursor.observation, STREAM_BATCH))
+    obs = memory_rows.with_marks(conn, stream.observations_after(conn, cursor.observation, STREAM_BATCH))
     sums = stream.summaries_after(conn, cursor.summary, STREAM_BATCH)
     prompts = stream.prompts_after(conn, after=cursor.prompt, limit=STREAM_BATCH)
-    new_cursor = Cursor(obs[-1]["id"] if obs else cursor.observation, sums[-1]["id"] if sums else cursor.summary,
+    new_cursor = Cursor(obs[-1].observation.id if obs else cursor.observation, sums[-1].id if sums else cursor.summary,
                         prompts[-1]["id"] if prompts else cursor.prompt)
     items = [observation_item(r) for r in obs] + [summary_item(r) for r in sums] + [prompt_item(r) for r in prompts]
     if project:
@@ -128,19 +132,18 @@ def new_since(conn: sqlite3.Connection, cursor: Cursor, project: str | None = No
 
 def observation_detail(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
     """One observation with its session, the prompt that led to it, its marks and its earlier versions."""
-    rows = marks.annotate(conn, reads.get_observations(conn, [observation_id]))
+    rows = memory_rows.with_marks(conn, memory_rows.observations_by_id(conn, [observation_id]))
     if not rows:
         return None
-    obs = rows[0]
-    session = records.get_session(conn, obs["session_id"])
-    prompt = next((p for p in records.list_prompts(conn, obs["session_id"]) if p.prompt_number == obs["prompt_number"]), None)
+    obs = rows[0].observation
+    session = records.get_session(conn, obs.session_id)
+    prompt = next((p for p in records.list_prompts(conn, obs.session_id) if p.prompt_number == obs.prompt_number), None)
     listed = [{k: m[k] for k in ("old_id", "new_id", "relation", "author", "rule", "reason", "created_at_epoch", "old_title",
                                  "new_title", "old_epoch", "new_epoch")} for m in marks.list_marks(conn, ids=[observation_id])]
     # The page is a person's view: the text the write guard withheld is shown, marked (issue 47).
-    obs["withheld_original"] = withheld.withheld_text(obs)
-    return {"observation": obs, "session": as_dict(session) if session else None,
-            "prompt": as_dict(prompt) if prompt else None, "marks": listed,
-            "revisions": revisions.of(conn, observation_id)}
+    return {"observation": {**rows[0].as_dict(), "withheld_original": withheld.withheld_text(obs.withheld_text)},
+            "session": as_dict(session) if session else None, "prompt": as_dict(prompt) if prompt else None,
+            "marks": listed, "revisions": revisions.of(conn, observation_id)}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:

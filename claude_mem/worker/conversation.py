@@ -34,8 +34,8 @@ from claude_mem.processes.census import observer_dir
 from claude_mem.settings import Config
 from claude_mem.store import budget, outages, records, runs
 from claude_mem.store.db import now_ms, transaction
+from claude_mem.store.memory_rows import list_observations
 from claude_mem.store.outages import Failure
-from claude_mem.store.reads import list_observations
 from claude_mem.worker import echoes, spawn
 from claude_mem.worker.render import fill
 
@@ -191,7 +191,7 @@ class Conversation:
             self.last_request_number = -1
         self._recap_prefix, self._recap_titles = "", frozenset()
         if self.fresh:
-            titles = [o["title"] for o in list_observations(self.conn, session_id=self.session_id, given=True)][-40:]
+            titles = [o.title for o in list_observations(self.conn, session_id=self.session_id, given=True)][-40:]
             self._recap_titles = echoes.shown_titles(titles)
             if titles:
                 self._recap_prefix = fill("recap", titles="\n".join(f"- {t}" for t in titles)) + "\n"

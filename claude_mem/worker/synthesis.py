@@ -29,8 +29,8 @@ from claude_mem.settings import Config
 from claude_mem.store import outages, queue, queue_rows, records
 from claude_mem.store.db import transaction
 from claude_mem.store.memories import Observation, Summary
+from claude_mem.store.memory_rows import list_observations
 from claude_mem.store.outages import Failure
-from claude_mem.store.reads import list_observations
 from claude_mem.text.shorten import cut
 from claude_mem.worker import faults, heuristic
 from claude_mem.worker.conversation import Conversation
@@ -262,8 +262,8 @@ class Synthesis:
     def _derive_summary(self, prompt_number: int, request: str, fresh: list[Observation]) -> Summary:
         """A summary built from the turn's observations when the model would not write one."""
         stored = list_observations(self.conn, session_id=self.session_id)
-        titles = [o["title"] for o in stored if o["prompt_number"] == prompt_number] + [o.title for o in fresh]
-        learned = [o["title"] for o in stored if o["prompt_number"] == prompt_number and o["type"] == "discovery"]
+        titles = [o.title for o in stored if o.prompt_number == prompt_number] + [o.title for o in fresh]
+        learned = [o.title for o in stored if o.prompt_number == prompt_number and o.type == "discovery"]
         return Summary(request=request, completed="; ".join(dict.fromkeys(titles))[:2000], learned="; ".join(learned)[:2000],
                        notes="Derived from this turn's observations: the model did not return a <summary>.")
 
