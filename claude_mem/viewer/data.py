@@ -78,7 +78,8 @@ def observation_item(marked: MarkedObservation) -> dict[str, Any]:
 
 
 def summary_item(s: StoredSummary) -> dict[str, Any]:
-    title = s.request or next((f for f in (getattr(s, name) or "" for name in reads.SUMMARY_FIELDS) if f.strip()), "")
+    fields = (s.request, s.investigated, s.learned, s.completed, s.next_steps, s.notes)  # reads.SUMMARY_FIELDS
+    title = s.request or next((f for f in fields if f.strip()), "")
     return _item("summary", s.id, s.session_id, s.project, s.prompt_number, s.created_at_epoch, title,
                  s.completed or s.learned or "", withheld_note=s.guard_note if s.withheld else "")
 
