@@ -408,27 +408,36 @@ def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[st
                 "empty": empty[m]} for m, s in samples.items()}
 
 
-def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Hybrid search through the memory service (what the MCP server, the CLI, the viewer and the
-    hooks do): one request over its Unix socket, the search run in the warm service."""
+def start_service(data_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """A fresh `claude-mem service` for `data_dir`, loaded and caught up (nothing left to index),
+    and the embedder it chose."""
     import subprocess
 
-    from claude_mem.service import client, control
+    from claude_mem.service import client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    # One left running by an earlier run's digest (SessionStart starts it) would answer instead:
-    # it reloaded the index after that run's probe session, and its RSS is not a fresh service's.
-    control.stop_service(str(data_dir))
     proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"],
                             env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},  # the default embedder setting
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
+    chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]
+    if chosen["name"] != "minilm":  # the stored vectors are MiniLM's: an English store must stay on it
+        raise SystemExit(f"the service chose {chosen['name']} for this English store ({chosen['reason']})")
+    while client.call(str(data_dir), "status", timeout_s=600, start=False).get("index_lag"):
+        time.sleep(1)  # the probe session's rows, removed again, or anything not yet indexed
+    return proc, chosen
+
+
+def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Hybrid search through the memory service (what the MCP server, the CLI, the viewer and the
+    hooks do): one request over its Unix socket, the search run in the warm service."""
+    from claude_mem.service import client, control
+
+    # One left running by an earlier run's digest (SessionStart starts it) would answer instead:
+    # it reloaded the index after that run's probe session, and its RSS is not a fresh service's.
+    control.stop_service(str(data_dir))
+    proc, chosen = start_service(data_dir)
     try:
-        client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
-        chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]
-        if chosen["name"] != "minilm":  # the stored vectors are MiniLM's: an English store must stay on it
-            raise SystemExit(f"the service chose {chosen['name']} for this English store ({chosen['reason']})")
-        while client.call(str(data_dir), "status", timeout_s=600, start=False).get("index_lag"):
-            time.sleep(1)  # the probe session's rows, removed again, or anything not yet indexed
         settings = {"chroma_url": "", "semantic_index": True}
         for q in queries[:5]:
             client.call(str(data_dir), "search", {"query": q["query"], "project": q["project"], "settings": settings}, timeout_s=60)
@@ -454,7 +463,21 @@ def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, 
 
 
 def digest_vs_floor(data_dir: Path, runs: int, work: Path) -> dict[str, Any]:
-    """`claude-mem context` against the hook floor of bench/hooks.py, interleaved."""
+    """`claude-mem context` against the hook floor of bench/hooks.py, interleaved, beside a memory
+    service already loaded and idle: a session's start finds it running (the first of the day
+    starts it, then it stays; one loading beside the timed hooks would take a core from them)."""
+    from claude_mem.service import control
+
+    control.stop_service(str(data_dir))
+    service, _ = start_service(data_dir)
+    try:
+        return _digest_runs(data_dir, runs, work)
+    finally:
+        control.stop_service(str(data_dir))
+        service.wait(30)
+
+
+def _digest_runs(data_dir: Path, runs: int, work: Path) -> dict[str, Any]:
     floor_py = work / "floor.py"
     floor_py.write_text(hook_bench.FLOOR_SCRIPT)
     floor_db = work / "floor.db"
@@ -521,11 +544,6 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
         index.close()
     latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries))
     digest = digest_vs_floor(data_dir, args.digest_runs, work)
-    from claude_mem.service import control
-
-    # The SessionStart hook started a service, which writes bytecode under `work` (the digest's
-    # PYTHONPYCACHEPREFIX) while it is removed: the run failed in its clean-up.
-    control.stop_service(str(data_dir))
     return {"rows": counts(data_dir), "vectors": meta.get("vectors", "minilm"), "build": meta.get("build"),
             "worker_ingest": ingest, "search": latency, "digest": digest, "marks": marks}
 

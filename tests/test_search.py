@@ -154,6 +154,16 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
 
 
+def test_without_filters_the_keyword_index_ranks_alone_as_the_joined_statement_does(store) -> None:
+    """Unfiltered, the keyword side asks FTS5 alone (store/fts.best_matches): the same rows and
+    scores as the statement that joins every match to its row, which a filter passing all rows runs."""
+    conn, index, _ = store
+    for query in ("fixed login crash refresh token dark mode", "database store", "sqlite"):
+        alone = search(conn, query, index=index, limit=50, mode="keyword")
+        joined = search(conn, query, index=index, since_ms=0, limit=50, mode="keyword")
+        assert alone.hits and [(h.kind, h.id, h.score) for h in alone.hits] == [(h.kind, h.id, h.score) for h in joined.hits]
+
+
 def test_common_words_give_way_to_rare_ones_and_their_counts_follow_new_rows(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The keyword row budget (S3): with a rare word in the query, rows holding only common words

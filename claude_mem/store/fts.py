@@ -30,6 +30,11 @@ def best_matches(conn: sqlite3.Connection, kind: str, match: str, where: tuple[l
     described = KIND[kind]
     fts = described.fts
     clauses, params = where
+    if not clauses:
+        # Nothing to check in the row: the keyword index alone (its rowid is the row's id). The
+        # join costs ~1 us for each matching row, all of them ranked (a third of the statement).
+        sql = f"SELECT rowid, -bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ? ORDER BY score DESC LIMIT ?"
+        return [(int(row_id), float(score)) for row_id, score in conn.execute(sql, [match, pool])]
     sql = (f"SELECT t.id, -bm25({fts}) AS score FROM {fts} JOIN {described.table} t ON t.id = {fts}.rowid"
            f"{described.session_join()} WHERE {fts} MATCH ?" + "".join(f" AND {c}" for c in clauses)
            + " ORDER BY score DESC LIMIT ?")
