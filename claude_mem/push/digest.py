@@ -43,6 +43,7 @@ DECISIONS_HEADING = "\n## Decisions and rules stated in this project (newest fir
 SUMMARY_FIELD_CHARS = 600
 TITLE_CHARS = 160
 _SUMMARY_LABELS = (("Request", "request"), ("Completed", "completed"), ("Learned", "learned"), ("Next steps", "next_steps"))
+SHOWN = ("id", "type", "title", "narrative", "scope", "created_at_epoch")  # what the digest reads of an observation
 OBSERVATIONS_HEADING = "\n## Recent observations\n"
 STATED_HEADING = "\n## Remembered on request (newest first)\n"
 FOOTER = "\nclaude-mem MCP: search(query) -> timeline(anchor=\"obs:<id>\") -> get_observations(ids=[...]); ask(question).\n"
@@ -55,16 +56,16 @@ def build_digest(conn: sqlite3.Connection, project: str, *, max_chars: int = 800
     # hook does without the records' module (store/rows.py; dataclasses cost it ~7 ms).
     summaries = summary_rows(conn, project=project, limit=1, newest_first=True, other_than=other_than, given=True)
     observations = observation_rows(conn, project=project, limit=RECENT_OBSERVATIONS, newest_first=True, current=True,
-                                    other_than=other_than, stated=False, given=True)
+                                    other_than=other_than, stated=False, given=True, columns=SHOWN)
     stated = observation_rows(conn, project=project, limit=STATED_MEMORIES, newest_first=True, current=True, stated=True,
-                              given=True)
+                              given=True, columns=SHOWN)
     if not summaries and not observations and not stated:
         return ""
     rivals = marks.conflicting(conn, [int(o["id"]) for o in stated])
     stated = [o for o in stated if int(o["id"]) not in rivals]  # with its rival among the decisions below
     shown = {int(o["id"]) for o in stated}
     decided = [o for o in observation_rows(conn, project=project, type_="decision", limit=DECISIONS, newest_first=True,
-                                           current=True, given=True)
+                                           current=True, given=True, columns=SHOWN)
                if int(o["id"]) not in shown]
     header = f"# claude-mem: what happened recently in {project} {NOT_INSTRUCTIONS}\n"
     budget = max_chars - len(header) - len(FOOTER)

@@ -194,19 +194,21 @@ def observation_rows(conn: sqlite3.Connection, *, session_id: str | None = None,
                      type_: str | None = None, since_ms: int | None = None, until_ms: int | None = None,
                      file: str | None = None, limit: int | None = None, newest_first: bool = False,
                      current: bool = False, other_than: str | None = None, stated: bool | None = None,
-                     given: bool = False) -> list[dict[str, Any]]:
+                     given: bool = False, columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Observations passing the filters, as decoded dicts: the SessionStart digest's read (the
     hook does without the records' module); memory_rows.list_observations gives them as records.
     `current`: only those no mark supersedes (store/marks.py); `other_than`: none of that session's;
     `stated`: only those a person or the agent stated (True), or none of them (False); `given`: only
-    those memory may give unasked (none the write guard withheld: store/withheld.py)."""
+    those memory may give unasked (none the write guard withheld: store/withheld.py); `columns`:
+    only these (all by default): the digest shows a few, and decoding the JSON lists it does not
+    show was half its time at 100k observations."""
     where = filter_clauses("observation", project=project, type_=type_, session_id=session_id, since_ms=since_ms,
                            until_ms=until_ms, file=file)
     if current and where is not None:
         where[0].append(not_superseded("t"))
     if stated is not None and where is not None:
         where[0].append(f"t.source {'' if stated else 'NOT '}IN ({', '.join(repr(s) for s in STATED_SOURCES)})")
-    return _list(conn, "observation", _other_than(where, other_than, given), limit, newest_first)
+    return _list(conn, "observation", _other_than(where, other_than, given), limit, newest_first, columns)
 
 
 def summary_rows(conn: sqlite3.Connection, *, session_id: str | None = None, project: str | None = None,
@@ -231,10 +233,11 @@ def _other_than(where: tuple[list[str], list[Any]] | None, session_id: str | Non
 
 
 def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]] | None, limit: int | None,
-          newest_first: bool) -> list[dict[str, Any]]:
+          newest_first: bool, columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     clauses, params = where or ([], [])
     order = "DESC" if newest_first else "ASC"
-    sql = (f"SELECT t.* FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+    selected = ", ".join(f"t.{c}" for c in columns) if columns else "t.*"
+    sql = (f"SELECT {selected} FROM {KIND[kind].source()}" + (" WHERE " + " AND ".join(clauses) if clauses else "")
            + f" ORDER BY t.created_at_epoch {order}, t.id {order}")
     if limit:
         sql += f" LIMIT {int(limit)}"
