@@ -91,7 +91,11 @@ def parsed(path: Path) -> ast.Module:
 
 
 def _walk(node: ast.AST, typing_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """The statements under `node` (an import is one: no expression holds one), each with whether
+    it is only for the type checker (under `if TYPE_CHECKING:`)."""
     for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+            continue
         guarded = isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test)
         if guarded:
             for stmt in child.body:
@@ -280,7 +284,7 @@ def test_each_name_is_imported_from_the_module_that_defines_it() -> None:
     defined: dict[str, set[str]] = {}
     wrong = []
     for path in sorted(p for r in roots for p in r.rglob("*.py")):
-        for node in ast.walk(parsed(path)):
+        for node, _ in _walk(parsed(path)):
             if not isinstance(node, ast.ImportFrom) or node.level or node.module not in MODULES:
                 continue
             if not node.module.startswith("claude_mem"):
