@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from claude_mem.store import overview
+from claude_mem.store.rows import Prompt, StoredObservation, StoredSummary
 from tests.stores import ANCIENT_MS, DAY_MS, NOW_MS, Stored
 
 
@@ -47,15 +48,21 @@ def test_a_sessions_timeline_in_the_order_things_happened(stored: Stored) -> Non
     timeline = overview.session_timeline(stored.conn, "sess-alpha")
     assert timeline is not None and timeline.session.project == "alpha"
     assert [(p.prompt_number, p.prompt_text) for p in timeline.prompts] == [(1, "fix the login crash"), (2, "now add a dark theme")]
-    assert [o["id"] for o in timeline.observations] == [stored.obs["login"], stored.obs["tests"], stored.obs["dark"]]
-    assert timeline.observations[0]["facts"] == ["token refresh raced with logout", "a lock now guards the refresh"]
-    assert [s["id"] for s in timeline.summaries] == [stored.sums["alpha1"], stored.sums["alpha2"]]
+    assert [m.observation.id for m in timeline.observations] == [stored.obs["login"], stored.obs["tests"], stored.obs["dark"]]
+    assert timeline.observations[0].observation.facts == ["token refresh raced with logout", "a lock now guards the refresh"]
+    assert [m.mark for m in timeline.observations] == ["", "", ""]
+    assert [s.id for s in timeline.summaries] == [stored.sums["alpha1"], stored.sums["alpha2"]]
 
 
-def test_one_row_by_kind_and_id_decoded(stored: Stored) -> None:
+def test_one_row_by_kind_and_id_as_its_record(stored: Stored) -> None:
     login = overview.get_row(stored.conn, "observation", stored.obs["login"])
-    assert login["title"] == "Fixed login crash" and login["files_modified"] == ["src/session.py"]
-    assert overview.get_row(stored.conn, "summary", stored.sums["beta1"])["learned"] == "two cores"
+    assert isinstance(login, StoredObservation)
+    assert login.title == "Fixed login crash" and login.files_modified == ["src/session.py"]
+    beta = overview.get_row(stored.conn, "summary", stored.sums["beta1"])
+    assert isinstance(beta, StoredSummary) and beta.learned == "two cores"
+    first = stored.conn.execute("SELECT id FROM user_prompts WHERE session_id = 'sess-alpha' AND prompt_number = 1").fetchone()[0]
+    prompt = overview.get_row(stored.conn, "prompt", first)
+    assert isinstance(prompt, Prompt) and prompt.prompt_text == "fix the login crash"
     assert overview.get_row(stored.conn, "observation", 999_999) is None
 
 

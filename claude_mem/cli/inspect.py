@@ -12,12 +12,13 @@ from claude_mem.cli.format import Column, echo_fields, echo_table, heading, pain
 from claude_mem.cli.params import UsageProblem, json_option, parse_when
 from claude_mem.cli.withheld import agent_safe, withheld_block
 from claude_mem.kinds import OBSERVATION_TYPES
-from claude_mem.store import injections, marks, outages, overview, queue_rows, revisions
+from claude_mem.store import injections, outages, overview, queue_rows, revisions
+from claude_mem.store.memory_rows import list_observations, list_summaries, with_marks
 from claude_mem.store.outages import describe
 from claude_mem.store.overview import Timeline
 from claude_mem.store.queue import QueueStatus
-from claude_mem.store.reads import SUMMARY_FIELDS, json_list, parse_ref
-from claude_mem.store.rows import MarkedObservation, as_dict
+from claude_mem.store.reads import json_list, parse_ref
+from claude_mem.store.rows import MarkedObservation, Prompt, StoredObservation, StoredSummary, as_dict
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 
@@ -69,17 +70,7 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     conn = app.db()
     parsed = parse_ref(ref, loose=True)
     if parsed:
-        kind, row_id, _ = parsed
-        row = overview.get_row(conn, kind, row_id)
-        if row is None:
-            raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
-        if kind == "observation":
-            marks.annotate(conn, [row])
-            row["revisions"] = revisions.of(conn, row_id)
-        if as_json:
-            emit_json({"kind": kind, **agent_safe(row)})
-        else:
-            _SHOW_ROW[kind](row)
+        _show_row(conn, *parsed[:2], as_json)
         return
     matches = overview.find_sessions(conn, ref)
     if not matches:
@@ -89,12 +80,30 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
         raise UsageProblem(f"{ref!r} starts {len(matches)} session ids ({shown}); give more of the id")
     timeline = overview.session_timeline(conn, matches[0])
     assert timeline is not None
-    marks.annotate(conn, timeline.observations)
     outage, given = outages.for_session(conn, matches[0]), injections.for_session(conn, matches[0])
     if as_json:
         emit_json({**timeline.as_dict(), "outage": outage, "injections": given})
     else:
         _show_session(timeline, outage, given)
+
+
+def _show_row(conn: Any, kind: str, row_id: int, as_json: bool) -> None:
+    row = overview.get_row(conn, kind, row_id)
+    if row is None:
+        raise NotFound(f"no {kind} {row_id} (list them with `claude-mem {kind}s`)")
+    if isinstance(row, StoredObservation):
+        [marked] = with_marks(conn, [row])
+        kept = revisions.of(conn, row_id)
+        if as_json:
+            emit_json({"kind": kind, **agent_safe({**marked.as_dict(), "revisions": kept})})
+        else:
+            _show_observation(marked, kept)
+    elif as_json:
+        emit_json({"kind": kind, **agent_safe(as_dict(row))})
+    elif isinstance(row, StoredSummary):
+        _show_summary(row)
+    else:
+        _show_prompt(row)
 
 
 def _show_remote(app: AppContext, kind: str, row_id: int, origin: str, as_json: bool) -> None:
@@ -126,7 +135,8 @@ def _show_session(t: Timeline, outage: dict[str, Any] | None, given: list[dict[s
                  ("started", local_stamp(s.started_at_epoch)), ("last activity", local_stamp(s.updated_at_epoch)),
                  ("cwd", s.cwd), ("synthesizer", s.synthesizer),
                  ("model outage", describe(outage, local_stamp) if outage else None)])
-    numbers = sorted({p.prompt_number for p in t.prompts} | {r["prompt_number"] for r in t.observations + t.summaries})
+    numbers = sorted({p.prompt_number for p in t.prompts} | {m.observation.prompt_number for m in t.observations}
+                     | {s.prompt_number for s in t.summaries})
     if not numbers:
         click.echo("\n(nothing stored for this session yet)")
     for n in numbers:
@@ -137,15 +147,17 @@ def _show_session(t: Timeline, outage: dict[str, Any] | None, given: list[dict[s
         heading(f"{title}  {paint(when, dim=True)}".rstrip())
         if prompt:
             click.echo(f"  > {cut(prompt.prompt_text, 300)}")
-        for o in (o for o in t.observations if o["prompt_number"] == n):
-            source = paint(" (heuristic)", dim=True) if o["source"] == "heuristic" else ""
-            mark = paint(f" [{o['mark']}]", "yellow") if o.get("mark") else ""
-            mark += paint(" [withheld]", "red") if o.get("guard_note") and o.get("released_at_epoch") is None else ""
-            click.echo(f"  obs:{o['id']:<5} {paint(o['type'].ljust(9), 'magenta')} {o['title']}{source}{mark}")
-        for m in (m for m in t.summaries if m["prompt_number"] == n):
-            click.echo(f"  sum:{m['id']:<5} {paint('summary', 'blue')}")
-            echo_fields([(name.replace("_", " "), cut(m[name], 300) or None)
-                         for name in ("request", "completed", "learned", "next_steps")], indent="    ")
+        for marked in (m for m in t.observations if m.observation.prompt_number == n):
+            o = marked.observation
+            source = paint(" (heuristic)", dim=True) if o.source == "heuristic" else ""
+            mark = paint(f" [{marked.mark}]", "yellow") if marked.mark else ""
+            mark += paint(" [withheld]", "red") if o.withheld else ""
+            click.echo(f"  obs:{o.id:<5} {paint(o.type.ljust(9), 'magenta')} {o.title}{source}{mark}")
+        for m in (m for m in t.summaries if m.prompt_number == n):
+            click.echo(f"  sum:{m.id:<5} {paint('summary', 'blue')}")
+            echo_fields([("request", cut(m.request, 300) or None), ("completed", cut(m.completed, 300) or None),
+                         ("learned", cut(m.learned, 300) or None), ("next steps", cut(m.next_steps, 300) or None)],
+                        indent="    ")
     if given:
         click.echo()
         heading("given to Claude  " + paint("(injected tokens are estimates: characters / 4)", dim=True))
@@ -163,24 +175,25 @@ def _echo_list(label: str, items: list[str]) -> None:
             click.echo(f"  - {item}")
 
 
-def _show_observation(o: dict[str, Any]) -> None:
-    heading(f"obs:{o['id']}  {o['title']}")
-    echo_fields([("type", o["type"] + (f" (model said {o['raw_type']!r})" if o["raw_type"] else "")),
-                 ("subtitle", o["subtitle"] or None), ("session", o["session_id"]), ("project", o["project"]),
-                 ("prompt", f"#{o['prompt_number']}"), ("source", o["source"] + (f" ({o['model']})" if o["model"] else "")),
-                 ("made from", ", ".join(json_list(o.get("provenance"))) or None),
-                 ("created", local_stamp(o["created_at_epoch"])),
-                 ("status", paint(o["mark"], "yellow") if o.get("mark") else "current")])
+def _show_observation(marked: MarkedObservation, kept: list[dict[str, Any]]) -> None:
+    o = marked.observation
+    heading(f"obs:{o.id}  {o.title}")
+    echo_fields([("type", o.type + (f" (model said {o.raw_type!r})" if o.raw_type else "")),
+                 ("subtitle", o.subtitle or None), ("session", o.session_id), ("project", o.project),
+                 ("prompt", f"#{o.prompt_number}"), ("source", o.source + (f" ({o.model})" if o.model else "")),
+                 ("made from", ", ".join(json_list(o.provenance)) or None),
+                 ("created", local_stamp(o.created_at_epoch)),
+                 ("status", paint(marked.mark, "yellow") if marked.mark else "current")])
     withheld_block(o, "observation")
-    if o["narrative"]:
+    if o.narrative:
         click.echo()
-        click.echo(o["narrative"])
+        click.echo(o.narrative)
     click.echo()
-    _echo_list("facts", o["facts"])
-    _echo_list("concepts", o["concepts"])
-    _echo_list("files read", o["files_read"])
-    _echo_list("files modified", o["files_modified"])
-    _echo_revisions(o.get("revisions") or [])
+    _echo_list("facts", o.facts)
+    _echo_list("concepts", o.concepts)
+    _echo_list("files read", o.files_read)
+    _echo_list("files modified", o.files_modified)
+    _echo_revisions(kept)
 
 
 def _echo_revisions(kept: list[dict[str, Any]]) -> None:
@@ -195,31 +208,27 @@ def _echo_revisions(kept: list[dict[str, Any]]) -> None:
                          + (f" — {cut(r['narrative'], 160)}" if r["narrative"] and "narrative" in r["changed"] else ""), dim=True))
 
 
-def _show_summary(m: dict[str, Any]) -> None:
-    heading(f"sum:{m['id']}  summary of prompt #{m['prompt_number']}")
-    echo_fields([("session", m["session_id"]), ("project", m["project"]),
-                 ("source", m["source"] + (f" ({m['model']})" if m["model"] else "")), ("created", local_stamp(m["created_at_epoch"]))])
+def _show_summary(m: StoredSummary) -> None:
+    heading(f"sum:{m.id}  summary of prompt #{m.prompt_number}")
+    echo_fields([("session", m.session_id), ("project", m.project),
+                 ("source", m.source + (f" ({m.model})" if m.model else "")), ("created", local_stamp(m.created_at_epoch))])
     withheld_block(m, "summary")
     click.echo()
-    echo_fields([(name.replace("_", " "), m[name] or None)
-                 for name in SUMMARY_FIELDS])
-    _echo_list("files read", m["files_read"])
-    _echo_list("files edited", m["files_edited"])
+    echo_fields([("request", m.request or None), ("investigated", m.investigated or None), ("learned", m.learned or None),
+                 ("completed", m.completed or None), ("next steps", m.next_steps or None), ("notes", m.notes or None)])
+    _echo_list("files read", m.files_read)
+    _echo_list("files edited", m.files_edited)
 
 
-def _show_prompt(p: dict[str, Any]) -> None:
-    heading(f"prompt:{p['id']}  prompt #{p['prompt_number']} of {p['session_id']}")
-    echo_fields([("created", local_stamp(p["created_at_epoch"]))])
+def _show_prompt(p: Prompt) -> None:
+    heading(f"prompt:{p.id}  prompt #{p.prompt_number} of {p.session_id}")
+    echo_fields([("created", local_stamp(p.created_at_epoch))])
     click.echo()
-    click.echo(p["prompt_text"])
-    if (p.get("reply_text") or "").strip():
+    click.echo(p.prompt_text)
+    if p.reply_text.strip():
         click.echo()
         heading("Claude's reply")
-        click.echo(p["reply_text"])
-
-
-_SHOW_ROW: dict[str, Callable[[dict[str, Any]], None]] = {
-    "observation": _show_observation, "summary": _show_summary, "prompt": _show_prompt}
+        click.echo(p.reply_text)
 
 
 def _memory_filters(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -254,8 +263,6 @@ def _no_match(what: str, *given: Any) -> str:
 def observations_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                       file: str | None, limit: int | None, as_json: bool, type_: str | None) -> None:
     """List stored observations, oldest first (`show ID` prints one in full)."""
-    from claude_mem.store.memory_rows import list_observations, with_marks
-
     conn = app.db()
     rows = with_marks(conn, list_observations(conn, type_=type_,
                                               **_filters(conn, session_id, project, since, until, file, limit)))
@@ -282,8 +289,6 @@ def _observation_cells(marked: MarkedObservation) -> tuple[Any, ...]:
 def summaries_list(app: AppContext, session_id: str | None, project: str | None, since: str | None, until: str | None,
                    file: str | None, limit: int | None, as_json: bool) -> None:
     """List per-turn session summaries, oldest first (`show sum:ID` prints one in full)."""
-    from claude_mem.store.memory_rows import list_summaries
-
     conn = app.db()
     rows = list_summaries(conn, **_filters(conn, session_id, project, since, until, file, limit))
     if limit:

@@ -22,6 +22,7 @@ from claude_mem.logs import log_line
 from claude_mem.store import withheld
 from claude_mem.store.db import transaction
 from claude_mem.store.reads import parse_ref, ref
+from claude_mem.store.rows import StoredObservation, StoredSummary
 from claude_mem.text.clock import local_stamp
 from claude_mem.text.shorten import cut
 from claude_mem.writes.index import released_text
@@ -34,19 +35,19 @@ def run_by_agent() -> bool:
     return any(os.environ.get(name) for name in AGENT_SHELLS)
 
 
-def withheld_block(row: dict[str, Any], kind: str) -> None:
-    """A row's guard note, and (for a person) the text it withheld as written, marked."""
-    if not row.get("guard_note"):
+def withheld_block(row: StoredObservation | StoredSummary, kind: str) -> None:
+    """A memory's guard note, and (for a person) the text it withheld as written, marked."""
+    if not row.guard_note:
         return
-    released = row.get("released_at_epoch")
+    released = row.released_at_epoch
     state = f"released {local_stamp(released)}" if released else "WITHHELD from what memory gives unasked"
     click.echo()
     click.echo(paint(f"write guard: {state}", "yellow" if released else "red"))
-    click.echo(f"  {row['guard_note']}")
+    click.echo(f"  {row.guard_note}")
     if run_by_agent():
         click.echo("  (its text is shown to a person only: run `claude-mem show` in your own terminal)")
         return
-    written = withheld.withheld_text(row["withheld_text"])
+    written = withheld.withheld_text(row.withheld_text)
     pieces = written.get("withheld") if isinstance(written.get("withheld"), list) else []
     if released:
         click.echo(paint("  as the guard had kept it:", dim=True))
@@ -56,11 +57,11 @@ def withheld_block(row: dict[str, Any], kind: str) -> None:
         for line in (piece if isinstance(piece, list) else [piece]):
             click.echo(paint("  ▌ ", "red") + str(line).replace("\n", "\n" + paint("  ▌ ", "red")))
     if not released:
-        click.echo(paint(f"  `claude-mem release {ref(kind, row['id'])}` gives it back to memory, as written.", dim=True))
+        click.echo(paint(f"  `claude-mem release {ref(kind, row.id)}` gives it back to memory, as written.", dim=True))
 
 
 def agent_safe(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as JSON may show it: without the withheld text when an agent asks."""
+    """A memory's JSON (its record's `as_dict`) as an agent may see it: without the withheld text."""
     return {**row, "withheld_text": ""} if run_by_agent() and row.get("withheld_text") else row
 
 

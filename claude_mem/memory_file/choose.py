@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
 
 from claude_mem.store import project_memory
 from claude_mem.store.marks import repeats, superseding_ids
+from claude_mem.store.rows import StoredObservation, StoredSummary
 
 DAY_MS = 86_400_000
 HIDDEN_BELOW = 0.3  # seed 001: a faded memory under this weight leaves the file (still searchable)
@@ -63,17 +63,17 @@ class Chosen:
         return 1 + len(self.entries) if self.entries else 0
 
 
-def kind_of(row: dict[str, Any], superseding: set[int]) -> str:
+def kind_of(row: StoredObservation, superseding: set[int]) -> str:
     """Which kind an observation belongs to. The heuristic synthesizer's reads, listings, edits
     and reruns say what was done, not how things are: progress, unless a failure was fixed."""
-    kind = row["type"]
+    kind = row.type
     if kind == "bugfix":
         return "gotchas"
-    if row.get("source") == "heuristic":
+    if row.source == "heuristic":
         return "progress"
     if kind == "decision":
         return "decisions"
-    if kind == "discovery" or row["id"] in superseding:
+    if kind == "discovery" or row.id in superseding:
         return "knowledge"
     return "progress"  # feature, change, refactor
 
@@ -84,20 +84,20 @@ def weight(spec: KindSpec, age_ms: int) -> float:
     return max(0.0, 1.0 - age_ms / (spec.fade_days * DAY_MS))
 
 
-def observation_entries(conn: sqlite3.Connection, project: str) -> tuple[list[dict[str, Any]], set[int]]:
+def observation_entries(conn: sqlite3.Connection, project: str) -> tuple[list[StoredObservation], set[int]]:
     """The project's current observations (none the write guard withheld), and those of them that
     superseded another."""
     return project_memory.current_observations(conn, project), superseding_ids(conn, project)
 
 
-def latest_summaries(conn: sqlite3.Connection, project: str, limit: int = 50) -> list[dict[str, Any]]:
+def latest_summaries(conn: sqlite3.Connection, project: str, limit: int = 50) -> list[StoredSummary]:
     """The newest summary of each of the project's latest sessions."""
     return project_memory.latest_summaries(conn, project, limit)
 
 
-def summary_text(s: dict[str, Any]) -> str:
-    request = " ".join(str(s.get("request") or "").split())
-    done = " ".join(str(s.get("completed") or s.get("learned") or "").split())
+def summary_text(s: StoredSummary) -> str:
+    request = " ".join(s.request.split())
+    done = " ".join((s.completed or s.learned).split())
     return f"{request} → {done}" if request and done else (request or done)
 
 
@@ -105,26 +105,26 @@ def choose(conn: sqlite3.Connection, project: str, total_lines: int) -> list[Cho
     """Each kind with its entries (faded ones gone, best first) and its lines of `total_lines`."""
     rows, superseding = observation_entries(conn, project)
     summaries = latest_summaries(conn, project)
-    stamps = [r["created_at_epoch"] for r in rows] + [s["created_at_epoch"] for s in summaries]
+    stamps = [r.created_at_epoch for r in rows] + [s.created_at_epoch for s in summaries]
     if not stamps:
         return []
     newest = max(stamps)
-    copies = repeats(conn, [r["id"] for r in rows])
+    copies = repeats(conn, [r.id for r in rows])
     chosen = {spec.key: Chosen(spec) for spec in KINDS}
     for row in rows:
         spec = chosen[kind_of(row, superseding)].spec
-        w = weight(spec, newest - row["created_at_epoch"])
-        if w < HIDDEN_BELOW or not row["title"].strip():
+        w = weight(spec, newest - row.created_at_epoch)
+        if w < HIDDEN_BELOW or not row.title.strip():
             continue
         # A claim recorded again and again matters more (seed 001's access count, from what is stored).
-        seen = copies.get(row["id"], (1, 0))[0]
-        chosen[spec.key].entries.append(Entry(row["title"], row["created_at_epoch"], row["id"], w * (1 + min(seen - 1, 4) / 4)))
+        seen = copies.get(row.id, (1, 0))[0]
+        chosen[spec.key].entries.append(Entry(row.title, row.created_at_epoch, row.id, w * (1 + min(seen - 1, 4) / 4)))
     context = chosen["context"]
     for s in summaries:
-        w = weight(context.spec, newest - s["created_at_epoch"])
+        w = weight(context.spec, newest - s.created_at_epoch)
         text = summary_text(s)
         if w >= HIDDEN_BELOW and text:
-            context.entries.append(Entry(text, s["created_at_epoch"], s["id"], w))
+            context.entries.append(Entry(text, s.created_at_epoch, s.id, w))
     for c in chosen.values():
         # Best first; among equals the newer; the id settles the rest (a stable order).
         c.entries.sort(key=lambda e: (-round(e.salience, 6), -e.epoch_ms, -e.row_id))

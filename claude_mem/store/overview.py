@@ -1,7 +1,6 @@
 """Read-only summaries of the store for people: counts, sessions with their sizes, a session's
-timeline, the latest problems. Used by `claude-mem status`, `sessions` and `show`.
-
-Standard library only.
+timeline (as records: store/rows.py), the latest problems. Used by `claude-mem status`, `sessions`
+and `show`, and the viewer's session page.
 """
 
 from __future__ import annotations
@@ -12,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_mem.store import outages
+from claude_mem.store.memory_rows import with_marks
 from claude_mem.store.queue import QueueStatus
-from claude_mem.store.reads import TABLES, decode, like_escape
-from claude_mem.store.rows import Prompt, Session, as_dict, columns
+from claude_mem.store.reads import TABLES, like_escape
+from claude_mem.store.rows import MarkedObservation, Prompt, Session, StoredObservation, StoredSummary, as_dict, columns
 
 COUNTED = {"sessions": "sdk_sessions", "prompts": "user_prompts", "observations": "observations",
            "summaries": "session_summaries", "raw_replies": "raw_replies"}
@@ -85,39 +85,48 @@ def find_sessions(conn: sqlite3.Connection, text: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """A session with its prompts, observations and summaries, each list in the order they
-    happened (by prompt number, then time). The observations and summaries are still reads.py's
-    decoded rows (dicts): their records are the next step of issue 48."""
+    """A session with its prompts, observations (with what the marks say of them) and summaries,
+    each list in the order they happened (by prompt number, then time)."""
 
     session: Session
     prompts: list[Prompt]
-    observations: list[dict[str, Any]]
-    summaries: list[dict[str, Any]]
+    observations: list[MarkedObservation]
+    summaries: list[StoredSummary]
 
     def as_dict(self) -> dict[str, Any]:
-        """For JSON (`show --json`): the session and its prompts as their rows' columns."""
+        """For JSON (`show --json`): each record as its row's columns, an observation's marks after them."""
         return {"session": as_dict(self.session), "prompts": [as_dict(p) for p in self.prompts],
-                "observations": self.observations, "summaries": self.summaries}
+                "observations": [o.as_dict() for o in self.observations], "summaries": [as_dict(m) for m in self.summaries]}
 
 
 def session_timeline(conn: sqlite3.Connection, session_id: str) -> Timeline | None:
     row = conn.execute(f"SELECT {columns(Session)} FROM sdk_sessions WHERE claude_session_id = ?", (session_id,)).fetchone()
     if row is None:
         return None
+    observations = [StoredObservation.from_row(r) for r in conn.execute(
+        f"SELECT {columns(StoredObservation)} FROM observations WHERE session_id = ?"
+        " ORDER BY prompt_number, created_at_epoch, id", (session_id,))]
     return Timeline(
         session=Session.from_row(row),
         prompts=[Prompt.from_row(r) for r in conn.execute(
             f"SELECT {columns(Prompt)} FROM user_prompts WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
-        observations=[decode(r) for r in conn.execute(
-            "SELECT * FROM observations WHERE session_id = ? ORDER BY prompt_number, created_at_epoch, id", (session_id,))],
-        summaries=[decode(r) for r in conn.execute(
-            "SELECT * FROM session_summaries WHERE session_id = ? ORDER BY prompt_number, id", (session_id,))],
+        observations=with_marks(conn, observations),
+        summaries=[StoredSummary.from_row(r) for r in conn.execute(
+            f"SELECT {columns(StoredSummary)} FROM session_summaries WHERE session_id = ? ORDER BY prompt_number, id",
+            (session_id,))],
     )
 
 
-def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT * FROM {TABLES[kind]} WHERE id = ?", (row_id,)).fetchone()
-    return decode(row) if row else None
+# The record each kind of memory row is read as.
+RECORDS: dict[str, type[StoredObservation | StoredSummary | Prompt]] = {
+    "observation": StoredObservation, "summary": StoredSummary, "prompt": Prompt}
+
+
+def get_row(conn: sqlite3.Connection, kind: str, row_id: int) -> StoredObservation | StoredSummary | Prompt | None:
+    """The memory row of this kind ("observation", "summary", "prompt") and id, or None."""
+    record = RECORDS[kind]
+    row = conn.execute(f"SELECT {columns(record)} FROM {TABLES[kind]} WHERE id = ?", (row_id,)).fetchone()
+    return record.from_row(row) if row else None
 
 
 def model_outages(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, Any]]:

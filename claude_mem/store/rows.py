@@ -236,9 +236,11 @@ class MarkedObservation:
 Record = QueuedEvent | Session | Prompt | Checkpoint | StoredObservation | StoredSummary
 
 
-def columns(record: type[Record]) -> str:
-    """The SELECT list that reads a record's row: its columns, in its fields' order."""
-    return ", ".join(f.name for f in fields(record))
+def columns(record: type[Record], alias: str = "") -> str:
+    """The SELECT list that reads a record's row: its columns, in its fields' order (each `alias.`
+    prefixed when the table goes by an alias)."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + f.name for f in fields(record))
 
 
 def as_dict(record: Record) -> dict[str, Any]:

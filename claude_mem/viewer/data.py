@@ -18,7 +18,7 @@ from claude_mem.settings import Config
 from claude_mem.store import costs, injections, marks, memory_rows, overview, reads, records, revisions, stream, withheld
 from claude_mem.store.db import connect, query_only, snapshot
 from claude_mem.store.reads import TURN_RANK
-from claude_mem.store.rows import MarkedObservation, StoredSummary, as_dict
+from claude_mem.store.rows import MarkedObservation, Prompt, StoredObservation, StoredSummary, as_dict
 from claude_mem.text.shorten import cut
 
 FEED_TEXT_CHARS = 400
@@ -154,10 +154,12 @@ def session_timeline(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
         given = injections.for_session(conn, session_id)
     if found is None:
         return None
-    marks.annotate(conn, found.observations)
-    entries = [{"kind": "prompt", **as_dict(p)} for p in found.prompts] + [{"kind": "observation", **o} for o in found.observations]
-    entries += [{"kind": "summary", **m} for m in found.summaries]
-    entries.sort(key=lambda e: (e["prompt_number"], TURN_RANK[e["kind"]], e["created_at_epoch"], e["id"]))
+    rows: list[tuple[str, Prompt | StoredObservation | StoredSummary, dict[str, Any]]] = [
+        *(("prompt", p, as_dict(p)) for p in found.prompts),
+        *(("observation", m.observation, m.as_dict()) for m in found.observations),
+        *(("summary", m, as_dict(m)) for m in found.summaries)]
+    rows.sort(key=lambda r: (r[1].prompt_number, TURN_RANK[r[0]], r[1].created_at_epoch, r[1].id))
+    entries = [{"kind": kind, **fields} for kind, _, fields in rows]
     return {"session": as_dict(found.session), "entries": entries, "injections": given}
 
 
