@@ -173,10 +173,10 @@ def test_marks_are_kept_undone_by_a_person_and_never_remade_by_a_rule(conn: sqli
     assert marks.superseded_ids(conn, [a, b, c]) == {a, b}
     assert marks.newest_heads(conn, [a]) == {a: [c]}
     assert marks.repeats(conn, [c]) == {c: (2, T0 + DAY)}
-    [ra, rb, rc] = marks.annotate(conn, [{"id": a}, {"id": b}, {"id": c}])
-    assert ra["superseded_by"] == [f"obs:{b}"] and ra["mark"] == f"superseded by obs:{b}, {local_day(T0 + DAY)}"
-    assert rb["mark"].endswith("(the same claim again)")
-    assert rc == {"id": c, "superseded_by": [], "conflicts_with": [], "mark": f"seen 2 times since {local_day(T0 + DAY)}"}
+    said = marks.notes(conn, [a, b, c])
+    assert said[a] == ([f"obs:{b}"], [], f"superseded by obs:{b}, {local_day(T0 + DAY)}")
+    assert said[b][2].endswith("(the same claim again)")
+    assert said[c] == ([], [], f"seen 2 times since {local_day(T0 + DAY)}")
     with transaction(conn):
         assert marks.undo(conn, a) == [b]
         assert not marks.add(conn, a, b, "supersedes", "rule")  # a person took it back: rules leave it

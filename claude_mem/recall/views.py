@@ -14,7 +14,9 @@ from typing import Any
 
 from claude_mem.recall.hits import Hit
 from claude_mem.store import marks, recall_rows
-from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, get_observations, json_list, ref
+from claude_mem.store.memory_rows import observations_by_id, with_marks
+from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, json_list, ref
+from claude_mem.store.rows import MarkedObservation, StoredObservation
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
 
@@ -63,7 +65,7 @@ def superseded_notes(conn: sqlite3.Connection, hits: list[Hit]) -> dict[int, str
     """What views say of this installation's observation hits: `superseded by obs:N, DATE` for
     superseded ones, `seen N times since DATE` for the newest copy of a repeated claim."""
     ids = [h.id for h in hits if h.kind == "observation" and h.origin is None]
-    return {r["id"]: r["mark"] for r in marks.annotate(conn, [{"id": i} for i in ids]) if r["mark"]}
+    return {i: mark for i, (_, _, mark) in marks.notes(conn, ids).items() if mark}
 
 
 def search_rows(conn: sqlite3.Connection, hits: list[Hit]) -> list[str]:
@@ -98,45 +100,46 @@ def withheld_title(note: str) -> str:
     return f"(withheld by the write guard: {cut(note, 300)})"
 
 
-def withheld_record(row: dict[str, Any], kind: str = "observation") -> str:
-    """What an agent is shown of a withheld memory: that it is, where it came from, no payload."""
-    where = f"{ref(kind, row['id'])} · withheld · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
-    return "\n".join([f"## {where} · session {row['session_id']} turn {row['prompt_number']}",
-                      f"Made from: {made_from(json_list(row.get('provenance')))}.",
-                      f"The write guard withheld it: {row['guard_note']} Its text is not given to agents; a person can"
+def withheld_record(o: StoredObservation) -> str:
+    """What an agent is shown of a withheld observation: that it is, where it came from, no payload."""
+    where = f"{ref('observation', o.id)} · withheld · {local_stamp(o.created_at_epoch)} · project {o.project}"
+    return "\n".join([f"## {where} · session {o.session_id} turn {o.prompt_number}",
+                      f"Made from: {made_from(json_list(o.provenance))}.",
+                      f"The write guard withheld it: {o.guard_note} Its text is not given to agents; a person can"
                       " review it."])
 
 
 def _withheld(row: dict[str, Any]) -> bool:
+    """A timeline's or recent_sessions' row (store/recall_rows.py, dict-shaped with search's) is withheld."""
     return bool(row.get("guard_note")) and row.get("released_at_epoch") is None
 
 
 # -- full records ---------------------------------------------------------------------------------
 
-def observation_record(row: dict[str, Any]) -> str:
-    if _withheld(row):
-        return withheld_record(row)
-    lines = [f"## {ref('observation', row['id'])} · {row['type']} · {local_stamp(row['created_at_epoch'])} · project {row['project']}"
-             f" · session {row['session_id']} turn {row['prompt_number']}",
-             cut(row["title"], 300) + (f" — {cut(row['subtitle'], 300)}" if row["subtitle"] else "")]
-    if json_list(row.get("provenance")):
-        lines.append(f"Made from: {made_from(json_list(row.get('provenance')))}.")
-    if row.get("mark"):
-        lines.append(f"Note: {row['mark']}.")
-    narrative = (row["narrative"] or "").strip()
+def observation_record(marked: MarkedObservation) -> str:
+    o = marked.observation
+    if o.withheld:
+        return withheld_record(o)
+    lines = [f"## {ref('observation', o.id)} · {o.type} · {local_stamp(o.created_at_epoch)} · project {o.project}"
+             f" · session {o.session_id} turn {o.prompt_number}",
+             cut(o.title, 300) + (f" — {cut(o.subtitle, 300)}" if o.subtitle else "")]
+    if json_list(o.provenance):
+        lines.append(f"Made from: {made_from(json_list(o.provenance))}.")
+    if marked.mark:
+        lines.append(f"Note: {marked.mark}.")
+    narrative = o.narrative.strip()
     if narrative:
         lines.append(narrative if len(narrative) <= NARRATIVE_CHARS else narrative[:NARRATIVE_CHARS - 1] + "…")
-    facts = [f for f in json_list(row["facts"]) if f.strip()]
+    facts = [f for f in json_list(o.facts) if f.strip()]
     if facts:
         lines.append("Facts:")
         lines += [f"- {cut(f, FACT_CHARS)}" for f in facts[:MAX_FACTS]]
         if len(facts) > MAX_FACTS:
             lines.append(f"- … {len(facts) - MAX_FACTS} more facts")
-    concepts = json_list(row["concepts"])
+    concepts = json_list(o.concepts)
     if concepts:
         lines.append("Concepts: " + ", ".join(cut(c, 60) for c in concepts[:20]))
-    for label, key in (("Files read", "files_read"), ("Files modified", "files_modified")):
-        files = json_list(row[key])
+    for label, files in (("Files read", json_list(o.files_read)), ("Files modified", json_list(o.files_modified))):
         if files:
             lines.append(f"{label}: " + ", ".join(files[:MAX_FILES]) + (f" +{len(files) - MAX_FILES}" if len(files) > MAX_FILES else ""))
     return "\n".join(lines)
@@ -145,7 +148,7 @@ def observation_record(row: dict[str, Any]) -> str:
 def observation_records(conn: sqlite3.Connection, ids: list[int], limit: int) -> tuple[str, list[int]]:
     """Full records in the order asked, up to `limit` characters; returns the text and the ids
     that do not exist."""
-    rows = {r["id"]: r for r in marks.annotate(conn, get_observations(conn, ids))}
+    rows = {m.observation.id: m for m in with_marks(conn, observations_by_id(conn, ids))}
     missing = [i for i in ids if i not in rows]
     tail = [f"Not found: {', '.join(ref('observation', i) for i in missing)}."] if missing else []
     parts: list[str] = []
@@ -180,7 +183,10 @@ def session_items(conn: sqlite3.Connection, kind: str, row_id: int) -> list[dict
     items = [{"project": project if project is not None else "?", **dict(row), "kind": item_kind}
              for item_kind, found in rows.items() for row in found]
     items.sort(key=lambda i: (i["prompt_number"], TURN_RANK[i["kind"]], i["created_at_epoch"], i["id"]))
-    marks.annotate(conn, [i for i in items if i["kind"] == "observation"])
+    observed = [i for i in items if i["kind"] == "observation"]
+    found = marks.notes(conn, [i["id"] for i in observed])
+    for i in observed:
+        i["mark"] = found[i["id"]][2]  # what timeline_lines says of it
     return items
 
 

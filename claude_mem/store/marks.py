@@ -233,16 +233,6 @@ def notes(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[list[str]
     return found
 
 
-def annotate(conn: sqlite3.Connection, rows: list[dict]) -> list[dict]:
-    """Each observation row (a dict with its `id`) given `superseded_by`, `conflicts_with` and
-    `mark` (`notes`): the dict rows search and its views read (recall/). Records: memory_rows.with_marks."""
-    found = notes(conn, [int(r["id"]) for r in rows])
-    for r in rows:
-        by, rivals, mark = found[int(r["id"])]
-        r["superseded_by"], r["conflicts_with"], r["mark"] = list(by), list(rivals), mark
-    return rows
-
-
 # --- marks in an export (store/transfer.py): observations named by session and content hash ---
 
 MARK_FIELDS = ("relation", "author", "rule", "reason", "created_at_epoch", "undone_at_epoch")

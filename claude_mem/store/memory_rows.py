@@ -1,10 +1,11 @@
 """Stored observations and summaries read back whole, as records (store/rows.py `StoredObservation`,
 `StoredSummary`): filtered lists, observations by id, and an observation with its marks. The CLI,
-the viewer and the worker read memories through here.
+the viewer, the worker and the MCP tools' full records read memories through here.
 
 The filters and the SQL are store/reads.py's, whose reads give the same rows as decoded dicts:
 the SessionStart digest runs in the hook, which does without the records' module (dataclasses
-cost it ~7 ms), and search's views stay dict-shaped with search's rows (store/recall_rows.py).
+cost it ~7 ms). Search's rows stay dict-shaped (store/recall_rows.py); its views read the
+observations they print whole (`get_observations`) through here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """What memory rows are (`KIND`: table, FTS table, columns, project join, ref prefix; `parse_ref`)
-and reading observations and summaries back: filtered lists and records by id.
+and reading observations and summaries back as decoded dicts, filtered: the digest's lists.
 
 Kept apart from memories.py (which defines the dataclasses the worker writes) because the
 SessionStart hook reads through here: no dataclasses (which import inspect), no typing, no
 hashlib, ~10 ms of the hook's start-up saved. Standard library only. So the reads here give
-decoded dicts (`observation_rows`, `summary_rows`: the SessionStart digest's; `get_observations`:
-search's views'); the rest reads the same rows as records through store/memory_rows.py.
+decoded dicts (`observation_rows`, `summary_rows`: the SessionStart digest's); the rest reads the
+same rows as records through store/memory_rows.py.
 """
 
 from __future__ import annotations
@@ -242,15 +242,6 @@ def _list(conn: sqlite3.Connection, kind: str, where: tuple[list[str], list[Any]
     if limit:
         sql += f" LIMIT {int(limit)}"
     return [decode(r) for r in conn.execute(sql, params)]
-
-
-def get_observations(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
-    """The observations of these ids, decoded, by id: search's views read them so (recall/views.py),
-    dict-shaped with search's rows (store/recall_rows.py); the rest reads memory_rows.observations_by_id."""
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    return [decode(r) for r in conn.execute(f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY id", ids)]
 
 
 def session_hosts(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str]:

@@ -218,7 +218,7 @@ class StoredSummary(_Row, _Guarded):
 
 @dataclass(frozen=True, slots=True)
 class MarkedObservation:
-    """An observation with what the marks say of it (store/marks.py `with_marks`): the refs of what
+    """An observation with what the marks say of it (store/memory_rows.py `with_marks`): the refs of what
     superseded it ([] while current), of its current rivals, and the line views show ("superseded
     by obs:12, 2026-03-03", or "")."""
 
