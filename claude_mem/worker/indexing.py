@@ -53,8 +53,12 @@ async def in_daemon_thread(call: Callable[..., Any], *args: Any, **kwargs: Any) 
     done: asyncio.Future[Any] = loop.create_future()
 
     def settle_future(outcome: Any, error: BaseException | None) -> None:
-        if not done.done():  # cancelled meanwhile: nobody waits for it
-            done.set_exception(error) if error is not None else done.set_result(outcome)
+        if done.done():  # cancelled meanwhile: nobody waits for it
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(outcome)
 
     def run() -> None:
         try:
