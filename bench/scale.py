@@ -524,7 +524,21 @@ def _project_rows(data_dir: Path, project: str) -> int:
         conn.close()
 
 
+def yardstick() -> float:
+    """Seconds for 10^7 additions in pure Python, best of three: how fast the machine runs the
+    interpreter during this run. The targets are a quiet machine's: compare the figure with that of
+    a run that met them (docs/benchmarks.md) to see how far from quiet this one was."""
+    best = float("inf")
+    for _ in range(3):
+        started, total = time.perf_counter(), 0
+        for i in range(10_000_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return round(best, 2)
+
+
 def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    before = yardstick()
     conn = connect(str(data_dir / "claude-mem.db"))
     index = Index(path=str(data_dir / "chroma"), embedder=embedder_named("minilm"))  # the space the store was built in
     marks: dict[str, Any] | None = None
@@ -544,7 +558,8 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
         index.close()
     latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries))
     digest = digest_vs_floor(data_dir, args.digest_runs, work)
-    return {"rows": counts(data_dir), "vectors": meta.get("vectors", "minilm"), "build": meta.get("build"),
+    machine = [before, yardstick()]  # before and after
+    return {"yardstick_s": machine, "rows": counts(data_dir), "vectors": meta.get("vectors", "minilm"), "build": meta.get("build"),
             "worker_ingest": ingest, "search": latency, "digest": digest, "marks": marks}
 
 
@@ -554,6 +569,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         ("observations", lambda r: f"{r['rows']['observations']:,}"),
         ("  + summaries / prompts", lambda r: f"{r['rows']['session_summaries']:,} / {r['rows']['user_prompts']:,}"),
         ("stored vectors", lambda r: r["vectors"]),
+        ("machine: 10^7 additions, s", lambda r: " / ".join(f"{t:.2f}" for t in r["yardstick_s"])),
         ("ingest, build (obs/s)", lambda r: f"{r['build']['obs_per_s']:.0f}" if r.get("build") else "-"),
         ("ingest, worker (obs/s)", lambda r: f"{r['worker_ingest']['obs_per_s']:.0f}"),
     ]

@@ -583,6 +583,60 @@ def test_rows_a_worker_stored_but_had_not_seen_indexed_end_done_not_run_again(da
         conn.close()
 
 
+def _stored(data_dir: Path) -> int:
+    with db(data_dir) as conn:
+        return conn.execute("SELECT count(*) FROM observation_queue WHERE status = 'processing'"
+                            " AND processed_by IS NOT NULL").fetchone()[0]
+
+
+@pytest.mark.slow
+def test_a_sigterm_while_the_index_is_awaited_stops_the_worker_and_its_rows_end_done_once(tmp_path: Path,
+                                                                                         data_dir: Path) -> None:
+    """The wait for the memory service's index runs beside the worker's event loop (worker/indexing.py):
+    a SIGTERM stops the worker while a silent service holds the notice, its rows left stored (their
+    memories committed), and the next worker ends them done without observing them again. When the
+    wait blocked the loop, the signal was taken only once the wait ran out, the rows done by then."""
+    import fcntl
+    import socket
+    import threading
+
+    from claude_mem.service import protocol
+
+    play_demo(tmp_path / "proj")
+    lock = os.open(protocol.lock_path(str(data_dir)), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a service runs: the worker waits for its answer
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(protocol.socket_path(str(data_dir)))
+    silent.listen()
+    taken: list[socket.socket] = []  # accepted and never answered
+    threading.Thread(target=lambda: [taken.append(silent.accept()[0]) for _ in range(20)], daemon=True).start()
+    env = {**os.environ, "CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "1"}
+    worker = subprocess.Popen([sys.executable, "-m", "claude_mem", "worker", "--session", "sess-demo"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: _stored(data_dir) and taken, 60), "a batch stored, its notice with the service"
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        for conn in taken:
+            conn.close()
+        silent.close()
+        os.close(lock)
+    stored = _stored(data_dir)
+    assert stored, f"the worker stopped during the wait, its rows stored, not done: {err[-2000:]}"
+    with db(data_dir) as conn:
+        assert conn.execute("SELECT exit_reason FROM worker_runs").fetchone()[0] == "signal"
+    with db(data_dir) as conn:
+        left = conn.execute("SELECT count(*) FROM observation_queue WHERE status != 'done'").fetchone()[0] - stored
+    again = run_worker("sess-demo", {"CLAUDE_MEM_SYNTHESIZER": "heuristic", "CLAUDE_MEM_SEMANTIC_INDEX": "0"})
+    assert again.returncode == 0, again.stderr
+    # The stored rows end done as they are; only the rows never taken are observed.
+    assert f"exiting (drained): {left} events" in again.stdout, (stored, left, again.stdout)
+    assert {r["status"] for r in invoke_json("queue")} == {"done"}
+
+
 @pytest.mark.slow
 def test_broken_index_never_stops_capture_and_rows_are_indexed_later(tmp_path: Path, data_dir: Path) -> None:
     play_demo(tmp_path / "proj")

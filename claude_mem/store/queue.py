@@ -204,11 +204,12 @@ def defer(conn: sqlite3.Connection, ids: list[int], error: str, due_ms: int) -> 
 
 
 def release(conn: sqlite3.Connection, ids: list[int]) -> None:
-    """Hand rows back untouched (a worker stopping mid-batch)."""
+    """Hand rows back untouched (a worker stopping mid-batch); rows whose memories are stored stay
+    so (mark_stored): observed again they would be stored twice."""
     marks = ",".join("?" * len(ids))
     conn.execute(
         f"UPDATE observation_queue SET status = '{QueueStatus.PENDING}', claimed_by = NULL, updated_at_epoch = ?"
-        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PROCESSING}'",
+        f" WHERE id IN ({marks}) AND status = '{QueueStatus.PROCESSING}' AND processed_by IS NULL",
         (now_ms(), *ids),
     )
 

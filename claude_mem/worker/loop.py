@@ -50,7 +50,7 @@ from claude_mem.store.memories import insert_observation, upsert_summary
 from claude_mem.store.outages import Failure
 from claude_mem.store.rows import QueuedEvent
 from claude_mem.store.spool import drain_spool
-from claude_mem.worker import batching, checkpoint, echoes, faults, spawn
+from claude_mem.worker import batching, checkpoint, echoes, faults, indexing, spawn
 from claude_mem.worker.conversation import OVER_BUDGET, Conversation
 from claude_mem.worker.events import Event
 from claude_mem.worker.guarding import Guarding
@@ -59,7 +59,6 @@ from claude_mem.worker.synthesis import Outcome, Synthesis
 POLL_S = 0.2
 YIELD_CHECK_S = 2.0  # how often an idle worker looks for sessions waiting for its slot
 SWEEP_S = 0.25  # an idle worker gives the marking rules slices this long over observations older than them
-INDEX_WAIT_S = 5.0  # a batch's rows wait this long for the memory service to index what they gave
 
 
 class Worker:
@@ -85,6 +84,7 @@ class Worker:
         self._repeats: set[int] = set()  # of the rows in hand, those reading a file again as it was
         self._waiting = 0  # the first row of the batch that waits for more (logged once)
         self._slot_wanted = False  # another session waits for this worker's slot: no batch waits for more
+        self._stored: list[indexing.Stored] = []  # batches stored, their rows done once indexed
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -252,13 +252,13 @@ class Worker:
                 await self._wait_for_more(wait, idle_since)
                 continue
             self._slot_wanted = False
-            ids = [r.id for r in batch]
             with transaction(conn):
-                queue.claim(conn, ids, self.worker_id)
+                queue.claim(conn, ids := [r.id for r in batch], self.worker_id)
             try:
                 settled = await self._process(batch)
+                await indexing.settle(conn, self.config, self._stored)
             except BaseException:
-                # Cancelled (SIGTERM) or crashed mid-batch: hand back the rows not settled yet.
+                # Cancelled (SIGTERM) or crashed mid-batch: hand back the rows not stored yet.
                 with transaction(conn):
                     queue.release(conn, ids)
                 raise
@@ -345,8 +345,8 @@ class Worker:
         return BatchOutcome.OUTAGE
 
     def _store(self, events: list[Event], outcome: Outcome, synth: str, given_up: str | None = None) -> None:
-        """Insert what was synthesised and mark its rows done, in one transaction (done once indexed:
-        mark_stored); a model batch also moves the point the observer conversation resumes from past it."""
+        """Insert what was synthesised and mark its rows stored (done once indexed: worker/indexing.py),
+        in one transaction; a model batch also moves where the observer conversation resumes past it."""
         ids = [e.id for e in events]
         session = records.get_session(self.conn, self.session_id)
         project = session.project if session else "unknown"
@@ -386,13 +386,11 @@ class Worker:
                 conversation.fresh = False
             # The turns are over: their prompts are indexed again with Claude's reply (the Stop hook kept it).
             replied = [i for n in outcome.summaries for i in records.replied_prompts(self.conn, self.session_id, n)]
-            indexing = bool(self.config.semantic_index and (new_ids or summary_ids or replied))
-            (queue.mark_stored if indexing else queue.mark_done)(self.conn, ids, synth, given_up)
+            to_index = bool(self.config.semantic_index and (new_ids or summary_ids or replied))
+            (queue.mark_stored if to_index else queue.mark_done)(self.conn, ids, synth, given_up)
         self.conversation.turn = None
-        if indexing:  # the rows are done once the index holds what they gave, or cannot soon
-            service.notify_index(self.config, new_ids, summary_ids, replied, wait_s=INDEX_WAIT_S)
-            with transaction(self.conn):
-                queue.finish_stored(self.conn, ids)
+        if to_index:  # the rows are done once the index holds what they gave, or cannot soon (indexing.settle)
+            self._stored.append(indexing.Stored(ids, new_ids, summary_ids, replied))
         self.stats["events"] += len(ids)
         self.stats["observations"] += len(new_ids)
 
