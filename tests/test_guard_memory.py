@@ -158,6 +158,11 @@ def test_a_person_sees_it_whole_and_releases_it(data_dir: Path, memory: dict[str
     by_agent = invoke("show", ref).output
     assert NOTE in by_agent and "id_rsa" not in by_agent
     assert json.loads(invoke("show", ref, "--json").output)["withheld_text"] == ""
+    # Nor through the lists or its session's JSON.
+    session = json.loads(invoke("show", ref, "--json").output)["session_id"]
+    for args in (("observations", "--json"), ("summaries", "--json"), ("show", session, "--json")):
+        printed = invoke(*args).output
+        assert "id_rsa" not in printed and "orbit-cdn" not in printed, args
     refused = invoke("release", ref, code=1)
     assert "a person releases" in refused.output
     monkeypatch.delenv("CLAUDECODE")

@@ -82,7 +82,10 @@ def show(app: AppContext, ref: str, as_json: bool) -> None:
     assert timeline is not None
     outage, given = outages.for_session(conn, matches[0]), injections.for_session(conn, matches[0])
     if as_json:
-        emit_json({**timeline.as_dict(), "outage": outage, "injections": given})
+        data = timeline.as_dict()
+        for key in ("observations", "summaries"):
+            data[key] = [agent_safe(row) for row in data[key]]
+        emit_json({**data, "outage": outage, "injections": given})
     else:
         _show_session(timeline, outage, given)
 
@@ -269,7 +272,7 @@ def observations_list(app: AppContext, session_id: str | None, project: str | No
     if limit:
         rows.reverse()
     if as_json:
-        emit_json([m.as_dict() for m in rows])
+        emit_json([agent_safe(m.as_dict()) for m in rows])
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("TYPE"), Column("SOURCE"), Column("PROJECT"), Column("TITLE", fit=True)],
                [_observation_cells(m) for m in rows],
@@ -294,7 +297,7 @@ def summaries_list(app: AppContext, session_id: str | None, project: str | None,
     if limit:
         rows.reverse()
     if as_json:
-        emit_json([as_dict(s) for s in rows])
+        emit_json([agent_safe(as_dict(s)) for s in rows])
         return
     echo_table([Column("ID", ">"), Column("WHEN"), Column("SESSION"), Column("#", ">"), Column("REQUEST", fit=True),
                 Column("COMPLETED", fit=True)],
