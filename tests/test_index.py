@@ -292,6 +292,7 @@ def test_unreachable_url_raises_index_unavailable() -> None:
         Index(url=f"http://127.0.0.1:{free_port()}", installation=ME).query("anything", 1)
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_a_stopped_server_times_out_instead_of_hanging_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # chromadb 1.5.9 makes its HTTP session without a timeout; chroma.bound_http_timeout sets one
     # through private attributes. When a chromadb upgrade moves them, this query hangs: the test fails.

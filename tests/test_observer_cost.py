@@ -49,6 +49,7 @@ def all_done() -> bool:
     return bool(rows) and all(r["status"] == "done" for r in rows)
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_path: Path, data_dir: Path) -> None:
     steps = scripted_session(str(tmp_path / "proj"), "sess-demo")
     first, second = steps[:4], steps[4:]  # the first prompt's Read and failing test run; then its fix, and prompt 2
@@ -91,6 +92,7 @@ def test_the_observer_sleeps_between_bursts_and_resumes_its_conversation(tmp_pat
     assert "observer CLI ended after" in output and "observer_idle_s" in output
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_a_conversation_that_cannot_be_resumed_starts_again_with_the_request_it_is_about(tmp_path: Path, data_dir: Path) -> None:
     steps = scripted_session(str(tmp_path / "proj"), "sess-demo")
     first, second = steps[:4], steps[4:]  # the second burst begins with more of request #1
@@ -117,6 +119,7 @@ def test_a_conversation_that_cannot_be_resumed_starts_again_with_the_request_it_
     assert {o["source"] for o in invoke_json("observations")} == {"model"}
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_a_reached_budget_hands_the_rest_of_the_day_to_heuristics_and_reprocess_redoes_it(tmp_path: Path, data_dir: Path) -> None:
     first, second = demo_bursts(tmp_path / "proj")
     play(first + second)
@@ -151,6 +154,7 @@ def test_a_reached_budget_hands_the_rest_of_the_day_to_heuristics_and_reprocess_
     assert all_done()
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_with_synthesizer_model_a_reached_budget_lets_events_wait_for_tomorrow(tmp_path: Path, data_dir: Path) -> None:
     first, second = demo_bursts(tmp_path / "proj")
     play(first + second)

@@ -110,6 +110,7 @@ def test_one_instance_per_data_folder(shared_service: str) -> None:
     assert client.call(shared_service, "ping", timeout_s=5, start=False)["pid"] == info["pid"]
 
 
+@pytest.mark.slow  # a worker, a service or a Chroma server for seconds
 def test_a_waiting_client_starts_the_service_again_after_one_left(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A service exiting (idle) holds the lock, without a socket, as a client asks: the service the
     # client starts then finds the lock taken and leaves. Once the lock is free, it is started again.
