@@ -138,6 +138,17 @@ class Checkpoint(_Row):
     written_at_epoch: int | None
 
 
+class _Decoded(_Row):
+    """A memory row whose JSON list columns are decoded (store/reads.py `decode`: text that is not
+    JSON reads as [])."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> Self:
+        return cls(**decode(row))
+
+
 class _Guarded:
     """A memory the write guard may have withheld (store/withheld.py)."""
 
@@ -152,7 +163,7 @@ class _Guarded:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredObservation(_Row, _Guarded):
+class StoredObservation(_Decoded, _Guarded):
     """One row of `observations` as the worker, a person or an import stored it, the JSON list
     columns decoded (text that is not JSON as []). Not store/memories.py's `Observation`, which is
     what the worker writes: this is what reads give back, id, hash, guard state and all."""
@@ -181,13 +192,9 @@ class StoredObservation(_Row, _Guarded):
     scope: str  # '' = the whole project, else the component or path a decision was stated for
     withheld_text: str  # '' or JSON of the fields as written before the guard cut them (migration 0019)
 
-    @classmethod
-    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> StoredObservation:
-        return cls(**decode(row))
-
 
 @dataclass(frozen=True, slots=True)
-class StoredSummary(_Row, _Guarded):
+class StoredSummary(_Decoded, _Guarded):
     """One row of `session_summaries`: a turn's summary as stored, its file lists decoded. (What
     the worker writes is store/memories.py's `Summary`.)"""
 
@@ -210,10 +217,6 @@ class StoredSummary(_Row, _Guarded):
     guard_note: str
     released_at_epoch: int | None
     withheld_text: str
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row | dict[str, Any]) -> StoredSummary:
-        return cls(**decode(row))
 
 
 @dataclass(frozen=True, slots=True)
