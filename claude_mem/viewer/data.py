@@ -172,12 +172,14 @@ def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 
 
 # -- health -------------------------------------------------------------------------------------
 
+SERVICE_TIMEOUT_S = 0.5  # the page polls: a busy service goes unasked rather than stall it
+
 def health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """The status report (claude_mem/status.py) as the page shows it: read in one snapshot, no
-    index drift (opening Chroma would stall the poll), the service asked for at most 0.5 s."""
+    index drift (opening Chroma would stall the poll), the service asked for at most SERVICE_TIMEOUT_S."""
     from claude_mem.status import report
 
     with snapshot(conn):
-        info = report(config, conn, revive=False, index=False, outages=3, service_timeout_s=0.5)
+        info = report(config, conn, revive=False, index=False, outages=3, service_timeout_s=SERVICE_TIMEOUT_S)
     return {"counts": info["counts"], "queue": info["queue"], "workers": info["workers"], "last_error": info["latest_error"],
             "outages": info["model_outages"], "skipped": info["skipped"], "service": info["service"], "withheld": info["withheld"]}
