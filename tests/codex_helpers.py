@@ -4,6 +4,7 @@ Where npm cannot fetch it the tests that need it are skipped, saying why."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -21,15 +22,22 @@ BINARY = PREFIX / "node_modules" / ".bin" / "codex"
 
 def codex_binary() -> Path:
     """The pinned codex, installing it when it is not there yet; skips the test when npm cannot."""
-    if not _runs(BINARY):
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("the Codex CLI tests need npm (to install @openai/codex), and there is none on PATH")
-        PREFIX.mkdir(parents=True, exist_ok=True)
+    if _runs(BINARY):
+        return BINARY
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("the Codex CLI tests need npm (to install @openai/codex), and there is none on PATH")
+    PREFIX.mkdir(parents=True, exist_ok=True)
+    # One install at a time: xdist's workers each reach here, and two npm installs into one
+    # prefix leave a binary neither can run (the README's test command skipped all three tests).
+    with open(PREFIX / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _runs(BINARY):  # another worker installed it while this one waited
+            return BINARY
         proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(PREFIX),
                                f"@openai/codex@{CODEX_VERSION}"], capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0 or not _runs(BINARY):
-            pytest.skip(f"npm could not install @openai/codex@{CODEX_VERSION}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    if proc.returncode != 0 or not _runs(BINARY):
+        pytest.skip(f"npm could not install @openai/codex@{CODEX_VERSION}: {(proc.stderr or proc.stdout).strip()[-300:]}")
     return BINARY
 
 
