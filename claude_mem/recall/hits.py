@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from claude_mem.index.documents import vector_texts
 from claude_mem.recall.candidates import Candidate
 from claude_mem.store.reads import SUMMARY_FIELDS, json_list, row_files
+from claude_mem.store.withheld import is_withheld
 from claude_mem.text.shorten import cut
 from claude_mem.text.terms import first_position, stem, words
 
@@ -107,7 +108,7 @@ def hit(c: Candidate, score: float, terms: list[str]) -> Hit:
     matched = _document_text(c) if c.doc_id else ""
     # The vector side knows which document matched; keyword hits show the text with most query words.
     snippet = matched if matched and (c.bm25 <= 0 or not terms) else _best_text(texts, terms) or matched
-    withheld = str(row["guard_note"] or "") if "guard_note" in row and row["released_at_epoch"] is None else ""
+    withheld = str(row["guard_note"]) if "guard_note" in row and is_withheld(row["guard_note"], row["released_at_epoch"]) else ""
     return Hit(kind=c.kind, id=c.id, session_id=row["session_id"] or "", project=row["project"] or "", type=type_,
                title=cut(title, TITLE_CHARS), snippet=_snippet(snippet, terms),
                created_at_epoch=int(row["created_at_epoch"] or 0), files=files, score=round(float(score), 6),

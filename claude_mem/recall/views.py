@@ -17,6 +17,7 @@ from claude_mem.store import marks, recall_rows
 from claude_mem.store.memory_rows import observations_by_id, with_marks
 from claude_mem.store.reads import SUMMARY_FIELDS, TABLES, TURN_RANK, json_list, ref
 from claude_mem.store.rows import MarkedObservation, StoredObservation
+from claude_mem.store.withheld import is_withheld
 from claude_mem.text.clock import local_clock, local_day, local_stamp
 from claude_mem.text.shorten import cut
 
@@ -111,7 +112,7 @@ def withheld_record(o: StoredObservation) -> str:
 
 def _withheld(row: dict[str, Any]) -> bool:
     """A timeline's or recent_sessions' row (store/recall_rows.py, dict-shaped with search's) is withheld."""
-    return bool(row.get("guard_note")) and row.get("released_at_epoch") is None
+    return is_withheld(row.get("guard_note"), row.get("released_at_epoch"))
 
 
 # -- full records ---------------------------------------------------------------------------------

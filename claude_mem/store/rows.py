@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from claude_mem.store.queue import QueueStatus
 from claude_mem.store.reads import decode
+from claude_mem.store.withheld import is_withheld
 
 
 class _Row:
@@ -159,7 +160,7 @@ class _Guarded:
     @property
     def withheld(self) -> bool:
         """The guard left a note on it and no person released it: memory does not give it unasked."""
-        return bool(self.guard_note) and self.released_at_epoch is None
+        return is_withheld(self.guard_note, self.released_at_epoch)
 
 
 @dataclass(frozen=True, slots=True)

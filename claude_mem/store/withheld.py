@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 TABLES = {"observation": "observations", "summary": "session_summaries"}
 
 
+def is_withheld(guard_note: str | None, released_at_epoch: int | None) -> bool:
+    """Whether a row with these two columns is withheld (`shown` says the same in SQL)."""
+    return bool(guard_note) and released_at_epoch is None
+
+
 def shown(alias: str = "t") -> str:
     """SQL: the row in `alias` is not withheld (a clause on a row already read)."""
     return f"NOT ({alias}.guard_note != '' AND {alias}.released_at_epoch IS NULL)"
