@@ -1,6 +1,6 @@
 """Search latency, ingest rate and digest time at 10k and 100k synthetic observations.
 
-    python bench/scale.py [--sizes 10000,100000] [--data-dir DIR] [--queries 200] [--json]
+    python bench/scale.py [--sizes 10000,100000] [--data-dir DIR] [--queries 200] [--json] [--against DIR]
 
 Synthetic developer memory (deterministic for a given --seed): eight projects, sessions of 8-30
 observations written from templates that name files, functions, errors, libraries and
@@ -16,7 +16,10 @@ Reported per size:
                    reply (4 observations) per commit and per index call, then removed again
   search           p50/p95 of `search()` in fts, vector and hybrid mode: natural-language and
                    keyword queries, half of them filtered to a project, interleaved by mode; and hybrid
-                   through the memory service (a `claude-mem service` process, over its socket)
+                   through the memory service (a `claude-mem service` process, over its socket);
+                   with --against, that service and another checkout's side by side, on copies
+                   of the store, each query asked of both (the only fair comparison of two commits
+                   on a machine whose speed drifts)
   marks            with --marks: the marking rules over every observation first (what upgrading a
                    database of that size runs once), their time and marks; searches then run with them
   digest           p50 of `claude-mem context` (a subprocess fed a SessionStart payload) against
@@ -408,16 +411,18 @@ def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[st
                 "empty": empty[m]} for m, s in samples.items()}
 
 
-def start_service(data_dir: Path) -> tuple[Any, dict[str, Any]]:
-    """A fresh `claude-mem service` for `data_dir`, loaded and caught up (nothing left to index),
-    and the embedder it chose."""
+def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, dict[str, Any]]:
+    """A fresh `claude-mem service` for `data_dir` (run from `checkout`, another commit's, when
+    given), loaded and caught up (nothing left to index), and the embedder it chose."""
     import subprocess
 
     from claude_mem.service import client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"],
-                            env={**env, "CLAUDE_MEM_DATA_DIR": str(data_dir)},  # the default embedder setting
+    env["CLAUDE_MEM_DATA_DIR"] = str(data_dir)  # the default embedder setting
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout)
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
     chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]
@@ -460,6 +465,45 @@ def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, 
     return {"p50_ms": round(statistics.median(samples), 2), "p95_ms": round(pct(samples, 0.95), 2), "n": len(samples),
             "empty": empty, "service_rss_mib": round((state.rss_bytes or 0) / 2**20),
             "service_rss_idle_mib": round((idle.rss_bytes or 0) / 2**20), "embedder": chosen["reason"]}
+
+
+def services_side_by_side(data_dir: Path, against: Path, queries: list[dict[str, Any]], work: Path) -> dict[str, Any]:
+    """Hybrid search through two memory services at once: this checkout's on the store, and
+    `against`'s (another commit's checkout) on a copy of it, every query asked of both, which one
+    first alternating. The machine's speed drifts by more than a change moves a search (p50 22-30 ms
+    within an hour, docs/search-tuning.md): only the same minutes compare two commits. The same code
+    on both sides gave p50 27.1 / 27.0 ms, p95 35.8 / 35.7."""
+    from claude_mem.service import client, control, protocol
+
+    copy = work / "against-store"
+    shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("service.lock", protocol.SOCKET_NAME, protocol.INFO_NAME))
+    sides = {"this": (data_dir, None), "against": (copy, against)}
+    procs = []
+    try:
+        for store, checkout in sides.values():
+            control.stop_service(str(store))
+            procs.append(start_service(store, checkout)[0])
+        settings = {"chroma_url": "", "semantic_index": True}
+        samples: dict[str, list[float]] = {name: [] for name in sides}
+        for i, q in enumerate(queries[:5] + queries):
+            for name in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
+                t0 = time.perf_counter()
+                answer = client.call(str(sides[name][0]), "search", {"query": q["query"], "project": q["project"], "limit": 20,
+                                                                     "settings": settings}, timeout_s=60)
+                if i >= 5:  # the first five warm both up
+                    samples[name].append((time.perf_counter() - t0) * 1000)
+                if answer["mode"] != "hybrid":
+                    raise SystemExit(f"the {name} service answered in {answer['mode']} mode: {answer['note']}")
+        time.sleep(1.0)  # past service/memory.py's TRIM_AFTER_S
+        idle = {name: control.state(str(store)).rss_bytes or 0 for name, (store, _) in sides.items()}
+    finally:
+        for store, _ in sides.values():
+            control.stop_service(str(store))
+        for proc in procs:
+            proc.wait(30)
+        shutil.rmtree(copy, ignore_errors=True)
+    return {"against": str(against), **{name: {"p50_ms": round(statistics.median(s), 2), "p95_ms": round(pct(s, 0.95), 2),
+                                                "rss_idle_mib": round(idle[name] / 2**20)} for name, s in samples.items()}}
 
 
 def digest_vs_floor(data_dir: Path, runs: int, work: Path) -> dict[str, Any]:
@@ -557,6 +601,9 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
         conn.close()
         index.close()
     latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries))
+    if args.against:
+        latency["side_by_side"] = services_side_by_side(data_dir, Path(args.against).resolve(),
+                                                        make_queries(args.seed, args.queries), work)
     digest = digest_vs_floor(data_dir, args.digest_runs, work)
     machine = [before, yardstick()]  # before and after
     return {"yardstick_s": machine, "rows": counts(data_dir), "vectors": meta.get("vectors", "minilm"), "build": meta.get("build"),
@@ -581,6 +628,12 @@ def report(results: dict[int, dict[str, Any]]) -> None:
                  lambda r: f"{r['search']['service']['p50_ms']:.1f} / {r['search']['service']['p95_ms']:.1f}"))
     rows.append(("  service RSS after (MiB)", lambda r: f"{r['search']['service']['service_rss_mib']}"))
     rows.append(("  and 1 s later, idle (MiB)", lambda r: f"{r['search']['service']['service_rss_idle_mib']}"))
+    if any(r["search"].get("side_by_side") for r in results.values()):
+        for side, label in (("this", "  side by side: this"), ("against", "  and --against")):
+            rows.append((f"{label} p50 / p95", lambda r, s=side: f"{r['search']['side_by_side'][s]['p50_ms']:.1f} / "
+                                                                 f"{r['search']['side_by_side'][s]['p95_ms']:.1f}"))
+        rows.append(("  their RSS idle (MiB)", lambda r: f"{r['search']['side_by_side']['this']['rss_idle_mib']} / "
+                                                         f"{r['search']['side_by_side']['against']['rss_idle_mib']}"))
     rows += [("digest p50 ms", lambda r: f"{r['digest']['context']['p50_ms']:.1f}"),
              ("hook floor p50 ms", lambda r: f"{r['digest']['floor']['p50_ms']:.1f}"),
              ("digest / floor", lambda r: f"{r['digest']['ratio']:.2f}")]
@@ -613,6 +666,8 @@ def main(argv: list[str] | None = None) -> int:
                         " their words, each embedded once (an hour less for 100000; queries are embedded by MiniLM either way)")
     parser.add_argument("--build-only", action="store_true", help="prepare the sizes under --data-dir, measure nothing")
     parser.add_argument("--marks", action="store_true", help="run the marking rules over every observation before measuring")
+    parser.add_argument("--against", metavar="DIR", help="a checkout of another commit (git worktree add --detach DIR REV):"
+                        " its memory service beside this one's, on a copy of the store, the queries alternating between them")
     args = parser.parse_args(argv)
     try:
         sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
