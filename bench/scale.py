@@ -675,6 +675,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sizes takes comma-separated integers")
     if not sizes or min(sizes) < 100:
         parser.error("--sizes must name sizes of at least 100")
+    if args.against and not (Path(args.against) / "claude_mem" / "__init__.py").is_file():
+        parser.error(f"--against {args.against}: not a checkout of claude-mem (no claude_mem/ package there)")
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
