@@ -264,7 +264,9 @@ def test_outage_with_kills_then_one_more_prompt_loses_nothing(kill_while: str, t
     assert done, queue
     assert len(kills) == 2 and all(kills), kills
     if kill_while == "starting":
-        assert log.count("while starting") >= 2, "both kills landed before the handshake"
+        # The log in the message: under load 7 one of the two kills was once logged otherwise, and
+        # the run's folder was gone before anyone could read why.
+        assert log.count("while starting") >= 2, "both kills landed before the handshake:\n" + log[-4000:]
     assert "cannot be used" not in log and "heuristic synthesizer" not in log
     assert all(r["processed_by"] == "model" and r["attempts"] == 0 for r in queue), queue
     assert observations and {o["source"] for o in observations} == {"model"}
