@@ -217,8 +217,7 @@ def _show_summary(m: StoredSummary) -> None:
                  ("source", m.source + (f" ({m.model})" if m.model else "")), ("created", local_stamp(m.created_at_epoch))])
     withheld_block(m, "summary")
     click.echo()
-    echo_fields([("request", m.request or None), ("investigated", m.investigated or None), ("learned", m.learned or None),
-                 ("completed", m.completed or None), ("next steps", m.next_steps or None), ("notes", m.notes or None)])
+    echo_fields([(name.replace("_", " "), text or None) for name, text in m.written()])
     _echo_list("files read", m.files_read)
     _echo_list("files edited", m.files_edited)
 

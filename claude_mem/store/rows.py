@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Self
 
 from claude_mem.store.queue import QueueStatus
-from claude_mem.store.reads import decode
+from claude_mem.store.reads import SUMMARY_FIELDS, decode
 from claude_mem.store.withheld import is_withheld
 
 
@@ -218,6 +218,10 @@ class StoredSummary(_Decoded, _Guarded):
     guard_note: str
     released_at_epoch: int | None
     withheld_text: str
+
+    def written(self) -> list[tuple[str, str]]:
+        """(field, text) of the fields a summary is written in (reads.SUMMARY_FIELDS), in their order."""
+        return [(name, getattr(self, name)) for name in SUMMARY_FIELDS]
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,8 +78,7 @@ def observation_item(marked: MarkedObservation) -> dict[str, Any]:
 
 
 def summary_item(s: StoredSummary) -> dict[str, Any]:
-    fields = (s.request, s.investigated, s.learned, s.completed, s.next_steps, s.notes)  # reads.SUMMARY_FIELDS
-    title = s.request or next((f for f in fields if f.strip()), "")
+    title = s.request or next((text for _, text in s.written() if text.strip()), "")
     return _item("summary", s.id, s.session_id, s.project, s.prompt_number, s.created_at_epoch, title,
                  s.completed or s.learned or "", withheld_note=s.guard_note if s.withheld else "")
 
@@ -173,6 +172,7 @@ def costs_of(conn: sqlite3.Connection, project: str | None = None, limit: int = 
 # -- health -------------------------------------------------------------------------------------
 
 SERVICE_TIMEOUT_S = 0.5  # the page polls: a busy service goes unasked rather than stall it
+
 
 def health(config: Config, conn: sqlite3.Connection) -> dict[str, Any]:
     """The status report (claude_mem/status.py) as the page shows it: read in one snapshot, no

@@ -252,8 +252,9 @@ class Worker:
                 await self._wait_for_more(wait, idle_since)
                 continue
             self._slot_wanted = False
+            ids = [r.id for r in batch]
             with transaction(conn):
-                queue.claim(conn, ids := [r.id for r in batch], self.worker_id)
+                queue.claim(conn, ids, self.worker_id)
             try:
                 settled = await self._process(batch)
                 await indexing.settle(conn, self.config, self._stored)
