@@ -433,29 +433,38 @@ def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, di
     return proc, chosen
 
 
+def ask_service(data_dir: Path, q: dict[str, Any], name: str = "") -> tuple[float, int]:
+    """One hybrid search of `q` through the service of `data_dir`: its round trip in ms, and how
+    many hits came back (a service answering by keywords alone stops the run)."""
+    from claude_mem.service import client
+
+    t0 = time.perf_counter()
+    answer = client.call(str(data_dir), "search", {"query": q["query"], "project": q["project"], "limit": 20,
+                                                   "settings": {"chroma_url": "", "semantic_index": True}}, timeout_s=60)
+    ms = (time.perf_counter() - t0) * 1000
+    if answer["mode"] != "hybrid":
+        raise SystemExit(f"the {name or 'memory'} service answered in {answer['mode']} mode: {answer['note']}")
+    return ms, len(answer["hits"])
+
+
 def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, Any]:
     """Hybrid search through the memory service (what the MCP server, the CLI, the viewer and the
     hooks do): one request over its Unix socket, the search run in the warm service."""
-    from claude_mem.service import client, control
+    from claude_mem.service import control
 
     # One left running by an earlier run's digest (SessionStart starts it) would answer instead:
     # it reloaded the index after that run's probe session, and its RSS is not a fresh service's.
     control.stop_service(str(data_dir))
     proc, chosen = start_service(data_dir)
     try:
-        settings = {"chroma_url": "", "semantic_index": True}
         for q in queries[:5]:
-            client.call(str(data_dir), "search", {"query": q["query"], "project": q["project"], "settings": settings}, timeout_s=60)
+            ask_service(data_dir, q)
         samples = []
         empty = 0
         for q in queries:
-            t0 = time.perf_counter()
-            answer = client.call(str(data_dir), "search", {"query": q["query"], "project": q["project"], "limit": 20,
-                                                           "settings": settings}, timeout_s=60)
-            samples.append((time.perf_counter() - t0) * 1000)
-            if answer["mode"] != "hybrid":
-                raise SystemExit(f"the service answered in {answer['mode']} mode: {answer['note']}")
-            empty += not answer["hits"]
+            ms, hits = ask_service(data_dir, q)
+            samples.append(ms)
+            empty += not hits
         state = control.state(str(data_dir))
         time.sleep(1.0)  # past service/memory.py's TRIM_AFTER_S: what it holds between searches
         idle = control.state(str(data_dir))
@@ -472,8 +481,8 @@ def services_side_by_side(data_dir: Path, against: Path, queries: list[dict[str,
     `against`'s (another commit's checkout) on a copy of it, every query asked of both, which one
     first alternating. The machine's speed drifts by more than a change moves a search (p50 22-30 ms
     within an hour, docs/search-tuning.md): only the same minutes compare two commits. The same code
-    on both sides gave p50 27.1 / 27.0 ms, p95 35.8 / 35.7."""
-    from claude_mem.service import client, control, protocol
+    on both sides gave p50/p95 23.2/31.3 and 23.9/32.0 ms."""
+    from claude_mem.service import control, protocol
 
     copy = work / "against-store"
     shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("service.lock", protocol.SOCKET_NAME, protocol.INFO_NAME))
@@ -483,17 +492,12 @@ def services_side_by_side(data_dir: Path, against: Path, queries: list[dict[str,
         for store, checkout in sides.values():
             control.stop_service(str(store))
             procs.append(start_service(store, checkout)[0])
-        settings = {"chroma_url": "", "semantic_index": True}
         samples: dict[str, list[float]] = {name: [] for name in sides}
         for i, q in enumerate(queries[:5] + queries):
             for name in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
-                t0 = time.perf_counter()
-                answer = client.call(str(sides[name][0]), "search", {"query": q["query"], "project": q["project"], "limit": 20,
-                                                                     "settings": settings}, timeout_s=60)
+                ms, _ = ask_service(sides[name][0], q, name)
                 if i >= 5:  # the first five warm both up
-                    samples[name].append((time.perf_counter() - t0) * 1000)
-                if answer["mode"] != "hybrid":
-                    raise SystemExit(f"the {name} service answered in {answer['mode']} mode: {answer['note']}")
+                    samples[name].append(ms)
         time.sleep(1.0)  # past service/memory.py's TRIM_AFTER_S
         idle = {name: control.state(str(store)).rss_bytes or 0 for name, (store, _) in sides.items()}
     finally:
