@@ -84,6 +84,7 @@ class Worker:
         self._repeats: set[int] = set()  # of the rows in hand, those reading a file again as it was
         self._waiting = 0  # the first row of the batch that waits for more (logged once)
         self._slot_wanted = False  # another session waits for this worker's slot: no batch waits for more
+        self._next_slot_check = 0.0  # when `_slot_asked` next looks (time.monotonic)
         self._stored: list[indexing.Stored] = []  # batches stored, their rows done once indexed
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ class Worker:
     async def _loop(self) -> StopReason:
         conn = self.conn
         idle_since = time.monotonic()
-        next_yield_check = idle_since + YIELD_CHECK_S
+        self._next_slot_check = idle_since + YIELD_CHECK_S
         last_version = None
         sweeping = True
         while True:
@@ -207,10 +208,8 @@ class Worker:
                 if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
                     self.log(f"observer CLI ended after {time.monotonic() - idle_since:.0f} s without work"
                              " (setting observer_idle_s); the next batch resumes its conversation")
-                if time.monotonic() >= next_yield_check:
-                    next_yield_check = time.monotonic() + YIELD_CHECK_S
-                    if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
-                        return StopReason.YIELDED
+                if self._slot_asked():
+                    return StopReason.YIELDED
                 if sweeping:
                     sweeping = self._sweep()
                     await asyncio.sleep(0)
@@ -236,10 +235,8 @@ class Worker:
             batch, self._repeats, wait = batching.choose(conn, self.config, self.session_id, rows, heuristic=not self.synthesis.use_model,
                                                          hold=not self.drain and not self._slot_wanted, take_open=take_open)
             if batch is None:  # the heuristic waits for the turn's end (worker/turns.py), its slot given up if wanted
-                if time.monotonic() >= next_yield_check:
-                    next_yield_check = time.monotonic() + YIELD_CHECK_S
-                    if spawn.slot_wanted(conn, self.config.workers_dir, self.config.max_workers, self.session_id):
-                        return StopReason.YIELDED
+                if self._slot_asked():
+                    return StopReason.YIELDED
                 await asyncio.sleep(POLL_S)
                 continue
             if wait is not None:
@@ -270,16 +267,21 @@ class Worker:
         """Sleep until another connection commits (data_version moves) or `until_ms`; the observer
         CLI sleeps meanwhile once it has had no batch for observer_idle_s."""
         version = data_version(self.conn)
-        look_at = time.monotonic() + YIELD_CHECK_S
         while not self.stop_requested and now_ms() < until_ms and data_version(self.conn) == version:
             if time.monotonic() - idle_since >= self.config.observer_idle_s and await self.conversation.sleep():
                 self.log("observer CLI ended while a batch waits for more events (setting observer_idle_s)")
-            if time.monotonic() >= look_at:  # a session waits for this worker's slot: send what there is
-                look_at = time.monotonic() + YIELD_CHECK_S
-                if spawn.slot_wanted(self.conn, self.config.workers_dir, self.config.max_workers, self.session_id):
-                    self._slot_wanted = True
-                    return
+            if self._slot_asked():  # a session waits for this worker's slot: send what there is
+                self._slot_wanted = True
+                return
             await asyncio.sleep(min(POLL_S, max(until_ms - now_ms(), 0) / 1000))
+
+    def _slot_asked(self) -> bool:
+        """Whether another session waits for this worker's slot (spawn.slot_wanted), looked at no
+        more often than every YIELD_CHECK_S."""
+        if time.monotonic() < self._next_slot_check:
+            return False
+        self._next_slot_check = time.monotonic() + YIELD_CHECK_S
+        return spawn.slot_wanted(self.conn, self.config.workers_dir, self.config.max_workers, self.session_id)
 
     async def _checkpoint(self, rows: list[QueuedEvent]) -> bool:
         """A compaction's checkpoint, once the events queued before it are taken."""
