@@ -254,8 +254,9 @@ class Shim:
         if not self.service_failed and os.path.exists(self.db_path):
             try:
                 upstream = connect_service(self.data_dir, self.hello, CONNECT_S)
-            except OSError:
+            except OSError as exc:
                 self.service_failed = True
+                self.log(f"the memory service cannot host this session's tools ({exc}): they run in a process of their own")
         if upstream is None:
             try:
                 upstream = spawn_own({**os.environ, "CLAUDE_MEM_DATA_DIR": self.data_dir})
@@ -304,11 +305,21 @@ class Shim:
                 return
             self.upstream = None
             twice = [k for k, (_, sent) in self.pending.items() if sent >= 2]
-            again = any(sent == 1 for _, sent in self.pending.values())
+            again = sum(sent == 1 for _, sent in self.pending.values())
         upstream.close()
+        if again or twice:  # (a service leaving between two calls costs nothing: not worth a line)
+            self.log(f"the MCP server went away while answering: {again} request(s) sent again to the next one,"
+                     f" {len(twice)} failed (sent twice already)")
         self.fail_pending("the memory service went away while answering", only=twice)
         if again:
             self.outbox.put((None, b"", None))  # wakes the forwarder, which reconnects and sends them again
+
+    def log(self, message: str) -> None:
+        """A line in claude-mem.log: rare events (a lost upstream), so a session's tool call that
+        waited can be explained afterwards."""
+        from claude_mem.logs import log_line
+
+        log_line(os.path.join(self.data_dir, "logs"), "mcp", message)
 
     def fail_pending(self, why: str, only: list[str] | None = None) -> None:
         with self.lock:

@@ -157,8 +157,9 @@ def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, d
         port = s.getsockname()[1]
     viewer = subprocess.Popen([sys.executable, "-m", "claude_mem", "viewer", "--port", str(port), "--no-open"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mcp_stderr = (tmp_path / "mcp.stderr").open("wb")
     mcp = subprocess.Popen([sys.executable, "-m", "claude_mem", "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL)
+                           stderr=mcp_stderr)
     try:
         deadline = time.monotonic() + 60
         listening: list = []
@@ -172,7 +173,8 @@ def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, d
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "test"}}}])
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "test"}}}],
+            tmp_path / "mcp.stderr")
         assert "result" in answer, answer
         assert [c for c in psutil.Process(mcp.pid).net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
         refused = subprocess.run([sys.executable, "-m", "claude_mem", "viewer", "--host", "0.0.0.0", "--port", str(port + 1),
@@ -182,25 +184,35 @@ def test_files_are_private_and_nothing_listens_beyond_loopback(tmp_path: Path, d
         for proc in (viewer, mcp):
             proc.terminate()
             proc.wait(timeout=30)
+        mcp_stderr.close()
     record("security: file modes, listening sockets", note="data dir 0700, files 0600; viewer 127.0.0.1, MCP stdio only")
 
 
-def _mcp_exchange(proc: subprocess.Popen, messages: list[dict]) -> dict:
+def _mcp_exchange(proc: subprocess.Popen, messages: list[dict], stderr: Path | None = None) -> dict:
     """Send JSON-RPC messages to a stdio MCP server; the reply to the last request."""
     assert proc.stdin is not None and proc.stdout is not None
     for message in messages:
         proc.stdin.write((json.dumps(message) + "\n").encode())
     proc.stdin.flush()
     want = messages[-1]["id"]
+    replies: list[dict] = []
+    # Read from the descriptor, not the buffered file: readline() can take two replies in one
+    # read, and select() then waits for the second, already read, until the deadline (seen in CI).
+    fd, pending = proc.stdout.fileno(), b""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            replies.append(reply := json.loads(line))
+            if reply.get("id") == want:
+                return reply
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
             break
-        line = proc.stdout.readline()
-        if not line:
-            break
-        reply = json.loads(line)
-        if reply.get("id") == want:
-            return reply
-    raise AssertionError("the MCP server did not answer")
+        pending += chunk
+    # What the shim and the service logged says where the request went.
+    logs = settings.load().logs_dir
+    said = "".join(path.read_text(errors="replace")[-3000:] for path in (Path(logs, "claude-mem.log"), Path(logs, "service.log"), stderr)
+                   if path is not None and path.exists())
+    raise AssertionError(f"the MCP server did not answer (exit {proc.poll()}); replies {replies}\n{said}")
