@@ -133,6 +133,42 @@ def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_call_in_flight_when_the_service_dies_is_answered_by_the_next(tmp_path: Path) -> None:
+    """The service hangs (SIGSTOP) with a tool call sent to it, then is killed: the shim sends
+    the call once more to the service it starts, and the log says so."""
+    stored: Stored = build_indexed(tmp_path / "data")
+    data = stored.config.data_dir
+    write_current_description(stored.config)
+    cwd = tmp_path / "alpha"
+    cwd.mkdir()
+
+    async def scenario(client: Client) -> list[tuple[bool, str]]:
+        first = await call(client, "search", query="login crash", limit=3)  # the session is hosted by the service now
+        pid = control.state(data).pid
+        assert pid
+        os.kill(pid, signal.SIGSTOP)
+        second = asyncio.ensure_future(call(client, "search", query="login crash", limit=3))
+        await asyncio.sleep(1.0)  # sent, and waiting in the hung service's socket
+        assert not second.done()
+        os.kill(pid, signal.SIGKILL)
+        return [first, await asyncio.wait_for(second, 120)]
+
+    async def main() -> list[tuple[bool, str]]:
+        async with Client(stdio_server(Path(data), cwd)) as client:
+            return await scenario(client)
+
+    try:
+        (e1, first), (e2, second) = asyncio.run(main())
+    finally:
+        control.stop_service(data)
+    assert not e1 and not e2, (first, second)
+    assert f"obs:{stored.obs['login']} | " in first and first.splitlines()[:2] == second.splitlines()[:2]
+    log = (Path(data) / "logs" / "claude-mem.log").read_text()
+    assert "went away while answering: 1 request(s) sent again to the next one, 0 failed" in log, log
+    assert log.count("service: listening on") == 2, log
+
+
+@pytest.mark.slow
 def test_a_fresh_service_has_the_description_written_and_serves_tools(tmp_path: Path) -> None:
     """No description fits this code: the service has one written after its warm-up (by a child
     process, keeping the `mcp` library out of the service until a session asks), and the first
