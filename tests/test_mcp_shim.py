@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +100,31 @@ def test_only_plain_requests_are_answered_locally() -> None:
     assert shim.local_key(other_listen, None) is None
 
 
-@pytest.mark.slow
-def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
+Answers = list[tuple[bool, str]]  # (is_error, text) of each call
+
+
+def in_a_session(tmp_path: Path, scenario: Callable[[Client, Stored], Awaitable[Answers]]) -> tuple[Stored, Answers]:
+    """`scenario` run by a session's MCP client over `claude-mem mcp`, on an indexed store whose
+    description fits this code; the service stopped after."""
     stored: Stored = build_indexed(tmp_path / "data")
-    data = stored.config.data_dir
     write_current_description(stored.config)
     cwd = tmp_path / "alpha"
     cwd.mkdir()
 
-    async def scenario(client: Client) -> list[tuple[bool, str]]:
+    async def main() -> Answers:
+        async with Client(stdio_server(Path(stored.config.data_dir), cwd)) as client:
+            return await scenario(client, stored)
+
+    try:
+        return stored, asyncio.run(main())
+    finally:
+        control.stop_service(stored.config.data_dir)
+
+
+@pytest.mark.slow
+def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
+    async def scenario(client: Client, stored: Stored) -> Answers:
+        data = stored.config.data_dir
         first = await call(client, "search", query="login crash", limit=3)
         pid = control.state(data).pid
         assert pid
@@ -119,14 +136,7 @@ def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
         third = await call(client, "get_observations", ids=[stored.obs["login"]])
         return [first, second, third]
 
-    async def main() -> list[tuple[bool, str]]:
-        async with Client(stdio_server(Path(data), cwd)) as client:
-            return await scenario(client)
-
-    try:
-        (e1, first), (e2, second), (e3, record) = asyncio.run(main())
-    finally:
-        control.stop_service(data)
+    stored, [(e1, first), (e2, second), (e3, record)] = in_a_session(tmp_path, scenario)
     assert not e1 and not e2 and not e3, (first, second, record)
     assert f"obs:{stored.obs['login']} | " in first and first.splitlines()[:2] == second.splitlines()[:2]
     assert record.startswith(f"## obs:{stored.obs['login']} · bugfix")
@@ -136,15 +146,9 @@ def test_a_killed_service_costs_nothing_but_time(tmp_path: Path) -> None:
 def test_a_call_in_flight_when_the_service_dies_is_answered_by_the_next(tmp_path: Path) -> None:
     """The service hangs (SIGSTOP) with a tool call sent to it, then is killed: the shim sends
     the call once more to the service it starts, and the log says so."""
-    stored: Stored = build_indexed(tmp_path / "data")
-    data = stored.config.data_dir
-    write_current_description(stored.config)
-    cwd = tmp_path / "alpha"
-    cwd.mkdir()
-
-    async def scenario(client: Client) -> list[tuple[bool, str]]:
+    async def scenario(client: Client, stored: Stored) -> Answers:
         first = await call(client, "search", query="login crash", limit=3)  # the session is hosted by the service now
-        pid = control.state(data).pid
+        pid = control.state(stored.config.data_dir).pid
         assert pid
         os.kill(pid, signal.SIGSTOP)
         second = asyncio.ensure_future(call(client, "search", query="login crash", limit=3))
@@ -153,17 +157,10 @@ def test_a_call_in_flight_when_the_service_dies_is_answered_by_the_next(tmp_path
         os.kill(pid, signal.SIGKILL)
         return [first, await asyncio.wait_for(second, 120)]
 
-    async def main() -> list[tuple[bool, str]]:
-        async with Client(stdio_server(Path(data), cwd)) as client:
-            return await scenario(client)
-
-    try:
-        (e1, first), (e2, second) = asyncio.run(main())
-    finally:
-        control.stop_service(data)
+    stored, [(e1, first), (e2, second)] = in_a_session(tmp_path, scenario)
     assert not e1 and not e2, (first, second)
     assert f"obs:{stored.obs['login']} | " in first and first.splitlines()[:2] == second.splitlines()[:2]
-    log = (Path(data) / "logs" / "claude-mem.log").read_text()
+    log = (Path(stored.config.data_dir) / "logs" / "claude-mem.log").read_text()
     assert "went away while answering: 1 request(s) sent again to the next one, 0 failed" in log, log
     assert log.count("service: listening on") == 2, log
 
