@@ -422,7 +422,13 @@ def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, di
     env["CLAUDE_MEM_DATA_DIR"] = str(data_dir)  # the default embedder setting
     if checkout is not None:
         env["PYTHONPATH"] = str(checkout)
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env,
+        found = subprocess.run([sys.executable, "-c", "import claude_mem; print(claude_mem.__file__)"], env=env, cwd=checkout,
+                               capture_output=True, text=True).stdout.strip()
+        if not Path(found).resolve().is_relative_to(Path(checkout).resolve()):
+            raise SystemExit(f"--against {checkout}: its service would run the code in {found}")
+    # Started in the checkout: `python -m` puts the working directory first on the path, so from
+    # this repository's root both services ran this code (every --against before the fix did).
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, cwd=checkout,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
     chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]

@@ -5,7 +5,7 @@ from the vectors SQLite keeps beside Chroma's (index/vectors.py; an observation'
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -102,12 +102,13 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     load_rows(conn, candidates)
     have = set(keys)
     rest = _vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in have])
+    blocks = [found]
     if rest:
         import numpy as np
 
         keys = keys + list(rest)
-        found = np.concatenate([found.reshape(-1, len(raw.embedding)), np.stack(list(rest.values())).astype(np.float32)])
-    set_cosines(keys, [owners[doc_id] for doc_id in keys], found, raw.embedding, candidates, raw.query_cjk)
+        blocks.append(np.stack(list(rest.values())))
+    set_cosines(keys, [owners[doc_id] for doc_id in keys], blocks, raw.embedding, candidates, raw.query_cjk)
 
 
 def _vectors(conn: sqlite3.Connection, index: Index, space: str, doc_ids: list[str]) -> dict[str, Any]:
@@ -258,38 +259,53 @@ def _written_cjk(c: Candidate | None) -> bool:
     return has_cjk(" ".join(str(c.row.get(k) or "") for k in ("title", "subtitle", "request", "prompt_text")))
 
 
-def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], docs: Any, query: Any,
+def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], blocks: Sequence[Any], query: Any,
                 candidates: dict[tuple[str, int], Candidate], query_cjk: bool = False) -> None:
     """Each candidate's cosine: that of its best document (`doc_ids`, of the rows `owners`, their
-    unit vectors the rows of `docs`), measured around the pool's centre.
+    unit vectors the rows of the matrices `blocks`, in order), measured around the pool's centre.
     Memories of one person or project share a common direction that makes raw cosines alike;
     removing CENTRING x the pool's mean keeps what sets them apart (experiment 10). Texts of one
     language share one too: a multilingual model puts a Chinese question nearer to any Chinese
     memory than to the English one that answers it. So the memories written in CJK and the
-    others are each centred on their own side's mean, the query on its side's (docs/multilingual.md)."""
+    others are each centred on their own side's mean, the query on its side's (docs/multilingual.md).
+
+    Worked out from products with the documents (d.q, d.m, |d|), block by block, never by
+    writing the documents out again (joined, or centred): each such copy was a fresh block of
+    their size, which the memory service maps and faults in anew (~660 of its ~840 page faults a
+    search at 100k, ~3 ms: processes/malloc.py, docs/search-tuning.md)."""
     import numpy as np
 
     if not doc_ids:
         return
-    docs = np.asarray(docs, dtype=np.float32)
     query = np.asarray(query, dtype=np.float32)
-    raw = (docs @ query / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # stored vectors are unit length
-    pool = docs.mean(axis=0)
-    q_centre: Any = pool
-    centres = np.repeat(pool[None, :], len(docs), axis=0)
+    blocks = [b for b in (np.asarray(b, dtype=np.float32).reshape(-1, len(query)) for b in blocks) if len(b)]
+    raw = (np.concatenate([b @ query for b in blocks]) / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # unit vectors
     in_cjk = {owner: _written_cjk(candidates.get(owner)) for owner in set(owners)}
     written = np.array([in_cjk[owner] for owner in owners])
+    starts = np.cumsum([0] + [len(b) for b in blocks])
+    centres = [sum(b.sum(axis=0) for b in blocks) / len(doc_ids)]  # the pool's mean, then each side's own
+    q_centre = centres[0]
+    of_doc = np.zeros(len(doc_ids), dtype=np.intp)  # each document's centre among them
     for cjk in (True, False):
         side = written == cjk
-        if side.sum() >= tuning.LANGUAGE_SIDE and not side.all():
-            centres[side] = docs[side].mean(axis=0)
+        count = int(side.sum())
+        if count >= tuning.LANGUAGE_SIDE and count < len(doc_ids):
+            mask = side.astype(np.float32)
+            centres.append(sum(mask[a:z] @ b for a, z, b in zip(starts[:-1], starts[1:], blocks, strict=True)) / count)
+            of_doc[side] = len(centres) - 1
             if cjk == query_cjk:
-                q_centre = centres[side][0]
-    docs = np.asarray(docs - tuning.CENTRING * centres, dtype=np.float32)
-    docs /= np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9, None)
-    q = query - tuning.CENTRING * q_centre
+                q_centre = centres[-1]
+    c = tuning.CENTRING
+    q = query - c * q_centre
     q /= max(float(np.linalg.norm(q)), 1e-9)
-    cosines = docs @ q
+    m = np.stack(centres)
+    dq = np.concatenate([b @ q for b in blocks])
+    dm = np.concatenate([b @ m.T for b in blocks])  # (documents, centres)
+    dd = np.concatenate([np.einsum("ij,ij->i", b, b) for b in blocks])
+    mine = np.arange(len(doc_ids)), of_doc
+    m_q, m_m = (m @ q)[of_doc], np.einsum("ij,ij->i", m, m)[of_doc]
+    norms = dd - 2 * c * dm[mine] + c * c * m_m  # |d - c m|^2
+    cosines = (dq - c * m_q) / np.sqrt(np.clip(norms, 1e-18, None))
     for owner, doc_id, cosine, plain in zip(owners, doc_ids, cosines.tolist(), raw, strict=True):
         cand = candidates.get(owner)
         if cand is None:
