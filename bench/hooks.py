@@ -113,7 +113,10 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
     envs = {}
     if against:
         kinds["save (python -m, against)"] = [sys.executable, "-m", "claude_mem", "save"]
-        envs["save (python -m, against)"] = {**env, "PYTHONPATH": against, "CLAUDE_MEM_DATA_DIR": str(work / "against-data")}
+        # PYTHONSAFEPATH: `python -m` would put the working folder (this checkout, run from its
+        # root) before PYTHONPATH, and both sides would run this code.
+        envs["save (python -m, against)"] = {**env, "PYTHONPATH": against, "PYTHONSAFEPATH": "1",
+                                             "CLAUDE_MEM_DATA_DIR": str(work / "against-data")}
     argvs = {k: v for k, v in kinds.items() if v is not None}
     samples: dict[str, list[float]] = {k: [] for k in argvs}
     sizes: list[int] = []
