@@ -271,8 +271,8 @@ def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], blocks: Seque
 
     Worked out from products with the documents (d.q, d.m, |d|), block by block, never by
     writing the documents out again (joined, or centred): each such copy was a fresh block of
-    their size, which the memory service maps and faults in anew (~660 of its ~840 page faults a
-    search at 100k, ~3 ms: processes/malloc.py, docs/search-tuning.md)."""
+    their size, which the memory service maps and faults in anew (~670 of its ~840 page faults a
+    search at 100k, ~3 ms of its p95: processes/malloc.py, docs/search-tuning.md)."""
     import numpy as np
 
     if not doc_ids:
