@@ -11,7 +11,6 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from claude_mem.store.records import record_reply
 from claude_mem.worker import spawn
 from tests.cli_helpers import dead_chroma, invoke, invoke_json, one_error_line
 from tests.stores import Stored
+from tests.waiting import read_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -252,20 +252,6 @@ def test_logs_tail_json_and_missing(data_dir: Path) -> None:
     assert invoke("logs", "--session", "s/1").output == "worker started\n"
     assert "for session other" in invoke("logs", "--session", "other", code=1).output
     assert "-n" in invoke("logs", "-n", "-1", code=2).output
-
-
-def read_line(proc: subprocess.Popen[bytes], timeout_s: float = 20) -> str:
-    """One line of the process's output, or fail after `timeout_s` (never hang the suite)."""
-    fd = proc.stdout.fileno()
-    data = b""
-    deadline = time.monotonic() + timeout_s
-    while not data.endswith(b"\n"):
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        assert ready, f"no line within {timeout_s} s (got {data!r})"
-        byte = os.read(fd, 1)
-        assert byte, f"output ended (got {data!r})"
-        data += byte
-    return data.decode().rstrip("\n")
 
 
 def test_logs_follow_prints_new_lines_until_ctrl_c(data_dir: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import socket
 import sqlite3
 import stat
@@ -32,6 +31,7 @@ from claude_mem.replay import play_subprocess
 from claude_mem.viewer.app import create_app
 from tests.hardening.support import FIXTURES, leftover_processes, model_env, record, rows, session_events, transcripts
 from tests.planted import MARKER, leaks_in, plant, raw_leaks, stored_text
+from tests.waiting import read_line
 
 pytestmark = pytest.mark.slow
 
@@ -196,23 +196,15 @@ def _mcp_exchange(proc: subprocess.Popen, messages: list[dict], stderr: Path | N
     proc.stdin.flush()
     want = messages[-1]["id"]
     replies: list[dict] = []
-    # Read from the descriptor, not the buffered file: readline() can take two replies in one
-    # read, and select() then waits for the second, already read, until the deadline (seen in CI).
-    fd, pending = proc.stdout.fileno(), b""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            replies.append(reply := json.loads(line))
-            if reply.get("id") == want:
-                return reply
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        chunk = os.read(fd, 65536) if ready else b""
-        if not chunk:
-            break
-        pending += chunk
+    try:
+        while (reply := json.loads(read_line(proc, max(0.0, deadline - time.monotonic())))).get("id") != want:
+            replies.append(reply)
+        return reply
+    except AssertionError as exc:
+        failure = exc
     # What the shim and the service logged says where the request went.
     logs = settings.load().logs_dir
     said = "".join(path.read_text(errors="replace")[-3000:] for path in (Path(logs, "claude-mem.log"), Path(logs, "service.log"), stderr)
                    if path is not None and path.exists())
-    raise AssertionError(f"the MCP server did not answer (exit {proc.poll()}); replies {replies}\n{said}")
+    raise AssertionError(f"the MCP server did not answer ({failure}; exit {proc.poll()}); replies {replies}\n{said}")
