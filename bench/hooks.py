@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.data import transcripts  # noqa: E402
+from bench.pace import tree_env  # noqa: E402
 from claude_mem.hooks import matches_skip_list  # noqa: E402
 from claude_mem.replay import TOOL_EVENTS, transcript_events  # noqa: E402
 from claude_mem.settings import DEFAULT_SKIP_TOOLS  # noqa: E402
@@ -113,10 +114,7 @@ def bench_latency(runs: int, payloads: list[dict[str, Any]], work: Path, env: di
     envs = {}
     if against:
         kinds["save (python -m, against)"] = [sys.executable, "-m", "claude_mem", "save"]
-        # PYTHONSAFEPATH: `python -m` would put the working folder (this checkout, run from its
-        # root) before PYTHONPATH, and both sides would run this code.
-        envs["save (python -m, against)"] = {**env, "PYTHONPATH": against, "PYTHONSAFEPATH": "1",
-                                             "CLAUDE_MEM_DATA_DIR": str(work / "against-data")}
+        envs["save (python -m, against)"] = {**env, **tree_env(Path(against)), "CLAUDE_MEM_DATA_DIR": str(work / "against-data")}
     argvs = {k: v for k, v in kinds.items() if v is not None}
     samples: dict[str, list[float]] = {k: [] for k in argvs}
     sizes: list[int] = []

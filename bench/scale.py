@@ -416,19 +416,18 @@ def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, di
     given), loaded and caught up (nothing left to index), and the embedder it chose."""
     import subprocess
 
+    from bench.pace import tree_env
     from claude_mem.service import client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
     env["CLAUDE_MEM_DATA_DIR"] = str(data_dir)  # the default embedder setting
+    env.update(tree_env(checkout))  # (without it, run from this repository's root, both sides ran this code)
     if checkout is not None:
-        env["PYTHONPATH"] = str(checkout)
-        found = subprocess.run([sys.executable, "-c", "import claude_mem; print(claude_mem.__file__)"], env=env, cwd=checkout,
+        found = subprocess.run([sys.executable, "-c", "import claude_mem; print(claude_mem.__file__)"], env=env,
                                capture_output=True, text=True).stdout.strip()
         if not Path(found).resolve().is_relative_to(Path(checkout).resolve()):
             raise SystemExit(f"--against {checkout}: its service would run the code in {found}")
-    # Started in the checkout: `python -m` puts the working directory first on the path, so from
-    # this repository's root both services ran this code (every --against before the fix did).
-    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env, cwd=checkout,
+    proc = subprocess.Popen([sys.executable, "-m", "claude_mem", "service"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client.call(str(data_dir), "ping", timeout_s=120, wait=True, start=False)
     chosen = client.call(str(data_dir), "status", timeout_s=60, start=False)["embedder"]
