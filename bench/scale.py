@@ -46,13 +46,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from claude_mem.index.documents import LAYOUT
-from claude_mem.index.embedders import embedder_named
-from claude_mem.index.semantic_index import Index
-from claude_mem.recall.search import search
-from claude_mem.store.db import connect, transaction
-from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
-from claude_mem.store.records import ensure_session, record_prompt
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.pace import tree_env  # noqa: E402
+from claude_mem.index.documents import LAYOUT  # noqa: E402
+from claude_mem.index.embedders import embedder_named  # noqa: E402
+from claude_mem.index.semantic_index import Index  # noqa: E402
+from claude_mem.recall.search import search  # noqa: E402
+from claude_mem.store.db import connect, transaction  # noqa: E402
+from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary  # noqa: E402
+from claude_mem.store.records import ensure_session, record_prompt  # noqa: E402
 
 
 def _load_hook_bench() -> Any:
@@ -416,7 +420,6 @@ def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, di
     given), loaded and caught up (nothing left to index), and the embedder it chose."""
     import subprocess
 
-    from bench.pace import tree_env
     from claude_mem.service import client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE_MEM_")}
