@@ -16,11 +16,15 @@ from hypothesis import strategies as st
 from claude_mem.index.semantic_index import Index
 from claude_mem.kinds import SearchMode
 from claude_mem.recall import tuning
+from claude_mem.recall.candidates import Candidate, Filters, load_rows
 from claude_mem.recall.dates import date_windows
 from claude_mem.recall.hits import Hit
+from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.search import search
+from claude_mem.recall.semantic import add_candidates, measure_ahead, start_nearest
 from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
+from claude_mem.store.reads import KINDS
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.text.terms import fts_match, query_terms
 from tests.search_helpers import keys
@@ -152,6 +156,42 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     design = search(conn, "store", index=index, file="DESIGN.md", limit=3, mode=mode)
     assert keys(design) == [("observation", ids["db"])]
     assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
+
+
+@pytest.mark.parametrize("want", [2, 4, 16])
+@pytest.mark.parametrize("project", [None, "alpha"])
+@pytest.mark.parametrize(("query", "others"), [("fixed login crash refresh token", True),
+                                               ("which database should the store use", True), ("dark mode css", False),
+                                               # the summary is among the nearest by what it learned, not by its request
+                                               ("the login crash tokens expire", True)])
+def test_keyword_candidates_measured_ahead_score_as_measured_after(store, query: str, others: bool, project: str | None,
+                                                                    want: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the semantic side is on its way, the keyword candidates' vectors are read ahead
+    (semantic.measure_ahead): their cosines and best documents must be those read after it came.
+    Few nearest (`want`) leave summaries and prompts, or some of their documents, beyond them: the
+    document holding most query words counts only for a candidate none of whose documents is among
+    them (`others`: the query's keywords find some summary or prompt)."""
+    conn, index, _ = store
+    monkeypatch.setattr(tuning, "POOL", 2)
+    filters = Filters(project, None, None, None, None, None)
+    terms = query_terms(query)
+    pending = start_nearest(index, query, KINDS, filters, want)
+    raw = pending.result()
+    cosines = {}
+    for way in ("after", "ahead"):
+        candidates = {key: Candidate(*key, bm25=score) for key, score in fts_search(conn, terms, KINDS, filters, 3, alone=False).items()}
+        load_rows(conn, candidates)
+        ahead = measure_ahead(conn, index, pending.space(), candidates, terms) if way == "ahead" else None
+        if ahead is not None:
+            assert ahead.keys and bool(ahead.best) == others, ahead
+        add_candidates(conn, index, raw, terms, KINDS, filters, want, candidates, fill_missing=True, ahead=ahead)
+        cosines[way] = {key: (c.cosine, c.raw_cosine, c.doc_id) for key, c in candidates.items()}
+    assert cosines["ahead"].keys() == cosines["after"].keys()
+    for key, (cosine, plain, doc_id) in cosines["after"].items():
+        got = cosines["ahead"][key]
+        assert got[2] == doc_id and (cosine is None) == (got[0] is None), (key, got, doc_id)
+        if cosine is not None:
+            assert got[0] == pytest.approx(cosine, abs=1e-5) and got[1] == pytest.approx(plain, abs=1e-5)  # summed in another order
 
 
 def test_without_filters_the_keyword_index_ranks_alone_as_the_joined_statement_does(store) -> None:

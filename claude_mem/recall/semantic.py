@@ -55,12 +55,39 @@ class NearestDocuments:
     aliases: teammates.Aliases = field(default_factory=teammates.Aliases)  # ids of teammates' rows in this search
 
 
-def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Future[NearestDocuments]:
-    """`fetch_nearest`, started: its result (or IndexUnavailable) comes from `.result()`."""
-    return _start(fetch_nearest, index, text, kinds, f, want)
+class Pending:
+    """The nearest documents on their way (`result()`), and the space their vectors in SQLite
+    are kept under as soon as it is known (`space()`): the keyword candidates' cosines are read
+    with it while the query is embedded and the index searched (`measure_ahead`)."""
+
+    def __init__(self, space: Future[str], nearest: Future[NearestDocuments]) -> None:
+        self._space, self._nearest = space, nearest
+
+    def space(self) -> str:
+        return self._space.result()
+
+    def result(self) -> NearestDocuments:
+        return self._nearest.result()
 
 
-def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> NearestDocuments:
+def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Pending:
+    """`fetch_nearest`, started: its result (or IndexUnavailable) comes from `.result()`, and
+    the space it reads vectors in from `.space()`, first."""
+    space: Future[str] = Future()
+
+    def fetch() -> NearestDocuments:
+        try:
+            name = index.space()
+        except BaseException as exc:
+            space.set_exception(exc)
+            raise
+        space.set_result(name)
+        return fetch_nearest(index, text, kinds, f, want, name)
+
+    return Pending(space, _start(fetch))
+
+
+def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int, space: str) -> NearestDocuments:
     """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
     embedding = index.embed_query(text)
     # Unfiltered, the nearest `want` are the answer; with filters, more are checked in SQLite.
@@ -69,13 +96,44 @@ def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
     n = want * tuning.RAW_FACTOR if filtered else want
     aliases = teammates.Aliases()
     matches = [aliases.local(m) for m in index.query_documents(embedding, n)]
-    return NearestDocuments(embedding, matches, has_cjk(text), n, index.space(), aliases)
+    return NearestDocuments(embedding, matches, has_cjk(text), n, space, aliases)
+
+
+@dataclass
+class Ahead:
+    """The keyword candidates' documents and vectors, read before the nearest documents came
+    (`measure_ahead`): the observations' stored vectors, and the document holding most query
+    words of each other candidate, which counts only if none of its documents is among the nearest."""
+
+    read: set[int] = field(default_factory=set)  # observations whose stored vectors were looked for
+    keys: list[str] = field(default_factory=list)  # those found, and their rows
+    rows: list[int] = field(default_factory=list)
+    found: Any = None  # their matrix, a vector a key
+    looked: set[tuple[str, int]] = field(default_factory=set)  # candidates whose best document was looked for
+    best: dict[str, tuple[str, int]] = field(default_factory=dict)  # that document -> its candidate
+    vectors: dict[str, Any] = field(default_factory=dict)  # those documents' vectors
+
+
+def measure_ahead(conn: sqlite3.Connection, index: Index, space: str, candidates: dict[tuple[str, int], Candidate],
+                  terms: list[str]) -> Ahead:
+    """What the hybrid search's keyword candidates need for their cosines, read while the search
+    waits for the semantic side (the longer of the two at 100k: docs/search-tuning.md)."""
+    read = {row_id for (kind, row_id), c in candidates.items() if kind == "observation" and c.remote is None}
+    keys, rows, found = stored_vectors.matrix(conn, space, "observation", sorted(read))
+    measured = {("observation", row_id) for row_id in rows}
+    looked = {key: c for key, c in candidates.items() if key not in measured}
+    best = _best_documents(conn, looked, terms)
+    return Ahead(read, keys, rows, found, set(looked), best, _vectors(conn, index, space, list(best)))
 
 
 def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, terms: list[str], kinds: tuple[str, ...],
-                   f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool) -> None:
+                   f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool,
+                   ahead: Ahead | None = None) -> None:
     """The nearest documents passing the filters join `candidates`, and every candidate gets its
-    cosine (`fill_missing`: keyword hits the nearest did not reach as well)."""
+    cosine (`fill_missing`: keyword hits the nearest did not reach as well, with what `ahead`
+    read of them already)."""
+    import numpy as np
+
     matches = _nearest(conn, index, raw, kinds, f, want)
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
@@ -90,22 +148,26 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
     # An observation is measured by every vector it has, its facts' included: a question about
     # one fact is nearer to that fact than to the whole observation (docs/search-tuning.md).
-    local = [key for key, c in candidates.items() if key[0] == "observation" and c.remote is None
-             and (fill_missing or key in reached)]
-    keys, rows, found = stored_vectors.matrix(conn, raw.space, "observation", [row_id for _, row_id in local])
-    owners.update(zip(keys, (("observation", row_id) for row_id in rows), strict=True))
+    ahead = ahead if fill_missing and ahead is not None else Ahead()
+    local = [row_id for (kind, row_id), c in candidates.items() if kind == "observation" and c.remote is None
+             and (fill_missing or (kind, row_id) in reached) and row_id not in ahead.read]
+    more, rows, found = stored_vectors.matrix(conn, raw.space, "observation", local)
+    keys = ahead.keys + more
+    blocks = [found] if ahead.found is None else [ahead.found, found]
+    owners.update(zip(keys, (("observation", row_id) for row_id in ahead.rows + rows), strict=True))
     if fill_missing:
         # Keyword hits with no vector yet still need a cosine, or the blend would read "not in
         # the top N" as "unrelated": that of their document holding most query words.
         measured = set(owners.values())
-        owners.update(_best_documents(conn, {key: c for key, c in candidates.items() if key not in measured}, terms))
+        missing = {key: c for key, c in candidates.items() if key not in measured}
+        owners.update((doc_id, owner) for doc_id, owner in ahead.best.items() if owner in missing)
+        owners.update(_best_documents(conn, {key: c for key, c in missing.items() if key not in ahead.looked}, terms))
     load_rows(conn, candidates)
     have = set(keys)
-    rest = _vectors(conn, index, raw.space, [doc_id for doc_id in owners if doc_id not in have])
-    blocks = [found]
+    wanted = [doc_id for doc_id in owners if doc_id not in have]
+    rest = {doc_id: ahead.vectors[doc_id] for doc_id in wanted if doc_id in ahead.vectors}
+    rest.update(_vectors(conn, index, raw.space, [doc_id for doc_id in wanted if doc_id not in rest]))
     if rest:
-        import numpy as np
-
         keys = keys + list(rest)
         blocks.append(np.stack(list(rest.values())))
     set_cosines(keys, [owners[doc_id] for doc_id in keys], blocks, raw.embedding, candidates, raw.query_cjk)
