@@ -176,15 +176,15 @@ def test_keyword_candidates_measured_ahead_score_as_measured_after(store, query:
     filters = Filters(project, None, None, None, None, None)
     terms = query_terms(query)
     pending = start_nearest(index, query, KINDS, filters, want)
-    raw = pending.result()
     cosines = {}
     for way in ("after", "ahead"):
         candidates = {key: Candidate(*key, bm25=score) for key, score in fts_search(conn, terms, KINDS, filters, 3, alone=False).items()}
         load_rows(conn, candidates)
-        ahead = measure_ahead(conn, index, pending.space(), candidates, terms) if way == "ahead" else None
-        if ahead is not None:
+        if way == "ahead":
+            ahead = measure_ahead(conn, index, pending.space(), candidates, terms)
             assert ahead.keys and bool(ahead.best) == others, ahead
-        add_candidates(conn, index, raw, terms, KINDS, filters, want, candidates, fill_missing=True, ahead=ahead)
+        add_candidates(conn, index, pending, terms, KINDS, filters, want, candidates, fill_missing=True,
+                       read_ahead=way == "ahead")
         cosines[way] = {key: (c.cosine, c.raw_cosine, c.doc_id) for key, c in candidates.items()}
     assert cosines["ahead"].keys() == cosines["after"].keys()
     for key, (cosine, plain, doc_id) in cosines["after"].items():

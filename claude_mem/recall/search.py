@@ -32,7 +32,7 @@ from claude_mem.recall.fusion import fuse, relevant
 from claude_mem.recall.hits import Hit, hit
 from claude_mem.recall.keyword import fts_search
 from claude_mem.recall.rivals import rank_rivals
-from claude_mem.recall.semantic import add_candidates, measure_ahead, start_nearest
+from claude_mem.recall.semantic import add_candidates, start_nearest
 from claude_mem.recall.superseded import rank_superseded
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store import recall_rows
@@ -93,10 +93,8 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
             from claude_mem.index.chroma import IndexUnavailable
 
             try:
-                # The keyword candidates' vectors are read while the semantic side is still on its way.
-                ahead = measure_ahead(conn, index, nearest.space(), candidates, terms) if mode is SearchMode.HYBRID else None
-                add_candidates(conn, index, nearest.result(), terms, kinds, filters, want, candidates,
-                               fill_missing=mode is SearchMode.HYBRID, ahead=ahead)
+                add_candidates(conn, index, nearest, terms, kinds, filters, want, candidates,
+                               fill_missing=mode is SearchMode.HYBRID)
             except IndexUnavailable as exc:
                 used, note = SearchMode.KEYWORD, f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.

@@ -126,14 +126,16 @@ def measure_ahead(conn: sqlite3.Connection, index: Index, space: str, candidates
     return Ahead(read, keys, rows, found, set(looked), best, _vectors(conn, index, space, list(best)))
 
 
-def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, terms: list[str], kinds: tuple[str, ...],
+def add_candidates(conn: sqlite3.Connection, index: Index, nearest: Pending, terms: list[str], kinds: tuple[str, ...],
                    f: Filters, want: int, candidates: dict[tuple[str, int], Candidate], *, fill_missing: bool,
-                   ahead: Ahead | None = None) -> None:
+                   read_ahead: bool = True) -> None:
     """The nearest documents passing the filters join `candidates`, and every candidate gets its
-    cosine (`fill_missing`: keyword hits the nearest did not reach as well, with what `ahead`
-    read of them already)."""
+    cosine (`fill_missing`: keyword hits the nearest did not reach as well, their vectors read
+    while the nearest are on their way unless not `read_ahead`)."""
     import numpy as np
 
+    ahead = measure_ahead(conn, index, nearest.space(), candidates, terms) if fill_missing and read_ahead else Ahead()
+    raw = nearest.result()
     matches = _nearest(conn, index, raw, kinds, f, want)
     reached = {(m.kind, m.sqlite_id) for m in matches}
     for key in reached:
@@ -148,7 +150,6 @@ def add_candidates(conn: sqlite3.Connection, index: Index, raw: NearestDocuments
     owners = {m.doc_id: (m.kind, m.sqlite_id) for m in matches}
     # An observation is measured by every vector it has, its facts' included: a question about
     # one fact is nearer to that fact than to the whole observation (docs/search-tuning.md).
-    ahead = ahead if fill_missing and ahead is not None else Ahead()
     local = [row_id for (kind, row_id), c in candidates.items() if kind == "observation" and c.remote is None
              and (fill_missing or (kind, row_id) in reached) and row_id not in ahead.read]
     more, rows, found = stored_vectors.matrix(conn, raw.space, "observation", local)
