@@ -24,6 +24,7 @@ from claude_mem.mcp.host import envelope, write_current_description
 from claude_mem.service import control
 from tests.mcp_helpers import call, stdio_server
 from tests.stores import Stored, build_indexed
+from tests.waiting import read_line
 
 # What the Claude Code CLI (2.1.332) sends first, as it sent it (its envelope, its listen).
 CLI_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -46,13 +47,14 @@ LEGACY = [
 
 
 def exchange(argv: list[str], env: dict[str, str], messages: list[dict[str, Any]], expected: int) -> list[dict[str, Any]]:
-    """Send `messages` and read `expected` lines back, in the order they came."""
+    """Send `messages` and read `expected` lines back, in the order they came (failing, not
+    hanging, when one does not come: the library's server loads the model first on a busy machine)."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
     proc.stdin.flush()
     try:
-        return [json.loads(proc.stdout.readline()) for _ in range(expected)]
+        return [json.loads(read_line(proc, timeout_s=120)) for _ in range(expected)]
     finally:
         proc.kill()
         proc.wait()
