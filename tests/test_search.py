@@ -26,7 +26,7 @@ from claude_mem.store.db import connect
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary
 from claude_mem.store.reads import KINDS
 from claude_mem.store.records import ensure_session, record_prompt
-from claude_mem.text.terms import fts_match, query_terms
+from claude_mem.text.terms import fts_match, path_phrases, query_terms
 from tests.search_helpers import keys
 
 DAY = 86_400_000
@@ -231,6 +231,41 @@ def test_common_words_give_way_to_rare_ones_and_their_counts_follow_new_rows(tmp
     add("gizmo", 20)  # now both words are common: only rows holding both are ranked
     again = search(conn, "gizmo widget", kinds=("observation",), limit=50, mode="keyword")
     assert {h.id for h in again.hits} == set(both) and not set(common) & {h.id for h in again.hits}
+
+
+@pytest.mark.parametrize(("text", "phrases"), [
+    ("in src/auth/session.py", [["src", "auth", "session", "py"]]),
+    ("models.go and pkg.util.Load", [["models", "go"], ["pkg", "util", "load"]]),
+    ("C:\\work\\the\\app.ts", [["work", "the", "app", "ts"]]),  # stopwords stay: the phrase is the path
+    ("no path here, e.g. a sentence.", [["e", "g"]]),
+    ("", []),
+])
+def test_path_phrases(text: str, phrases: list[list[str]]) -> None:
+    assert path_phrases(text) == phrases
+
+
+def test_a_path_of_common_words_finds_that_path_then_its_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every word of the query is common, a path in it is matched as the path (a phrase),
+    not as its words anywhere in a row (src/auth/... in one place, session.py in another); when
+    no row holds the path as written, its words anywhere still find what they find."""
+    monkeypatch.setattr(tuning, "FTS_BUDGET", 10)
+    conn = connect(str(tmp_path / "paths.db"))
+    ensure_session(conn, "s", project="p", cwd=None, transcript_path=None)
+
+    def add(title: str, files: list[str], n: int = 1) -> list[int]:
+        said = f"Edited {' and '.join(files)}"  # the keyword index holds the text, not the file lists
+        return [insert_observation(conn, "s", "p", Observation(type="change", title=f"{title} {i}", narrative=said,
+                                                               files_modified=files), prompt_number=1) for i in range(n)]
+
+    add("Auth work", ["src/auth/tokens.py"], 12)  # every word of the path below is in 12+ rows
+    add("Session store", ["src/db/session.py"], 12)
+    scattered = add("Session auth", ["src/auth/tokens.py", "src/db/session.py"], 2)  # the words, not the path
+    exact = add("Session handling", ["src/auth/session.py"], 2)
+    found = {h.id for h in search(conn, "in src/auth/session.py", kinds=("observation",), limit=50,
+                                  mode="keyword").hits}
+    assert found == set(exact), (found, exact, scattered)
+    anywhere = {h.id for h in search(conn, "src/db/auth.py", kinds=("observation",), limit=50, mode="keyword").hits}
+    assert set(scattered) <= anywhere  # no row holds src/db/auth.py: rows holding its four words
 
 
 def test_without_an_index_answers_from_fts_and_says_so(store) -> None:

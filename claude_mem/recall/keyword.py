@@ -21,9 +21,9 @@ MAX_COUNTS = 50_000
 
 
 def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...], f: Filters,
-               pool: int, *, alone: bool = True) -> dict[tuple[str, int], float]:
+               pool: int, phrases: list[list[str]] | None = None, *, alone: bool = True) -> dict[tuple[str, int], float]:
     """The `pool` best keyword matches per kind. `alone` says no semantic side will rank what
-    keywords cannot tell apart (see below)."""
+    keywords cannot tell apart (see below); `phrases` are the query's paths (terms.path_phrases)."""
     if not terms:
         return {}
     found: dict[tuple[str, int], float] = {}
@@ -34,17 +34,33 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
             continue
         largest = fts.largest_rowid(conn, kind)
         rare, common = _split_by_frequency(conn, kind, terms, largest, database)
-        if rare:
-            match = fts_match(rare)
-        else:
-            # Every word common: the rows holding all of them; when even those are over budget,
-            # keywords do not tell them apart and the semantic side ranks them alone.
-            match = " AND ".join(fts_match([t]) for t in common)
-            if not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
-                continue
-        for row_id, score in fts.best_matches(conn, kind, match, where, pool):
-            found[(kind, row_id)] = score
+        for match in _matches(rare, common, phrases or []):
+            # Every word common: when even the rows holding all of them are over budget, keywords
+            # do not tell them apart and the semantic side ranks them alone.
+            if not rare and not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
+                break  # (those holding a path are fewer than those holding its words: neither fits)
+            best = fts.best_matches(conn, kind, match, where, pool)
+            if best:
+                found.update(((kind, row_id), score) for row_id, score in best)
+                break
     return found
+
+
+def _matches(rare: list[str], common: list[str], phrases: list[list[str]]) -> list[str]:
+    """The match expressions to try in turn: any of the rare words; else every common word, a
+    path's words as that path (a phrase: FTS5 ranks it by its own matches, where each common word
+    alone makes bm25 read all its rows, docs/search-tuning.md "Paths as phrases"), then, when the
+    path is written some other way in memory, its words anywhere."""
+    if rare:
+        return [fts_match(rare)]
+    parts: list[str] = []
+    left = list(common)
+    for phrase in phrases:
+        if any(t in phrase for t in left):
+            parts.append('"' + " ".join(phrase) + '"')
+            left = [t for t in left if t not in phrase]
+    plain = " AND ".join(fts_match([t]) for t in common)
+    return list(dict.fromkeys([" AND ".join(parts + [fts_match([t]) for t in left]), plain]))
 
 
 def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str], largest: int,

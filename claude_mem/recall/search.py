@@ -37,7 +37,7 @@ from claude_mem.recall.superseded import rank_superseded
 from claude_mem.recall.turns import add_neighbours, forward
 from claude_mem.store import recall_rows
 from claude_mem.store.reads import KINDS, session_hosts
-from claude_mem.text.terms import query_terms
+from claude_mem.text.terms import path_phrases, query_terms
 
 if TYPE_CHECKING:
     from claude_mem.index.semantic_index import Index
@@ -66,7 +66,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     kinds = tuple(dict.fromkeys(kinds))
     limit = max(0, min(int(limit), 500))
     text = (query or "").strip()
-    terms = query_terms(text)
+    terms, phrases = query_terms(text), path_phrases(text)
     if not limit or not kinds or not text:
         return SearchResult([], mode if index is not None else SearchMode.KEYWORD, "empty query" if not text else None)
     filters = Filters(project or None, type_ or None, session_id or None, since_ms, until_ms, file or None)
@@ -81,7 +81,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
     nearest = start_nearest(index, text, kinds, filters, want) if mode is not SearchMode.KEYWORD and index is not None else None
     if mode is not SearchMode.SEMANTIC or index is None:
         alone = mode is SearchMode.KEYWORD or index is None
-        for key, score in fts_search(conn, terms, kinds, filters, pool, alone=alone).items():
+        for key, score in fts_search(conn, terms, kinds, filters, pool, phrases, alone=alone).items():
             if key not in excluded:
                 candidates[key] = Candidate(*key, bm25=score)
         load_rows(conn, candidates)
@@ -99,7 +99,7 @@ def search(conn: sqlite3.Connection, query: str, *, index: Index | None = None, 
                 used, note = SearchMode.KEYWORD, f"{exc}: keyword results only"
                 # Keywords alone now: searched again when the first pass counted on the other side.
                 candidates = {key: Candidate(*key, bm25=score)
-                              for key, score in fts_search(conn, terms, kinds, filters, pool).items() if key not in excluded}
+                              for key, score in fts_search(conn, terms, kinds, filters, pool, phrases).items() if key not in excluded}
                 load_rows(conn, candidates)
                 add_neighbours(conn, candidates, filters, excluded)
     for key in excluded:

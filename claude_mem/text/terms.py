@@ -52,6 +52,16 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept))[:MAX_TERMS]
 
 
+PATH = re.compile(r"\w+(?:[./\\]\w+)+")  # src/auth/session.py, models.go, pkg.module.func
+
+
+def path_phrases(text: str) -> list[list[str]]:
+    """The words of each path or dotted name in the query (`src/auth/session.py`: src auth session
+    py), in order and with none dropped: FTS5 matches them as a phrase, the path itself rather than
+    its words anywhere in a row (recall/keyword.py, when every word is common)."""
+    return [found for found in (words(m.group()) for m in PATH.finditer(text or "")) if len(found) > 1]
+
+
 def first_position(text: str, terms: Iterable[str]) -> int:
     """Where in `text` the first of `terms` is (a word by its stem, a CJK pair as it is), or 0."""
     wanted = {stem(t) for t in terms}
