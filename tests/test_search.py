@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +31,7 @@ from claude_mem.store.reads import KINDS
 from claude_mem.store.records import ensure_session, record_prompt
 from claude_mem.text.terms import fts_match, path_phrases, query_terms
 from tests.search_helpers import keys
+from tests.stores import build_indexed
 
 DAY = 86_400_000
 T0 = int(time.mktime((2025, 3, 3, 12, 0, 0, 0, 0, -1)) * 1000)  # local noon, 3 March 2025
@@ -266,6 +270,31 @@ def test_a_path_of_common_words_finds_that_path_then_its_words(tmp_path: Path, m
     assert found == set(exact), (found, exact, scattered)
     anywhere = {h.id for h in search(conn, "src/db/auth.py", kinds=("observation",), limit=50, mode="keyword").hits}
     assert set(scattered) <= anywhere  # no row holds src/db/auth.py: rows holding its four words
+
+
+FIRST_SEARCH = """
+import sys
+from claude_mem.index.semantic_index import Index
+from claude_mem.recall.search import search
+from claude_mem.store.db import connect
+assert "numpy" not in sys.modules  # else nothing is imported by two threads at once
+data, mode = sys.argv[1:]
+result = search(connect(data + "/claude-mem.db"), "login crash", index=Index(path=data + "/chroma"), mode=mode)
+print(result.mode, len(result.hits))
+"""
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_first_search_in_a_fresh_process(tmp_path: Path, mode: str) -> None:
+    """A process's first search starts the semantic side's thread, whose first embedding imports
+    numpy while the search's own thread goes on: both importing it at once left one of them a
+    half-initialised module (ImportError: cannot import name 'NDArray'), every time in semantic mode."""
+    stored = build_indexed(tmp_path)
+    data = str(stored.config.data_dir)
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", FIRST_SEARCH, data, mode], capture_output=True, text=True, timeout=180,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        assert done.returncode == 0 and done.stdout.split()[0] == mode, done.stderr[-2000:]
 
 
 def test_without_an_index_answers_from_fts_and_says_so(store) -> None:

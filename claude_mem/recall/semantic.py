@@ -73,6 +73,11 @@ class Pending:
 def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int) -> Pending:
     """`fetch_nearest`, started: its result (or IndexUnavailable) comes from `.result()`, and
     the space it reads vectors in from `.space()`, first."""
+    # Imported here first: the thread's first embedding imports numpy too, and the two threads
+    # importing it at once left one with a half-initialised module (ImportError), in a process's
+    # first search, while this thread read the keyword side's vectors.
+    import numpy  # noqa: F401
+
     space: Future[str] = Future()
 
     def fetch() -> NearestDocuments:
