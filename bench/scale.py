@@ -15,7 +15,9 @@ Reported per size:
   ingest (worker)  observations/s of a probe session added the way the worker does it, one model
                    reply (4 observations) per commit and per index call, then removed again
   search           p50/p95 of `search()` in fts, vector and hybrid mode: natural-language and
-                   keyword queries, half of them filtered to a project, interleaved by mode; and hybrid
+                   keyword queries, half of them filtered to a project, interleaved by mode, and
+                   their precision at 10 (`judge`: hits about the question's project that name what
+                   it names, as the generator wrote it into the memories that answer it); and hybrid
                    through the memory service (a `claude-mem service` process, over its socket);
                    with --against, that service and another checkout's side by side, on copies
                    of the store, each query asked of both (the only fair comparison of two commits
@@ -386,14 +388,45 @@ def _remove_probe(conn: sqlite3.Connection, index: Index) -> None:
             conn.execute("DELETE FROM observations WHERE session_id = ?", (PROBE_SESSION,))
 
 
+NAMED = ("func", "file", "lib", "error", "area")  # what a question names, and a memory that answers it names too
+
+
 def make_queries(seed: int, n: int) -> list[dict[str, Any]]:
+    """Questions from the projects' vocabularies, half filtered to their project; each with what
+    it names and the project it is about (`judge`)."""
     rng = random.Random(f"{seed}:queries")
     out = []
     for _ in range(n):
         project = rng.choice(sorted(PROJECTS))
         v = Vocabulary(project).pick(rng)
-        out.append({"query": rng.choice(QUESTIONS).format(**v), "project": project if rng.random() < 0.5 else None})
+        template = rng.choice(QUESTIONS)
+        out.append({"query": template.format(**v), "project": project if rng.random() < 0.5 else None,
+                    "about": project, "names": [v[k] for k in NAMED if "{" + k + "}" in template]})
     return out
+
+
+_NAMED_TEXT = {  # (project, text) of a hit, as the judge reads it
+    "observation": "SELECT project, title || ' ' || coalesce(subtitle, '') || ' ' || coalesce(narrative, '') || ' ' || coalesce(facts, '')"
+                   " FROM observations WHERE id = ?",
+    "summary": "SELECT project, coalesce(request, '') || ' ' || coalesce(investigated, '') || ' ' || coalesce(learned, '')"
+               " || ' ' || coalesce(completed, '') || ' ' || coalesce(next_steps, '') FROM session_summaries WHERE id = ?",
+    "prompt": "SELECT s.project, p.prompt_text FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id"
+              " WHERE p.id = ?",
+}
+
+
+def judge(conn: sqlite3.Connection, q: dict[str, Any], hits: list[Any]) -> float:
+    """Precision at 10: the share of the first ten hits that are about the question's project and
+    name everything it names (a function, file, library, error or area, as the generator wrote them
+    into the memories that answer it). A relevance judgement at 100k that no ranking was tuned to."""
+    top = hits[:10]
+    if not top:
+        return 0.0
+    good = 0
+    for h in top:
+        row = conn.execute(_NAMED_TEXT[h.kind], (h.id,)).fetchone()
+        good += bool(row) and row[0] == q["about"] and all(name.lower() in (row[1] or "").lower() for name in q["names"])
+    return good / len(top)
 
 
 def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -403,6 +436,7 @@ def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[st
             search(conn, q["query"], index=index, project=q["project"], mode=mode)
     samples: dict[str, list[float]] = {m: [] for m in modes}
     empty = {m: 0 for m in modes}
+    precision: dict[str, list[float]] = {m: [] for m in modes}
     for i, q in enumerate(queries):
         for mode in modes[i % 3:] + modes[: i % 3]:
             t0 = time.perf_counter()
@@ -411,8 +445,9 @@ def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[st
             if result.mode != mode:
                 raise SystemExit(f"search answered in {result.mode} mode instead of {mode}: {result.note}")
             empty[mode] += not result.hits
+            precision[mode].append(judge(conn, q, result.hits))
     return {m: {"p50_ms": round(statistics.median(s), 2), "p95_ms": round(pct(s, 0.95), 2), "n": len(s),
-                "empty": empty[m]} for m, s in samples.items()}
+                "empty": empty[m], "precision_at_10": round(statistics.mean(precision[m]), 3)} for m, s in samples.items()}
 
 
 def start_service(data_dir: Path, checkout: Path | None = None) -> tuple[Any, dict[str, Any]]:
@@ -636,6 +671,7 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         rows.append((f"search {mode} p50 / p95 ms", lambda r, m=mode: f"{r['search'][m]['p50_ms']:.1f} / {r['search'][m]['p95_ms']:.1f}"))
         # A query that found nothing is timed too, but is not a comparable search: say how many.
         rows.append((f"  {mode} queries with no hit", lambda r, m=mode: f"{r['search'][m]['empty']}"))
+        rows.append((f"  {mode} precision at 10", lambda r, m=mode: f"{r['search'][m]['precision_at_10']:.3f}"))
     rows.append(("service hybrid p50 / p95 ms",
                  lambda r: f"{r['search']['service']['p50_ms']:.1f} / {r['search']['service']['p95_ms']:.1f}"))
     rows.append(("  service RSS after (MiB)", lambda r: f"{r['search']['service']['service_rss_mib']}"))
