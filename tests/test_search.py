@@ -270,6 +270,10 @@ def test_a_path_of_common_words_finds_that_path_then_its_words(tmp_path: Path, m
     assert found == set(exact), (found, exact, scattered)
     anywhere = {h.id for h in search(conn, "src/db/auth.py", kinds=("observation",), limit=50, mode="keyword").hits}
     assert set(scattered) <= anywhere  # no row holds src/db/auth.py: rows holding its four words
+    # A word no row holds ("changed") is left out: it matches nothing, and as the query's only rare
+    # word it used to leave the keyword side empty.
+    asked = {h.id for h in search(conn, "what changed in src/auth/session.py", kinds=("observation",), limit=50, mode="keyword").hits}
+    assert asked == set(exact)
 
 
 FIRST_SEARCH = """

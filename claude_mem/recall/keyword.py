@@ -34,7 +34,7 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
             continue
         largest = fts.largest_rowid(conn, kind)
         rare, common = _split_by_frequency(conn, kind, terms, largest, database)
-        for match in _matches(rare, common, phrases or []):
+        for match in _matches(rare, common, phrases or []) if rare or common else []:
             # Every word common: when even the rows holding all of them are over budget, keywords
             # do not tell them apart and the semantic side ranks them alone.
             if not rare and not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
@@ -67,7 +67,8 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str], l
                         database: str) -> tuple[list[str], list[str]]:
     """(rare, common): the rarest query words whose matches add up to at most FTS_BUDGET rows of
     this kind (whose largest rowid is `largest`), and the others. FTS5 ranks every matching row
-    (~1 us each), and a common word weighs little in BM25 anyway (docs/search-tuning.md, Speed)."""
+    (~1 us each), and a common word weighs little in BM25 anyway (docs/search-tuning.md, Speed).
+    A word no row holds is in neither: as the only rare one it matched nothing, and hid the others."""
     if largest <= tuning.FTS_BUDGET:
         return list(terms), []
     counts = {term: _count(conn, kind, fts_match([term]), largest, database) for term in terms}
@@ -76,9 +77,10 @@ def _split_by_frequency(conn: sqlite3.Connection, kind: str, terms: list[str], l
     for term in sorted(terms, key=lambda t: counts[t]):
         if used + counts[term] > tuning.FTS_BUDGET:
             break
-        rare.append(term)
-        used += counts[term]
-    return [t for t in terms if t in rare], [t for t in terms if t not in rare]
+        if counts[term]:
+            rare.append(term)
+            used += counts[term]
+    return [t for t in terms if t in rare], [t for t in terms if t not in rare and counts[t]]
 
 
 def _count(conn: sqlite3.Connection, kind: str, match: str, largest: int, database: str) -> int:
