@@ -56,8 +56,10 @@ from claude_mem.index.documents import LAYOUT  # noqa: E402
 from claude_mem.index.embedders import embedder_named  # noqa: E402
 from claude_mem.index.semantic_index import Index  # noqa: E402
 from claude_mem.recall.search import search  # noqa: E402
+from claude_mem.store import recall_rows  # noqa: E402
 from claude_mem.store.db import connect, transaction  # noqa: E402
 from claude_mem.store.memories import Observation, Summary, insert_observation, upsert_summary  # noqa: E402
+from claude_mem.store.reads import KIND  # noqa: E402
 from claude_mem.store.records import ensure_session, record_prompt  # noqa: E402
 
 
@@ -405,28 +407,23 @@ def make_queries(seed: int, n: int) -> list[dict[str, Any]]:
     return out
 
 
-_NAMED_TEXT = {  # (project, text) of a hit, as the judge reads it
-    "observation": "SELECT project, title || ' ' || coalesce(subtitle, '') || ' ' || coalesce(narrative, '') || ' ' || coalesce(facts, '')"
-                   " FROM observations WHERE id = ?",
-    "summary": "SELECT project, coalesce(request, '') || ' ' || coalesce(investigated, '') || ' ' || coalesce(learned, '')"
-               " || ' ' || coalesce(completed, '') || ' ' || coalesce(next_steps, '') FROM session_summaries WHERE id = ?",
-    "prompt": "SELECT s.project, p.prompt_text FROM user_prompts p JOIN sdk_sessions s ON s.claude_session_id = p.session_id"
-              " WHERE p.id = ?",
-}
-
-
 def judge(conn: sqlite3.Connection, q: dict[str, Any], hits: list[Any]) -> float:
     """Precision at 10: the share of the first ten hits that are about the question's project and
     name everything it names (a function, file, library, error or area, as the generator wrote them
-    into the memories that answer it). A relevance judgement at 100k that no ranking was tuned to."""
+    into the memories that answer it) in the texts recall reads of them. A relevance judgement at
+    100k that no ranking was tuned to."""
     top = hits[:10]
     if not top:
         return 0.0
-    good = 0
-    for h in top:
-        row = conn.execute(_NAMED_TEXT[h.kind], (h.id,)).fetchone()
-        good += bool(row) and row[0] == q["about"] and all(name.lower() in (row[1] or "").lower() for name in q["names"])
-    return good / len(top)
+    texts: dict[tuple[str, int], tuple[str, str]] = {}
+    for kind in {h.kind for h in top}:
+        for row in recall_rows.by_id(conn, kind, [h.id for h in top if h.kind == kind]):
+            said = " ".join(str(row[c] or "") for c in KIND[kind].text_columns).lower()
+            texts[(kind, int(row["id"]))] = (row["project"], said)
+    names = [name.lower() for name in q["names"]]
+    good = [(h.kind, h.id) in texts and texts[(h.kind, h.id)][0] == q["about"]
+            and all(name in texts[(h.kind, h.id)][1] for name in names) for h in top]
+    return sum(good) / len(top)
 
 
 def search_latency(conn: sqlite3.Connection, index: Index, queries: list[dict[str, Any]]) -> dict[str, Any]:
