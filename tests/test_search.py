@@ -274,6 +274,7 @@ def test_a_path_of_common_words_finds_that_path_then_its_words(tmp_path: Path, m
     # word it used to leave the keyword side empty.
     asked = {h.id for h in search(conn, "what changed in src/auth/session.py", kinds=("observation",), limit=50, mode="keyword").hits}
     assert asked == set(exact)
+    assert search(conn, "zebra quokka", kinds=("observation",), mode="keyword").hits == []  # no word any row holds
 
 
 FIRST_SEARCH = """

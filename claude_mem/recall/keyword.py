@@ -34,7 +34,7 @@ def fts_search(conn: sqlite3.Connection, terms: list[str], kinds: tuple[str, ...
             continue
         largest = fts.largest_rowid(conn, kind)
         rare, common = _split_by_frequency(conn, kind, terms, largest, database)
-        for match in _matches(rare, common, phrases or []) if rare or common else []:
+        for match in _matches(rare, common, phrases or []):
             # Every word common: when even the rows holding all of them are over budget, keywords
             # do not tell them apart and the semantic side ranks them alone.
             if not rare and not alone and _count(conn, kind, match, largest, database) > tuning.FTS_BUDGET:
@@ -50,9 +50,11 @@ def _matches(rare: list[str], common: list[str], phrases: list[list[str]]) -> li
     """The match expressions to try in turn: any of the rare words; else every common word, a
     path's words as that path (a phrase: FTS5 ranks it by its own matches, where each common word
     alone makes bm25 read all its rows, docs/search-tuning.md "Paths as phrases"), then, when the
-    path is written some other way in memory, its words anywhere."""
+    path is written some other way in memory, its words anywhere. None when no row holds any word."""
     if rare:
         return [fts_match(rare)]
+    if not common:
+        return []
     parts: list[str] = []
     left = list(common)
     for phrase in phrases:
