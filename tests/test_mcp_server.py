@@ -255,7 +255,7 @@ def test_nothing_captured_yet(tmp_path: Path, alpha_dir: Path) -> None:
 
 
 def test_filters_and_projects(stored: Stored, alpha_dir: Path) -> None:
-    warm_service(stored)  # each filter's answer is the hybrid one, not a keyword fallback while the service starts
+    warm_service(stored.config)  # each filter's answer is the hybrid one, not a keyword fallback while the service starts
     server = build_server(stored.config, cwd=str(alpha_dir))
 
     async def scenario(client: Client) -> dict[str, str]:

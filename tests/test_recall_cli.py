@@ -36,7 +36,7 @@ def hits(*args: str) -> list[tuple[str, int]]:
 
 
 def test_search_prints_an_aligned_table(stored: Stored) -> None:
-    warm_service(stored)  # the table's footer says hybrid: not a race with the service's start-up
+    warm_service(stored.config)  # the table's footer says hybrid: not a race with the service's start-up
     result = invoke("search", "login crash", "--limit", "3")
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["REF", "DATE", "TYPE", "TITLE", "FROM", "FILES"]

@@ -36,6 +36,7 @@ from claude_mem.viewer.app import create_app
 from tests.chroma_server import ChromaServer
 from tests.cli_helpers import invoke, invoke_json
 from tests.git_layout import git_checkout, git_worktree
+from tests.search_helpers import warm_service
 from tests.stores import OLD_MS, age_session, config_for
 
 REMOTE = "git@github.com:Acme/Shop.git"
@@ -160,7 +161,9 @@ def test_two_laptops_share_a_server_and_lose_nothing(team: tuple[Laptop, Laptop]
     assert json.loads(proc.stdout)["observation"] == 2
     assert owned(server, a_id) == a_docs and owned(server, b_id) == b_docs
 
-    # A finds what only B recorded, named as B's, in the project they share.
+    # A finds what only B recorded, named as B's, in the project they share (through its service,
+    # warmed first: only the service reads the server, and a loaded machine's start-up outlasts 10 s).
+    warm_service(a.config)
     found = invoke_json("search", "customers charged twice by retried webhooks", "--project", PROJECT, env=a.env)
     hit = found["hits"][0]
     assert (hit["origin"], hit["kind"], hit["id"], hit["project"]) == ("laptop-b", "observation", b.obs["webhook"], PROJECT)
