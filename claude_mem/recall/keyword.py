@@ -50,7 +50,7 @@ def _matches(rare: list[str], common: list[str], phrases: list[list[str]]) -> li
     """The match expressions to try in turn: any of the rare words; else every common word, a
     path's words as that path (a phrase: FTS5 ranks it by its own matches, where each common word
     alone makes bm25 read all its rows, docs/search-tuning.md "Paths as phrases"), then, when the
-    path is written some other way in memory, its words anywhere. None when no row holds any word."""
+    path is written some other way in memory, its words anywhere. Nothing when no row holds any word."""
     if rare:
         return [fts_match(rare)]
     if not common:
