@@ -11,7 +11,7 @@ import sqlite3
 from types import SimpleNamespace
 
 from claude_mem.guard.screen import Context, screen_fields
-from claude_mem.store import checkpoints, records, titles, working_set
+from claude_mem.store import checkpoints, queue_rows, records, titles, working_set
 from claude_mem.store.db import now_ms, transaction
 from claude_mem.store.rows import Checkpoint, QueuedEvent
 from claude_mem.text.shorten import clip, cut
@@ -31,6 +31,10 @@ def due(conn: sqlite3.Connection, session_id: str, rows: list[QueuedEvent]) -> C
     checkpoint = checkpoints.pending(conn, session_id)
     if checkpoint is None:
         return None
+    if not rows:
+        # Read before the checkpoint: the hooks may have stored events and then the PreCompact
+        # since, and written now it would cover none of them (nor cut their turn where it asks).
+        rows = queue_rows.next_pending(conn, session_id, 1)
     if not rows or rows[0].id > checkpoint.upto_queue_id:
         return checkpoint
     waiting = rows[0].next_attempt_epoch > now_ms()

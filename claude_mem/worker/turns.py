@@ -17,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 
 from claude_mem.store import checkpoints, queue, queue_rows, records
+from claude_mem.store.db import snapshot
 from claude_mem.store.rows import QueuedEvent
 
 TURN_LIMIT = 2000  # tool events of one turn taken at once: a very long turn is cut here, at the same place every time
@@ -30,15 +31,19 @@ def heuristic_batch(conn: sqlite3.Connection, session_id: str, rows: list[Queued
     first = rows[0]
     if first.kind != "tool" or first.attempts:
         return [first]
-    turn = queue_rows.pending_from(conn, session_id, first.id, TURN_LIMIT)
-    # The turn's events, wherever a late event of an earlier prompt fell among them.
-    run = [r for r in turn if r.kind == "tool" and r.prompt_number == first.prompt_number and not r.attempts]
-    upto = _checkpoint_upto(conn, session_id)
-    if upto is not None and upto >= first.id:
-        return [r for r in run if r.id <= upto]
-    if take_open or len(turn) == TURN_LIMIT or _ended(conn, session_id, first.prompt_number, run[-1].id):
-        return run
-    return None
+    # The turn and its end read in one snapshot: read one after the other, the hooks could store
+    # the turn's last events and then its end (a Stop, the next prompt, SessionEnd, a PreCompact)
+    # in between, and the events read first would pass for the whole turn.
+    with snapshot(conn):
+        turn = queue_rows.pending_from(conn, session_id, first.id, TURN_LIMIT)
+        # The turn's events, wherever a late event of an earlier prompt fell among them.
+        run = [r for r in turn if r.kind == "tool" and r.prompt_number == first.prompt_number and not r.attempts]
+        upto = _checkpoint_upto(conn, session_id)
+        if upto is not None and upto >= first.id:
+            return [r for r in run if r.id <= upto]
+        if take_open or len(turn) == TURN_LIMIT or _ended(conn, session_id, first.prompt_number, run[-1].id):
+            return run
+        return None
 
 
 def _ended(conn: sqlite3.Connection, session_id: str, prompt_number: int, last_id: int) -> bool:
