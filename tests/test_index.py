@@ -182,6 +182,20 @@ def test_query_delete_reindex_and_drift(conn: sqlite3.Connection, index: Index) 
     assert index.query("night theme", 1, {"kind": "observation"})[0][:2] == ("observation", dark)
 
 
+def test_queries_search_with_a_wider_beam_than_chromas_default(conn: sqlite3.Connection, index: Index) -> None:
+    """EF_SEARCH: a collection is made with it, and one searched with a narrower beam (an index
+    built before it, Chroma's default of 100) gets it when it is next opened."""
+    rows = add_rows(conn)
+    index.index_rows(conn, "observation", rows["observation"])
+    with index._use("inspect") as store:
+        assert store.collection.configuration["hnsw"]["ef_search"] == chroma.EF_SEARCH > 100
+        store.collection.modify(configuration={"hnsw": {"ef_search": 100}})
+    index.close()
+    assert index.query("night theme for the user interface", 1)[0][:2] == ("observation", rows["observation"][1])
+    with index._use("inspect") as store:
+        assert store.collection.configuration["hnsw"]["ef_search"] == chroma.EF_SEARCH
+
+
 def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connection, index: Index) -> None:
     """A store indexed when each fact was a document of its own (layout 1) is indexed again by
     the next catch-up, in place: one document per observation, its old fact documents gone."""

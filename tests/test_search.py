@@ -162,6 +162,29 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
 
 
+def test_the_few_nearest_passing_a_filter_are_taken_as_they_are(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer than the pool pass the filter among the nearest documents (beta's copies crowd alpha
+    out): FEW_PASSING or more of them are the filtered set's nearest and are taken as they are;
+    fewer, and Chroma's `where` finds the filtered set's nearest however far they are."""
+    conn, index, ids = store
+    for name, value in {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0, "ESCALATE": 1}.items():
+        monkeypatch.setattr(tuning, name, value)
+    query, want, kinds = "dark mode too", 6, ("observation",)
+    alpha = Filters("alpha", None, None, None, None, None)
+    nearest = index.query_documents(index.embed_query(query), want)
+    of_alpha = {ids["login"], ids["dark"], ids["db"]}
+    assert len(nearest) == want and [m.sqlite_id for m in nearest if m.kind == "observation" and m.sqlite_id in of_alpha] == [ids["dark"]]
+    found = {}
+    for few in (1, 2):
+        monkeypatch.setattr(tuning, "FEW_PASSING", few)
+        candidates: dict[tuple[str, int], Candidate] = {}
+        add_candidates(conn, index, start_nearest(index, query, kinds, alpha, want), query_terms(query), kinds, alpha, want,
+                       candidates, fill_missing=False)
+        found[few] = set(candidates)
+    assert found[1] == {("observation", ids["dark"])}
+    assert found[2] == {("observation", row_id) for row_id in of_alpha}
+
+
 @pytest.mark.parametrize("want", [2, 4, 16])
 @pytest.mark.parametrize("project", [None, "alpha"])
 @pytest.mark.parametrize(("query", "others"), [("fixed login crash refresh token", True),

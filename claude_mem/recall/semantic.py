@@ -208,8 +208,10 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     """The `want` documents nearest to the query among those passing the filters: the nearest
     RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
     enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
-    vectors; else ESCALATE x as many nearest, checked the same way; else Chroma's own `where`,
-    which scans metadata first (~20 ms at 10k observations, ~400 ms at 100k)."""
+    vectors; else ESCALATE x as many nearest, checked the same way, and those that pass if they
+    are FEW_PASSING or more (the nearest of the filtered set, only fewer: the others are farther
+    than all those fetched); else Chroma's own `where`, which scans metadata first (~20 ms at
+    10k observations, ~400 ms at 100k)."""
     embedding = raw.embedding
     kept = _first_passing(conn, raw.matches, kinds, f, want)
     if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:
@@ -229,6 +231,8 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
         if len(kept) >= min(want, tuning.POOL) or len(more) < asked:
             return kept[:want]
         theirs = [m for m in kept if m.origin is not None]
+    if len(kept) >= tuning.FEW_PASSING:
+        return kept[:want]
     where = _vector_where(conn, kinds, f)
     if where is None:
         return theirs[:want]
