@@ -32,7 +32,10 @@ Targets (issue 39): at 100k, hybrid p95 <= 25 ms and the service's RSS once idle
 digest p50 <= 1.5 x the floor. The search bar is in milliseconds, so it follows the machine: the
 verdict line names the run's hook floor beside it, a better sign of how quiet the machine was than
 the yardstick (issue 49: p95 21.7-24.2 ms in one quiet window, 27.6-28.9 at the same hook floor
-later, 35.5-39.7 when the floor was 28-32 ms; docs/search-tuning.md).
+later, 35.5-39.7 when the floor was 28-32 ms; docs/search-tuning.md). Beside it, each question's
+fastest of --service-rounds fresh services (3): the machine's share of a question's time comes and
+goes between runs (a question's times in two runs correlate 0.33-0.53), its own cost stays, so this
+is the nearest a shared machine gets to the quiet one the bar is set for.
 """
 
 from __future__ import annotations
@@ -490,33 +493,41 @@ def ask_service(data_dir: Path, q: dict[str, Any], name: str = "") -> tuple[floa
     return ms, len(answer["hits"])
 
 
-def service_latency(data_dir: Path, queries: list[dict[str, Any]]) -> dict[str, Any]:
+def service_latency(data_dir: Path, queries: list[dict[str, Any]], rounds: int = 1) -> dict[str, Any]:
     """Hybrid search through the memory service (what the MCP server, the CLI, the viewer and the
-    hooks do): one request over its Unix socket, the search run in the warm service."""
+    hooks do): one request over its Unix socket, the search run in the warm service. The first
+    round is the run's figure; with more `rounds`, each in a fresh service (no word counts or
+    pages of the round before), each question's fastest of them too: what the machine adds comes
+    and goes, a question's own cost stays (docs/search-tuning.md, sixth and seventh days)."""
     from claude_mem.service import control
 
-    # One left running by an earlier run's digest (SessionStart starts it) would answer instead:
-    # it reloaded the index after that run's probe session, and its RSS is not a fresh service's.
-    control.stop_service(str(data_dir))
-    proc, chosen = start_service(data_dir)
-    try:
-        for q in queries[:5]:
-            ask_service(data_dir, q)
-        samples = []
-        empty = 0
-        for q in queries:
-            ms, hits = ask_service(data_dir, q)
-            samples.append(ms)
-            empty += not hits
-        state = control.state(str(data_dir))
-        time.sleep(1.0)  # past service/memory.py's TRIM_AFTER_S: what it holds between searches
-        idle = control.state(str(data_dir))
-    finally:
+    times: list[list[float]] = [[] for _ in queries]
+    for n in range(max(1, rounds)):
+        # One left running by an earlier run's digest (SessionStart starts it) would answer instead:
+        # it reloaded the index after that run's probe session, and its RSS is not a fresh service's.
         control.stop_service(str(data_dir))
-        proc.wait(30)
+        proc, chosen = start_service(data_dir)
+        try:
+            for q in queries[:5]:
+                ask_service(data_dir, q)
+            empty = 0
+            for q, seen in zip(queries, times, strict=True):
+                ms, hits = ask_service(data_dir, q)
+                seen.append(ms)
+                empty += not hits
+            if n == 0:
+                state = control.state(str(data_dir))
+                time.sleep(1.0)  # past service/memory.py's TRIM_AFTER_S: what it holds between searches
+                idle = control.state(str(data_dir))
+                first = {"empty": empty, "embedder": chosen["reason"]}
+        finally:
+            control.stop_service(str(data_dir))
+            proc.wait(30)
+    samples, fastest = [t[0] for t in times], [min(t) for t in times]
     return {"p50_ms": round(statistics.median(samples), 2), "p95_ms": round(pct(samples, 0.95), 2), "n": len(samples),
-            "empty": empty, "service_rss_mib": round((state.rss_bytes or 0) / 2**20),
-            "service_rss_idle_mib": round((idle.rss_bytes or 0) / 2**20), "embedder": chosen["reason"]}
+            "rounds": max(1, rounds), "fastest_p50_ms": round(statistics.median(fastest), 2),
+            "fastest_p95_ms": round(pct(fastest, 0.95), 2), **first, "service_rss_mib": round((state.rss_bytes or 0) / 2**20),
+            "service_rss_idle_mib": round((idle.rss_bytes or 0) / 2**20)}
 
 
 def services_side_by_side(data_dir: Path, against: Path, queries: list[dict[str, Any]], work: Path) -> dict[str, Any]:
@@ -647,7 +658,7 @@ def measure(data_dir: Path, meta: dict[str, Any], args: argparse.Namespace, work
     finally:
         conn.close()
         index.close()
-    latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries))
+    latency["service"] = service_latency(data_dir, make_queries(args.seed, args.queries), args.service_rounds)
     if args.against:
         latency["side_by_side"] = services_side_by_side(data_dir, Path(args.against).resolve(),
                                                         make_queries(args.seed, args.queries), work)
@@ -674,6 +685,9 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         rows.append((f"  {mode} precision at 10", lambda r, m=mode: f"{r['search'][m]['precision_at_10']:.3f}"))
     rows.append(("service hybrid p50 / p95 ms",
                  lambda r: f"{r['search']['service']['p50_ms']:.1f} / {r['search']['service']['p95_ms']:.1f}"))
+    rows.append(("  each question's fastest",
+                 lambda r: f"{r['search']['service']['fastest_p50_ms']:.1f} / {r['search']['service']['fastest_p95_ms']:.1f}"
+                 f" (of {r['search']['service']['rounds']})"))
     rows.append(("  service RSS after (MiB)", lambda r: f"{r['search']['service']['service_rss_mib']}"))
     rows.append(("  and 1 s later, idle (MiB)", lambda r: f"{r['search']['service']['service_rss_idle_mib']}"))
     if any(r["search"].get("side_by_side") for r in results.values()):
@@ -695,8 +709,10 @@ def report(results: dict[int, dict[str, Any]]) -> None:
         rss = r["search"]["service"]["service_rss_idle_mib"]
         # The search bar is absolute, so it follows the machine: the hook floor beside it says how
         # quiet the run was (see the docstring).
+        fastest = r["search"]["service"]["fastest_p95_ms"]
         print(f"{size:,}: hybrid p95 {p95:.1f} ms ({'ok' if p95 <= SEARCH_P95_TARGET_MS else 'ABOVE'} target {SEARCH_P95_TARGET_MS:g},"
-              f" hook floor {r['digest']['floor']['p50_ms']:.1f} ms);"
+              f" hook floor {r['digest']['floor']['p50_ms']:.1f} ms; through the service, each question's fastest of"
+              f" {r['search']['service']['rounds']}: {fastest:.1f} ms, {'ok' if fastest <= SEARCH_P95_TARGET_MS else 'ABOVE'});"
               f" service RSS idle after them {rss} MiB ({'ok' if rss <= SERVICE_RSS_TARGET_MIB else 'ABOVE'} target"
               f" {SERVICE_RSS_TARGET_MIB});"
               f" digest {r['digest']['ratio']:.2f} x floor ({'ok' if r['digest']['ratio'] <= DIGEST_RATIO_TARGET else 'ABOVE'}"
@@ -709,6 +725,8 @@ def main(argv: list[str] | None = None) -> int:
                         "takes about an hour to build on two cores, once: reuse it with --data-dir)")
     parser.add_argument("--data-dir", help="where prepared sizes are kept and reused (default: a temporary folder)")
     parser.add_argument("--queries", type=int, default=200, help="search queries per mode")
+    parser.add_argument("--service-rounds", type=int, default=3, help="rounds of the queries through fresh memory services"
+                        " (the first is the run's figure; each question's fastest of them is reported beside it)")
     parser.add_argument("--digest-runs", type=int, default=40, help="interleaved digest / floor runs")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
