@@ -68,10 +68,11 @@ class Store:
 def widen_search(collection: Any) -> None:
     """A collection made with a narrower beam (before EF_SEARCH, or by Chroma's default) gets
     ours; set before its first query, as a process loads the vector index with the beam it
-    finds then. A server that refuses keeps its beam: searches are only less exact."""
-    hnsw = (collection.configuration or {}).get("hnsw") or {}
-    if isinstance(hnsw.get("ef_search"), int) and hnsw["ef_search"] < EF_SEARCH:
-        with contextlib.suppress(Exception):
+    finds then. Where that cannot be done (a server that refuses, a configuration this chromadb
+    cannot read), the collection keeps its beam: its searches are only less exact."""
+    with contextlib.suppress(Exception):
+        hnsw = (collection.configuration or {}).get("hnsw") or {}
+        if isinstance(hnsw.get("ef_search"), int) and hnsw["ef_search"] < EF_SEARCH:
             collection.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
 
 
