@@ -18,6 +18,6 @@ POOL = 50  # candidates each search contributes to the fusion (at least 3 x limi
 RAW_FACTOR = 1  # unfiltered nearest documents fetched per document wanted, then filtered in SQLite (semantic; 4 until issue 49)
 BRUTE_FORCE_ROWS = 100  # a filtered set this small is scored from its stored vectors (semantic)
 ESCALATE = 4  # then this many times more nearest are fetched unfiltered before Chroma's slow `where` (semantic)
-FEW_PASSING = 10  # as many of those passing the filters are taken as they are, without the `where` (semantic)
+FEW_PASSING = 10  # when at least this many of those pass the filters, they are taken as they are, without the `where` (semantic)
 FTS_BUDGET = 1000  # rows the keyword query may match before its most common words are left out (keyword; 2,000 until issue 49)
 OVERLAP = True  # the semantic side's waits (embedding, nearest documents, vectors) in a thread while SQLite works (semantic._start)
