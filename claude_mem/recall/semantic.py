@@ -95,8 +95,9 @@ def start_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, w
 def fetch_nearest(index: Index, text: str, kinds: tuple[str, ...], f: Filters, want: int, space: str) -> NearestDocuments:
     """The query's embedding and its nearest documents, unfiltered (raises IndexUnavailable)."""
     embedding = index.embed_query(text)
-    # Unfiltered, the nearest `want` are the answer; with filters, more are checked in SQLite.
-    # Their vectors are read from SQLite after (half the cost of Chroma sending them along).
+    # Unfiltered, the nearest `want` are the answer; with filters, RAW_FACTOR x as many are checked
+    # in SQLite, and `_nearest` fetches more when too few pass. Their vectors are read from SQLite
+    # after (half the cost of Chroma sending them along).
     filtered = has_filters(f) or set(kinds) != set(KINDS)
     n = want * tuning.RAW_FACTOR if filtered else want
     aliases = teammates.Aliases()
