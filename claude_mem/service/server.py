@@ -22,7 +22,6 @@ import struct
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from claude_mem.jsonfile import write_json_atomic
@@ -31,6 +30,7 @@ from claude_mem.processes import take_lock
 from claude_mem.processes.malloc import give_large_blocks_back
 from claude_mem.service import protocol
 from claude_mem.service.memory import IdleTrim
+from claude_mem.service.threads import FirstIdle
 from claude_mem.settings import Config
 
 SEARCH_THREADS = 2  # searches at once; more would only contend for 2 cores and the index lock
@@ -47,7 +47,7 @@ class Service:
         self.last_request = time.monotonic()
         self.requests = 0
         self.errors = 0
-        self.pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="claude-mem-search")
+        self.pool = FirstIdle(SEARCH_THREADS, thread_name_prefix="claude-mem-search")  # threads.py: why not a plain pool
         self.trim = IdleTrim(self.pool)  # the heap's free memory given back once idle (memory.py)
         self.local = threading.local()
         self.indexer: Any = None
