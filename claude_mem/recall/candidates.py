@@ -59,4 +59,4 @@ def load_rows(conn: sqlite3.Connection, candidates: dict[tuple[str, int], Candid
             missing.setdefault(c.kind, []).append(c.id)
     for kind in KINDS:
         for row in recall_rows.by_id(conn, kind, missing.get(kind, [])):
-            candidates[(kind, int(row["id"]))].row = dict(row)
+            candidates[(kind, int(row["id"]))].row = row

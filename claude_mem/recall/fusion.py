@@ -11,12 +11,12 @@ from claude_mem.recall.candidates import Candidate
 def fuse(cands: list[Candidate], mode: SearchMode, windows: list[tuple[int, int]]) -> dict[tuple[str, int], float]:
     """Each candidate's score in `mode`: the blend of cosine and BM25 (over the best BM25), plus the
     date and session boosts."""
-    keyword = {(c.kind, c.id): c.bm25 + tuning.NEIGHBOUR_SHARE * c.neighbour_bm25 for c in cands}
-    top_bm25 = max(keyword.values(), default=0.0)
-    base: dict[tuple[str, int], float] = {}
-    for c in cands:
+    keyword = [c.bm25 + tuning.NEIGHBOUR_SHARE * c.neighbour_bm25 for c in cands]
+    top_bm25 = max(keyword, default=0.0)
+    base: list[float] = []
+    for c, words in zip(cands, keyword, strict=True):
         # BM25 over its best: 0 for rows with no query word, 1 for the best keyword match.
-        bm = keyword[(c.kind, c.id)] / top_bm25 if top_bm25 > 0 else 0.0
+        bm = words / top_bm25 if top_bm25 > 0 else 0.0
         cosine = c.cosine if c.cosine is not None else 0.0
         if mode is SearchMode.HYBRID:
             w_bm25 = tuning.W_BM25_SAID if c.kind == "prompt" else tuning.W_BM25
@@ -25,17 +25,18 @@ def fuse(cands: list[Candidate], mode: SearchMode, windows: list[tuple[int, int]
             score = cosine
         else:
             score = bm
-        if in_windows(c, windows):
+        if windows and in_windows(c, windows):
             score += tuning.DATE_BOOST
-        base[(c.kind, c.id)] = score
+        base.append(score)
     # Session context: a memory whose session holds other strong matches is more likely the
     # one meant (the same episode, seen from several facts: docs/search-tuning.md).
+    sessions = [str(c.row.get("session_id") or "") for c in cands]
     best_in_session: dict[str, float] = {}
-    for c in cands:
-        sid = str(c.row.get("session_id") or "")
-        best_in_session[sid] = max(best_in_session.get(sid, float("-inf")), base[(c.kind, c.id)])
-    return {(c.kind, c.id): base[(c.kind, c.id)] + tuning.SESSION_BOOST * best_in_session[str(c.row.get("session_id") or "")]
-            for c in cands}
+    for sid, score in zip(sessions, base, strict=True):
+        if score > best_in_session.get(sid, float("-inf")):
+            best_in_session[sid] = score
+    return {(c.kind, c.id): score + tuning.SESSION_BOOST * best_in_session[sid]
+            for c, sid, score in zip(cands, sessions, base, strict=True)}
 
 
 def relevant(c: Candidate, windows: list[tuple[int, int]], floor: float | None = None) -> bool:

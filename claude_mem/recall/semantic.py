@@ -325,11 +325,20 @@ def _vector_where(conn: sqlite3.Connection, kinds: tuple[str, ...], f: Filters) 
     return clauses[0] if len(clauses) == 1 else {"$and": clauses} if clauses else {}
 
 
-def _written_cjk(c: Candidate | None) -> bool:
-    """Whether a candidate's memory is written in Chinese, Japanese or Korean (by its heading)."""
-    if c is None or not c.row:
-        return False
-    return has_cjk(" ".join(str(c.row.get(k) or "") for k in ("title", "subtitle", "request", "prompt_text")))
+def _written_cjk(owners: list[tuple[str, int]], candidates: dict[tuple[str, int], Candidate]) -> dict[tuple[str, int], bool]:
+    """Whether each candidate's memory is written in Chinese, Japanese or Korean (by its heading):
+    looked at one by one only when some heading holds any (an English memory's search, never)."""
+    headings = [_heading(candidates.get(owner)) for owner in owners]
+    if not has_cjk("".join(headings)):
+        return dict.fromkeys(owners, False)
+    return {owner: has_cjk(heading) for owner, heading in zip(owners, headings, strict=True)}
+
+
+def _heading(c: Candidate | None) -> str:
+    row = c.row if c is not None else None
+    if not row:
+        return ""
+    return f"{row.get('title') or ''} {row.get('subtitle') or ''} {row.get('request') or ''} {row.get('prompt_text') or ''}"
 
 
 def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], blocks: Sequence[Any], query: Any,
@@ -353,7 +362,7 @@ def set_cosines(doc_ids: list[str], owners: list[tuple[str, int]], blocks: Seque
     query = np.asarray(query, dtype=np.float32)
     blocks = [b for b in (np.asarray(b, dtype=np.float32).reshape(-1, len(query)) for b in blocks) if len(b)]
     raw = (np.concatenate([b @ query for b in blocks]) / max(float(np.linalg.norm(query)), 1e-9)).tolist()  # unit vectors
-    in_cjk = {owner: _written_cjk(candidates.get(owner)) for owner in set(owners)}
+    in_cjk = _written_cjk(list(dict.fromkeys(owners)), candidates)
     written = np.array([in_cjk[owner] for owner in owners])
     starts = np.cumsum([0] + [len(b) for b in blocks])
     centres = [sum(b.sum(axis=0) for b in blocks) / len(doc_ids)]  # the pool's mean, then each side's own
