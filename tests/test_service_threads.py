@@ -55,6 +55,21 @@ def test_a_failing_call_raises_from_its_future_and_leaves_its_thread_idle() -> N
         pool.shutdown()
 
 
+def test_a_call_cancelled_before_it_ran_leaves_its_thread_idle() -> None:
+    pool = FirstIdle(2, thread_name_prefix="search")
+    release = threading.Event()
+    try:
+        busy = [pool.submit(release.wait, 10) for _ in range(2)]  # both threads
+        dropped = pool.submit(_name)  # queued behind thread 0's call
+        assert dropped.cancel()
+        release.set()
+        assert [f.result(timeout=10) for f in busy] == [True, True]
+        assert {pool.submit(_name).result(timeout=10) for _ in range(5)} == {"search-0_0"}
+    finally:
+        release.set()
+        pool.shutdown()
+
+
 def test_shutdown_cancels_what_has_not_started_and_refuses_more() -> None:
     pool = FirstIdle(1, thread_name_prefix="search")
     release = threading.Event()

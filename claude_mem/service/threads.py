@@ -32,12 +32,23 @@ class FirstIdle(Executor):
             n = min(range(len(self._threads)), key=self._queued.__getitem__)  # the first of the idlest
             self._queued[n] += 1
         try:
-            future = self._threads[n].submit(fn, *args, **kwargs)
+            future = self._threads[n].submit(self._run, n, fn, *args, **kwargs)
         except BaseException:
             self._finished(n)
             raise
-        future.add_done_callback(lambda _: self._finished(n))
+        future.add_done_callback(lambda done: self._cancelled(n, done))
         return future
+
+    def _cancelled(self, n: int, future: Future[Any]) -> None:
+        if future.cancelled():  # it never ran, so `_run` did not count it finished
+            self._finished(n)
+
+    def _run(self, n: int, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        # Counted as finished before its future is: whoever its result wakes finds the thread idle.
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._finished(n)
 
     def _finished(self, n: int) -> None:
         with self._lock:
