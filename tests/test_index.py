@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,6 +195,32 @@ def test_queries_search_with_a_wider_beam_than_chromas_default(conn: sqlite3.Con
     assert index.query("night theme for the user interface", 1)[0][:2] == ("observation", rows["observation"][1])
     with index._use("inspect") as store:
         assert store.collection.configuration["hnsw"]["ef_search"] == chroma.EF_SEARCH
+
+
+class _BusyCollection:
+    """A collection whose folder answers "database is locked" to the first `busy` changes, as an
+    embedded Chroma sometimes does right as it is opened (the test above, on a loaded machine)."""
+
+    def __init__(self, busy: int) -> None:
+        self.configuration = {"hnsw": {"space": "cosine", "ef_search": 100}}
+        self.busy = busy
+        self.tries = 0
+
+    def modify(self, configuration: dict[str, Any]) -> None:
+        self.tries += 1
+        if self.tries <= self.busy:
+            raise RuntimeError("Database error: error returned from database: (code: 5) database is locked")
+        self.configuration["hnsw"].update(configuration["hnsw"])
+
+
+def test_a_beam_change_refused_while_the_folder_is_busy_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chroma, "WIDEN_PAUSE_S", 0.001)
+    twice = _BusyCollection(busy=2)
+    chroma.widen_search(twice)
+    assert (twice.tries, twice.configuration["hnsw"]["ef_search"]) == (3, chroma.EF_SEARCH)
+    always = _BusyCollection(busy=99)
+    chroma.widen_search(always)  # never raises: the collection keeps its beam, the next open tries again
+    assert (always.tries, always.configuration["hnsw"]["ef_search"]) == (chroma.WIDEN_TRIES, 100)
 
 
 def test_rows_indexed_in_the_older_layout_are_laid_out_anew(conn: sqlite3.Connection, index: Index) -> None:

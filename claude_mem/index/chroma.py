@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +16,8 @@ from urllib.parse import urlsplit
 # The HNSW beam of a query (Chroma's default is 100). Of the true 120 nearest documents at 100k,
 # a query for 120 found 76% with 100, 85% with 500, for ~0.6 ms more (docs/search-tuning.md).
 EF_SEARCH = 500
+WIDEN_TRIES = 5  # changes of a collection's beam to EF_SEARCH tried when its folder is busy
+WIDEN_PAUSE_S = 0.05  # before the second try; twice that before the third, and so on (0.5 s in all)
 # How long a request to a Chroma server may take: a silent server must not hang search forever.
 HTTP_TIMEOUT_S = 30.0
 HTTP_CONNECT_TIMEOUT_S = 5.0
@@ -65,15 +68,26 @@ class Store:
                 client.close()
 
 
-def widen_search(collection: Any) -> None:
+def widen_search(collection: Any, tries: int = WIDEN_TRIES) -> None:
     """A collection made with a narrower beam (before EF_SEARCH, or by Chroma's default) gets
     ours; set before its first query, as a process loads the vector index with the beam it
     finds then. Where that cannot be done (a server that refuses, a configuration this chromadb
-    cannot read), the collection keeps its beam: its searches are only less exact."""
-    with contextlib.suppress(Exception):
+    cannot read), the collection keeps its beam: its searches are only less exact.
+    An embedded Chroma answers "database is locked" now and then to the change made just as the
+    folder is opened (5 times in 40 opens on a loaded machine), so the change is tried again."""
+    try:
         hnsw = (collection.configuration or {}).get("hnsw") or {}
-        if isinstance(hnsw.get("ef_search"), int) and hnsw["ef_search"] < EF_SEARCH:
+    except Exception:  # noqa: BLE001 - a configuration this chromadb cannot read
+        return
+    if not isinstance(hnsw.get("ef_search"), int) or hnsw["ef_search"] >= EF_SEARCH:
+        return
+    for attempt in range(tries):
+        try:
             collection.modify(configuration={"hnsw": {"ef_search": EF_SEARCH}})
+            return
+        except Exception:  # noqa: BLE001 - the next open tries again
+            if attempt + 1 < tries:
+                time.sleep(WIDEN_PAUSE_S * (attempt + 1))
 
 
 _STORES: dict[tuple[str, str | None, str], Store] = {}
