@@ -162,12 +162,14 @@ def test_filters_apply_inside_each_search(store, mode: str, regime: str, monkeyp
     assert search(conn, query, index=index, file="no/such/file.py", mode=mode).hits == []
 
 
-def test_the_few_nearest_passing_a_filter_are_taken_as_they_are(store, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("escalate", [1, 100])
+def test_the_few_nearest_passing_a_filter_are_taken_as_they_are(store, escalate: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fewer than the pool pass the filter among the nearest documents (beta's copies crowd alpha
-    out): FEW_PASSING or more of them are the filtered set's nearest and are taken as they are;
-    fewer, and Chroma's `where` finds the filtered set's nearest however far they are."""
+    out): FEW_PASSING or more of them are the filtered set's nearest and are taken as they are,
+    with no wider fetch (ESCALATE 100 would reach every document of this small index); fewer, and a
+    wider fetch or Chroma's `where` finds the filtered set's nearest however far they are."""
     conn, index, ids = store
-    for name, value in {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0, "ESCALATE": 1}.items():
+    for name, value in {"POOL": 4, "RAW_FACTOR": 1, "BRUTE_FORCE_ROWS": 0, "ESCALATE": escalate}.items():
         monkeypatch.setattr(tuning, name, value)
     query, want, kinds = "dark mode too", 6, ("observation",)
     alpha = Filters("alpha", None, None, None, None, None)

@@ -209,10 +209,10 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
     """The `want` documents nearest to the query among those passing the filters: the nearest
     RAW_FACTOR x `want` fetched unfiltered and their rows checked in SQLite (exact whenever
     enough pass); else a filtered set of at most BRUTE_FORCE_ROWS rows scored from its stored
-    vectors; else ESCALATE x as many nearest, checked the same way, and those that pass if they
-    are FEW_PASSING or more (the nearest of the filtered set, only fewer: the others are farther
-    than all those fetched); else Chroma's own `where`, which scans metadata first (~20 ms at
-    10k observations, ~400 ms at 100k)."""
+    vectors; else those that passed if they are FEW_PASSING or more (the nearest of the filtered
+    set, only fewer: the others are farther than all those fetched); else ESCALATE x as many
+    nearest, checked and taken the same way; else Chroma's own `where`, which scans metadata
+    first (~20 ms at 10k observations, ~400 ms at 100k)."""
     embedding = raw.embedding
     kept = _first_passing(conn, raw.matches, kinds, f, want)
     if len(kept) >= min(want, tuning.POOL) or len(raw.matches) < raw.asked:
@@ -225,6 +225,10 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in _vectors(conn, index, raw.space, list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]
+    # A second, wider fetch took 7-13 ms after the wait, for 8% of the questions at 100k (those
+    # about what every project's memory says alike), and changed few top tens (docs/search-tuning.md).
+    if len(kept) >= tuning.FEW_PASSING:
+        return kept[:want]
     if tuning.ESCALATE > 1:
         asked = raw.asked * tuning.ESCALATE
         more = [raw.aliases.local(m) for m in index.query_documents(embedding, asked)]
