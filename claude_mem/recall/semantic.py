@@ -225,11 +225,10 @@ def _nearest(conn: sqlite3.Connection, index: Index, raw: NearestDocuments, kind
         scored = [VectorMatch(*owners[doc_id], 1.0 - float(vector @ embedding), doc_id, vector)
                   for doc_id, vector in _vectors(conn, index, raw.space, list(owners)).items()]
         return sorted(scored + theirs, key=lambda m: m.distance)[:want]
-    # A second, wider fetch took 7-13 ms after the wait, for 8% of the questions at 100k (those
-    # about what every project's memory says alike), and changed few top tens (docs/search-tuning.md).
-    if len(kept) >= tuning.FEW_PASSING:
-        return kept[:want]
-    if tuning.ESCALATE > 1:
+    # Only when too few passed: a second, wider fetch took 7-13 ms after the wait, for 8% of the
+    # questions at 100k (about what every project's memory says alike), and changed few top tens
+    # (docs/search-tuning.md).
+    if len(kept) < tuning.FEW_PASSING and tuning.ESCALATE > 1:
         asked = raw.asked * tuning.ESCALATE
         more = [raw.aliases.local(m) for m in index.query_documents(embedding, asked)]
         kept = _first_passing(conn, more, kinds, f, want)
